@@ -65,7 +65,9 @@ type StorageServer interface {
 // UnimplementedStorageServer answers every method with codes.Unimplemented.
 type UnimplementedStorageServer struct{}
 
-func unimplemented(m string) error { return status.Errorf(codes.Unimplemented, "method %s not implemented", m) }
+func unimplemented(m string) error {
+	return status.Errorf(codes.Unimplemented, "method %s not implemented", m)
+}
 
 // WriteObject implements StorageServer.
 func (UnimplementedStorageServer) WriteObject(grpc.ClientStreamingServer[WriteObjectRequest, WriteObjectResponse]) error {
