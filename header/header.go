@@ -1,0 +1,284 @@
+// Package header carries request metadata (the tenant, request IDs, routing
+// headers) in a context as an append-only linked chain, and turns it into
+// gRPC metadata or HTTP headers once per RPC.
+//
+// grpc-go's metadata.AppendToOutgoingContext copies every earlier append on
+// each call, so n appends cost O(n²). Append instead adds one immutable node
+// {pairs, prev} to the chain: O(1) in the depth of the chain, earlier nodes
+// are never copied or modified. A context is a tree, so each branch sees only
+// its own ancestry, and any number of goroutines may read a chain at once.
+//
+// The transport flattens the chain with [OutgoingContext] (or [Flatten]) once
+// per RPC, or writes it into an http.Header with [SetHTTP]. A server reads one
+// key with [FromIncoming], without copying the rest of the incoming metadata.
+//
+// # Order
+//
+// The pairs a context carries are, in this order:
+//
+//  1. the gRPC outgoing metadata already in it (metadata.NewOutgoingContext,
+//     then metadata.AppendToOutgoingContext, as metadata.FromOutgoingContext
+//     merges them),
+//  2. the chain's pairs, earlier appends before later ones,
+//  3. the extra pairs given to [Flatten] or [OutgoingContext].
+//
+// This is what grpc-go gives for the same calls when the gRPC metadata was
+// attached before the first Append. Metadata attached with grpc's functions
+// after an Append still comes first: the two mechanisms are not ordered by
+// time. [Tenant] and [SetHTTP] follow the same order.
+//
+// # Validation
+//
+// [Append] is for pairs the program controls, such as literal keys. Like
+// metadata.AppendToOutgoingContext it panics on an odd number of strings and
+// does not inspect keys or values, so it stays cheap; a pair gRPC does not
+// allow makes the RPC fail with codes.Internal when the stream is created, and
+// net/http refuses to send an invalid header value. For input from outside
+// the program use [AppendChecked] or [WithTenant], which validate each pair
+// once and return an error.
+package header
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/textproto"
+	"strings"
+
+	"google.golang.org/grpc/metadata"
+)
+
+// chainKey is the context key of the newest node. Its only value is a *node.
+type chainKey struct{}
+
+// node is one immutable link of the chain. It is also the context returned
+// by Append: embedding the parent context saves an allocation per Append
+// compared with a node stored through context.WithValue.
+//
+// A node with no pairs (pairs == 0) ends the chain: OutgoingContext puts one
+// on top of a context whose chain it has already flattened into gRPC
+// metadata, so that flattening that context again does not repeat the pairs.
+type node struct {
+	context.Context // the parent: every other key, deadline and cancellation
+
+	kv    []string // key, value, ...; keys lower-cased; never modified
+	prev  *node    // the previous node, nil at the start of the chain
+	depth int      // nodes from the start of the chain to this one, inclusive
+	pairs int      // pairs from the start of the chain to this one, inclusive
+
+	one [2]string // storage for kv when a single pair is appended
+}
+
+// Value returns n for chainKey and asks the parent context for anything else.
+func (n *node) Value(key any) any {
+	if key == (chainKey{}) {
+		return n
+	}
+	return n.Context.Value(key)
+}
+
+// String describes the context without printing its values, which may be
+// secrets.
+func (n *node) String() string {
+	var parent string
+	if s, ok := n.Context.(fmt.Stringer); ok {
+		parent = s.String()
+	} else {
+		parent = fmt.Sprintf("%T", n.Context)
+	}
+	return fmt.Sprintf("%s.WithHeaders(%d pairs)", parent, len(n.kv)/2)
+}
+
+// chain returns the newest node of ctx's chain, or nil when the chain is
+// empty.
+func chain(ctx context.Context) *node {
+	n, ok := ctx.(*node)
+	if !ok {
+		n, _ = ctx.Value(chainKey{}).(*node)
+	}
+	if n == nil || n.pairs == 0 {
+		return nil
+	}
+	return n
+}
+
+// Append returns a copy of ctx whose header chain ends with the pairs kv
+// (key, value, key, value, ...). Keys are lower-cased; values are kept as
+// they are. Append copies kv, so the caller may reuse it. It takes O(1) time
+// in the depth of the chain and allocates once for one pair, twice for more.
+// With no pairs it returns ctx itself.
+//
+// Append panics if len(kv) is odd, as metadata.AppendToOutgoingContext does.
+// It does not validate keys or values: see the package documentation, and
+// use [AppendChecked] for input from outside the program.
+func Append(ctx context.Context, kv ...string) context.Context {
+	if len(kv)%2 == 1 {
+		panic(fmt.Sprintf("header: Append got an odd number of strings (%d); want key, value pairs", len(kv)))
+	}
+	if len(kv) == 0 {
+		return ctx
+	}
+	return appendPairs(ctx, kv)
+}
+
+// appendPairs returns a new node holding a lower-cased copy of kv, which has
+// an even, non-zero length.
+func appendPairs(ctx context.Context, kv []string) *node {
+	if len(kv) == 2 {
+		return appendPair(ctx, strings.ToLower(kv[0]), kv[1])
+	}
+	n := &node{Context: ctx, kv: make([]string, len(kv))}
+	for i := 0; i < len(kv); i += 2 {
+		n.kv[i] = strings.ToLower(kv[i])
+		n.kv[i+1] = kv[i+1]
+	}
+	n.link(ctx)
+	return n
+}
+
+// appendPair returns a new node holding the pair k, v; k is lower-case.
+func appendPair(ctx context.Context, k, v string) *node {
+	n := &node{Context: ctx, one: [2]string{k, v}}
+	n.kv = n.one[:]
+	n.link(ctx)
+	return n
+}
+
+// link attaches n, whose kv is set, to the chain of its parent ctx.
+func (n *node) link(ctx context.Context) {
+	n.depth, n.pairs = 1, len(n.kv)/2
+	if p := chain(ctx); p != nil {
+		n.prev = p
+		n.depth += p.depth
+		n.pairs += p.pairs
+	}
+}
+
+// AppendChecked is Append for input from outside the program. It appends
+// nothing and returns ctx unchanged with an error if len(kv) is odd or if a
+// pair would be refused by gRPC or is reserved:
+//
+//   - a key must be non-empty and made of 0-9 a-z A-Z - _ . (gRPC's set;
+//     upper case is lower-cased);
+//   - a key must not start with "grpc-", which gRPC reserves for itself;
+//   - a value must be printable ASCII (0x20 to 0x7E), so no CR, LF, tab or
+//     other control character, and no bytes above 0x7E;
+//   - except that the value of a key ending in "-bin" may hold any bytes, as
+//     in gRPC, which sends it base64-encoded ([SetHTTP] does the same).
+//
+// The error names the position and key of the first bad pair, never a value.
+func AppendChecked(ctx context.Context, kv ...string) (context.Context, error) {
+	if len(kv)%2 == 1 {
+		return ctx, fmt.Errorf("header: odd number of strings (%d); want key, value pairs", len(kv))
+	}
+	if len(kv) == 0 {
+		return ctx, nil
+	}
+	for i := 0; i < len(kv); i += 2 {
+		if err := checkPair(kv[i], kv[i+1]); err != nil {
+			return ctx, fmt.Errorf("header: pair %d: %w", i/2, err)
+		}
+	}
+	return appendPairs(ctx, kv), nil
+}
+
+// Flatten returns the pairs ctx carries as a new gRPC metadata map: the
+// outgoing gRPC metadata already in ctx, then the chain's pairs from the
+// oldest append to the newest, then extra (key, value, ...; keys
+// lower-cased). The values of each key keep that order, which is the order
+// grpc-go gives for the same appends (see the package documentation).
+//
+// The caller owns the result and may modify it. Flatten walks the chain once
+// and sizes the map and the value storage from counts kept in the chain. It
+// panics if len(extra) is odd.
+//
+// To send the result, use [OutgoingContext], which also keeps a second
+// flattening of the returned context from repeating the chain.
+func Flatten(ctx context.Context, extra ...string) metadata.MD {
+	if len(extra)%2 == 1 {
+		panic(fmt.Sprintf("header: Flatten got an odd number of extra strings (%d); want key, value pairs", len(extra)))
+	}
+	head := chain(ctx)
+	base, _ := metadata.FromOutgoingContext(ctx)
+	pairs := len(extra) / 2
+	if head != nil {
+		pairs += head.pairs
+	}
+	md := make(metadata.MD, len(base)+pairs)
+	for k, v := range base {
+		md[k] = v
+	}
+	f := flattener{md: md, vals: make([]string, pairs)}
+
+	// The chain links newest to oldest; collect it to add the oldest first.
+	var stack [32]*node
+	nodes := stack[:0]
+	if head != nil && head.depth > len(stack) {
+		nodes = make([]*node, 0, head.depth)
+	}
+	for n := head; n != nil; n = n.prev {
+		nodes = append(nodes, n)
+	}
+	for i := len(nodes) - 1; i >= 0; i-- {
+		kv := nodes[i].kv
+		for j := 0; j < len(kv); j += 2 {
+			f.add(kv[j], kv[j+1])
+		}
+	}
+	for j := 0; j < len(extra); j += 2 {
+		f.add(strings.ToLower(extra[j]), extra[j+1])
+	}
+	return md
+}
+
+// flattener adds pairs to md. The first value of each new key goes into one
+// shared array, vals, as a slice of capacity 1, so a later append to it (by
+// Flatten or by the caller) copies instead of overwriting a neighbour.
+type flattener struct {
+	md   metadata.MD
+	vals []string
+}
+
+func (f *flattener) add(k, v string) {
+	if s, ok := f.md[k]; ok {
+		f.md[k] = append(s, v)
+		return
+	}
+	f.vals[0] = v
+	f.md[k] = f.vals[:1:1]
+	f.vals = f.vals[1:]
+}
+
+// OutgoingContext returns a copy of ctx whose gRPC outgoing metadata is
+// Flatten(ctx, extra...), to pass to one RPC. The returned context's chain is
+// empty, since its pairs are now in the gRPC metadata: flattening it again,
+// or appending to it and flattening, sends each pair once. If ctx carries no
+// chain and extra is empty, it returns ctx itself. It panics if len(extra) is
+// odd.
+func OutgoingContext(ctx context.Context, extra ...string) context.Context {
+	if len(extra) == 0 && chain(ctx) == nil {
+		return ctx
+	}
+	md := Flatten(ctx, extra...)
+	return &node{Context: metadata.NewOutgoingContext(ctx, md)}
+}
+
+// SetHTTP writes the pairs ctx carries (those of Flatten(ctx)) into h: for
+// each key, h's values under the canonical form of the key are replaced by
+// the key's values, in order. Other keys of h are left alone. Values of keys
+// ending in "-bin" are base64-encoded without padding, as gRPC sends them.
+// The destination comes first, as in io.Copy.
+//
+// SetHTTP does not validate: net/http refuses to send a header value that
+// holds CR, LF or other control characters.
+func SetHTTP(h http.Header, ctx context.Context) {
+	for k, vs := range Flatten(ctx) {
+		if strings.HasSuffix(k, "-bin") {
+			for i, v := range vs {
+				vs[i] = base64.RawStdEncoding.EncodeToString([]byte(v))
+			}
+		}
+		h[textproto.CanonicalMIMEHeaderKey(k)] = vs
+	}
+}
