@@ -590,12 +590,97 @@ func (*WriteObjectResponse_PersistedSize) isWriteObjectResponse_WriteStatus() {}
 
 func (*WriteObjectResponse_Resource) isWriteObjectResponse_WriteStatus() {}
 
+type AppendObjectSpec struct {
+	state                    protoimpl.MessageState `protogen:"open.v1"`
+	Bucket                   string                 `protobuf:"bytes,1,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	Object                   string                 `protobuf:"bytes,2,opt,name=object,proto3" json:"object,omitempty"`
+	Generation               int64                  `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
+	IfMetagenerationMatch    *int64                 `protobuf:"varint,4,opt,name=if_metageneration_match,json=ifMetagenerationMatch,proto3,oneof" json:"if_metageneration_match,omitempty"`
+	IfMetagenerationNotMatch *int64                 `protobuf:"varint,5,opt,name=if_metageneration_not_match,json=ifMetagenerationNotMatch,proto3,oneof" json:"if_metageneration_not_match,omitempty"`
+	RoutingToken             *string                `protobuf:"bytes,6,opt,name=routing_token,json=routingToken,proto3,oneof" json:"routing_token,omitempty"`
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
+}
+
+func (x *AppendObjectSpec) Reset() {
+	*x = AppendObjectSpec{}
+	mi := &file_internal_wire_storage_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppendObjectSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppendObjectSpec) ProtoMessage() {}
+
+func (x *AppendObjectSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_wire_storage_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppendObjectSpec.ProtoReflect.Descriptor instead.
+func (*AppendObjectSpec) Descriptor() ([]byte, []int) {
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *AppendObjectSpec) GetBucket() string {
+	if x != nil {
+		return x.Bucket
+	}
+	return ""
+}
+
+func (x *AppendObjectSpec) GetObject() string {
+	if x != nil {
+		return x.Object
+	}
+	return ""
+}
+
+func (x *AppendObjectSpec) GetGeneration() int64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *AppendObjectSpec) GetIfMetagenerationMatch() int64 {
+	if x != nil && x.IfMetagenerationMatch != nil {
+		return *x.IfMetagenerationMatch
+	}
+	return 0
+}
+
+func (x *AppendObjectSpec) GetIfMetagenerationNotMatch() int64 {
+	if x != nil && x.IfMetagenerationNotMatch != nil {
+		return *x.IfMetagenerationNotMatch
+	}
+	return 0
+}
+
+func (x *AppendObjectSpec) GetRoutingToken() string {
+	if x != nil && x.RoutingToken != nil {
+		return *x.RoutingToken
+	}
+	return ""
+}
+
 type BidiWriteObjectRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to FirstMessage:
 	//
 	//	*BidiWriteObjectRequest_UploadId
 	//	*BidiWriteObjectRequest_WriteObjectSpec
+	//	*BidiWriteObjectRequest_AppendObjectSpec
 	FirstMessage isBidiWriteObjectRequest_FirstMessage `protobuf_oneof:"first_message"`
 	// Types that are valid to be assigned to Data:
 	//
@@ -613,7 +698,7 @@ type BidiWriteObjectRequest struct {
 
 func (x *BidiWriteObjectRequest) Reset() {
 	*x = BidiWriteObjectRequest{}
-	mi := &file_internal_wire_storage_proto_msgTypes[7]
+	mi := &file_internal_wire_storage_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -625,7 +710,7 @@ func (x *BidiWriteObjectRequest) String() string {
 func (*BidiWriteObjectRequest) ProtoMessage() {}
 
 func (x *BidiWriteObjectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[7]
+	mi := &file_internal_wire_storage_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -638,7 +723,7 @@ func (x *BidiWriteObjectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BidiWriteObjectRequest.ProtoReflect.Descriptor instead.
 func (*BidiWriteObjectRequest) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{7}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *BidiWriteObjectRequest) GetFirstMessage() isBidiWriteObjectRequest_FirstMessage {
@@ -661,6 +746,15 @@ func (x *BidiWriteObjectRequest) GetWriteObjectSpec() *WriteObjectSpec {
 	if x != nil {
 		if x, ok := x.FirstMessage.(*BidiWriteObjectRequest_WriteObjectSpec); ok {
 			return x.WriteObjectSpec
+		}
+	}
+	return nil
+}
+
+func (x *BidiWriteObjectRequest) GetAppendObjectSpec() *AppendObjectSpec {
+	if x != nil {
+		if x, ok := x.FirstMessage.(*BidiWriteObjectRequest_AppendObjectSpec); ok {
+			return x.AppendObjectSpec
 		}
 	}
 	return nil
@@ -736,9 +830,15 @@ type BidiWriteObjectRequest_WriteObjectSpec struct {
 	WriteObjectSpec *WriteObjectSpec `protobuf:"bytes,2,opt,name=write_object_spec,json=writeObjectSpec,proto3,oneof"`
 }
 
+type BidiWriteObjectRequest_AppendObjectSpec struct {
+	AppendObjectSpec *AppendObjectSpec `protobuf:"bytes,11,opt,name=append_object_spec,json=appendObjectSpec,proto3,oneof"`
+}
+
 func (*BidiWriteObjectRequest_UploadId) isBidiWriteObjectRequest_FirstMessage() {}
 
 func (*BidiWriteObjectRequest_WriteObjectSpec) isBidiWriteObjectRequest_FirstMessage() {}
+
+func (*BidiWriteObjectRequest_AppendObjectSpec) isBidiWriteObjectRequest_FirstMessage() {}
 
 type isBidiWriteObjectRequest_Data interface {
 	isBidiWriteObjectRequest_Data()
@@ -764,7 +864,7 @@ type BidiWriteObjectResponse struct {
 
 func (x *BidiWriteObjectResponse) Reset() {
 	*x = BidiWriteObjectResponse{}
-	mi := &file_internal_wire_storage_proto_msgTypes[8]
+	mi := &file_internal_wire_storage_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -776,7 +876,7 @@ func (x *BidiWriteObjectResponse) String() string {
 func (*BidiWriteObjectResponse) ProtoMessage() {}
 
 func (x *BidiWriteObjectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[8]
+	mi := &file_internal_wire_storage_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -789,7 +889,7 @@ func (x *BidiWriteObjectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BidiWriteObjectResponse.ProtoReflect.Descriptor instead.
 func (*BidiWriteObjectResponse) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{8}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *BidiWriteObjectResponse) GetWriteStatus() isBidiWriteObjectResponse_WriteStatus {
@@ -851,7 +951,7 @@ type StartResumableWriteRequest struct {
 
 func (x *StartResumableWriteRequest) Reset() {
 	*x = StartResumableWriteRequest{}
-	mi := &file_internal_wire_storage_proto_msgTypes[9]
+	mi := &file_internal_wire_storage_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -863,7 +963,7 @@ func (x *StartResumableWriteRequest) String() string {
 func (*StartResumableWriteRequest) ProtoMessage() {}
 
 func (x *StartResumableWriteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[9]
+	mi := &file_internal_wire_storage_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -876,7 +976,7 @@ func (x *StartResumableWriteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartResumableWriteRequest.ProtoReflect.Descriptor instead.
 func (*StartResumableWriteRequest) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{9}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *StartResumableWriteRequest) GetWriteObjectSpec() *WriteObjectSpec {
@@ -909,7 +1009,7 @@ type StartResumableWriteResponse struct {
 
 func (x *StartResumableWriteResponse) Reset() {
 	*x = StartResumableWriteResponse{}
-	mi := &file_internal_wire_storage_proto_msgTypes[10]
+	mi := &file_internal_wire_storage_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -921,7 +1021,7 @@ func (x *StartResumableWriteResponse) String() string {
 func (*StartResumableWriteResponse) ProtoMessage() {}
 
 func (x *StartResumableWriteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[10]
+	mi := &file_internal_wire_storage_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -934,7 +1034,7 @@ func (x *StartResumableWriteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartResumableWriteResponse.ProtoReflect.Descriptor instead.
 func (*StartResumableWriteResponse) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{10}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *StartResumableWriteResponse) GetUploadId() string {
@@ -954,7 +1054,7 @@ type QueryWriteStatusRequest struct {
 
 func (x *QueryWriteStatusRequest) Reset() {
 	*x = QueryWriteStatusRequest{}
-	mi := &file_internal_wire_storage_proto_msgTypes[11]
+	mi := &file_internal_wire_storage_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -966,7 +1066,7 @@ func (x *QueryWriteStatusRequest) String() string {
 func (*QueryWriteStatusRequest) ProtoMessage() {}
 
 func (x *QueryWriteStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[11]
+	mi := &file_internal_wire_storage_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -979,7 +1079,7 @@ func (x *QueryWriteStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryWriteStatusRequest.ProtoReflect.Descriptor instead.
 func (*QueryWriteStatusRequest) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{11}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *QueryWriteStatusRequest) GetUploadId() string {
@@ -1010,7 +1110,7 @@ type QueryWriteStatusResponse struct {
 
 func (x *QueryWriteStatusResponse) Reset() {
 	*x = QueryWriteStatusResponse{}
-	mi := &file_internal_wire_storage_proto_msgTypes[12]
+	mi := &file_internal_wire_storage_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1022,7 +1122,7 @@ func (x *QueryWriteStatusResponse) String() string {
 func (*QueryWriteStatusResponse) ProtoMessage() {}
 
 func (x *QueryWriteStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[12]
+	mi := &file_internal_wire_storage_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1035,7 +1135,7 @@ func (x *QueryWriteStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryWriteStatusResponse.ProtoReflect.Descriptor instead.
 func (*QueryWriteStatusResponse) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{12}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *QueryWriteStatusResponse) GetWriteStatus() isQueryWriteStatusResponse_WriteStatus {
@@ -1105,7 +1205,7 @@ type ReadObjectRequest struct {
 
 func (x *ReadObjectRequest) Reset() {
 	*x = ReadObjectRequest{}
-	mi := &file_internal_wire_storage_proto_msgTypes[13]
+	mi := &file_internal_wire_storage_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1117,7 +1217,7 @@ func (x *ReadObjectRequest) String() string {
 func (*ReadObjectRequest) ProtoMessage() {}
 
 func (x *ReadObjectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[13]
+	mi := &file_internal_wire_storage_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1130,7 +1230,7 @@ func (x *ReadObjectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadObjectRequest.ProtoReflect.Descriptor instead.
 func (*ReadObjectRequest) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{13}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ReadObjectRequest) GetBucket() string {
@@ -1222,7 +1322,7 @@ type ReadObjectResponse struct {
 
 func (x *ReadObjectResponse) Reset() {
 	*x = ReadObjectResponse{}
-	mi := &file_internal_wire_storage_proto_msgTypes[14]
+	mi := &file_internal_wire_storage_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1234,7 +1334,7 @@ func (x *ReadObjectResponse) String() string {
 func (*ReadObjectResponse) ProtoMessage() {}
 
 func (x *ReadObjectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[14]
+	mi := &file_internal_wire_storage_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1247,7 +1347,7 @@ func (x *ReadObjectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadObjectResponse.ProtoReflect.Descriptor instead.
 func (*ReadObjectResponse) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{14}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ReadObjectResponse) GetChecksummedData() *ChecksummedData {
@@ -1297,7 +1397,7 @@ type GetObjectRequest struct {
 
 func (x *GetObjectRequest) Reset() {
 	*x = GetObjectRequest{}
-	mi := &file_internal_wire_storage_proto_msgTypes[15]
+	mi := &file_internal_wire_storage_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1309,7 +1409,7 @@ func (x *GetObjectRequest) String() string {
 func (*GetObjectRequest) ProtoMessage() {}
 
 func (x *GetObjectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[15]
+	mi := &file_internal_wire_storage_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1322,7 +1422,7 @@ func (x *GetObjectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetObjectRequest.ProtoReflect.Descriptor instead.
 func (*GetObjectRequest) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{15}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetObjectRequest) GetBucket() string {
@@ -1424,7 +1524,7 @@ type ListObjectsRequest struct {
 
 func (x *ListObjectsRequest) Reset() {
 	*x = ListObjectsRequest{}
-	mi := &file_internal_wire_storage_proto_msgTypes[16]
+	mi := &file_internal_wire_storage_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1436,7 +1536,7 @@ func (x *ListObjectsRequest) String() string {
 func (*ListObjectsRequest) ProtoMessage() {}
 
 func (x *ListObjectsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[16]
+	mi := &file_internal_wire_storage_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1449,7 +1549,7 @@ func (x *ListObjectsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListObjectsRequest.ProtoReflect.Descriptor instead.
 func (*ListObjectsRequest) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{16}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListObjectsRequest) GetParent() string {
@@ -1561,7 +1661,7 @@ type ListObjectsResponse struct {
 
 func (x *ListObjectsResponse) Reset() {
 	*x = ListObjectsResponse{}
-	mi := &file_internal_wire_storage_proto_msgTypes[17]
+	mi := &file_internal_wire_storage_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1573,7 +1673,7 @@ func (x *ListObjectsResponse) String() string {
 func (*ListObjectsResponse) ProtoMessage() {}
 
 func (x *ListObjectsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[17]
+	mi := &file_internal_wire_storage_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1586,7 +1686,7 @@ func (x *ListObjectsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListObjectsResponse.ProtoReflect.Descriptor instead.
 func (*ListObjectsResponse) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{17}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListObjectsResponse) GetObjects() []*Object {
@@ -1626,7 +1726,7 @@ type DeleteObjectRequest struct {
 
 func (x *DeleteObjectRequest) Reset() {
 	*x = DeleteObjectRequest{}
-	mi := &file_internal_wire_storage_proto_msgTypes[18]
+	mi := &file_internal_wire_storage_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1638,7 +1738,7 @@ func (x *DeleteObjectRequest) String() string {
 func (*DeleteObjectRequest) ProtoMessage() {}
 
 func (x *DeleteObjectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[18]
+	mi := &file_internal_wire_storage_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1651,7 +1751,7 @@ func (x *DeleteObjectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteObjectRequest.ProtoReflect.Descriptor instead.
 func (*DeleteObjectRequest) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{18}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DeleteObjectRequest) GetBucket() string {
@@ -1738,7 +1838,7 @@ type Object struct {
 
 func (x *Object) Reset() {
 	*x = Object{}
-	mi := &file_internal_wire_storage_proto_msgTypes[19]
+	mi := &file_internal_wire_storage_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1750,7 +1850,7 @@ func (x *Object) String() string {
 func (*Object) ProtoMessage() {}
 
 func (x *Object) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[19]
+	mi := &file_internal_wire_storage_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1763,7 +1863,7 @@ func (x *Object) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Object.ProtoReflect.Descriptor instead.
 func (*Object) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{19}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Object) GetName() string {
@@ -1959,10 +2059,23 @@ const file_internal_wire_storage_proto_rawDesc = "" +
 	"\x0epersisted_size\x18\x01 \x01(\x03H\x00R\rpersistedSize\x123\n" +
 	"\bresource\x18\x02 \x01(\v2\x15.objup.wire.v2.ObjectH\x00R\bresource\x12X\n" +
 	"\x18persisted_data_checksums\x18\x03 \x01(\v2\x1e.objup.wire.v2.ObjectChecksumsR\x16persistedDataChecksumsB\x0e\n" +
-	"\fwrite_status\"\xa0\x04\n" +
+	"\fwrite_status\"\xdb\x02\n" +
+	"\x10AppendObjectSpec\x12\x16\n" +
+	"\x06bucket\x18\x01 \x01(\tR\x06bucket\x12\x16\n" +
+	"\x06object\x18\x02 \x01(\tR\x06object\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x03 \x01(\x03R\n" +
+	"generation\x12;\n" +
+	"\x17if_metageneration_match\x18\x04 \x01(\x03H\x00R\x15ifMetagenerationMatch\x88\x01\x01\x12B\n" +
+	"\x1bif_metageneration_not_match\x18\x05 \x01(\x03H\x01R\x18ifMetagenerationNotMatch\x88\x01\x01\x12(\n" +
+	"\rrouting_token\x18\x06 \x01(\tH\x02R\froutingToken\x88\x01\x01B\x1a\n" +
+	"\x18_if_metageneration_matchB\x1e\n" +
+	"\x1c_if_metageneration_not_matchB\x10\n" +
+	"\x0e_routing_token\"\xf1\x04\n" +
 	"\x16BidiWriteObjectRequest\x12\x1d\n" +
 	"\tupload_id\x18\x01 \x01(\tH\x00R\buploadId\x12L\n" +
-	"\x11write_object_spec\x18\x02 \x01(\v2\x1e.objup.wire.v2.WriteObjectSpecH\x00R\x0fwriteObjectSpec\x12K\n" +
+	"\x11write_object_spec\x18\x02 \x01(\v2\x1e.objup.wire.v2.WriteObjectSpecH\x00R\x0fwriteObjectSpec\x12O\n" +
+	"\x12append_object_spec\x18\v \x01(\v2\x1f.objup.wire.v2.AppendObjectSpecH\x00R\x10appendObjectSpec\x12K\n" +
 	"\x10checksummed_data\x18\x04 \x01(\v2\x1e.objup.wire.v2.ChecksummedDataH\x01R\x0fchecksummedData\x12!\n" +
 	"\fwrite_offset\x18\x03 \x01(\x03R\vwriteOffset\x12I\n" +
 	"\x10object_checksums\x18\x06 \x01(\v2\x1e.objup.wire.v2.ObjectChecksumsR\x0fobjectChecksums\x12!\n" +
@@ -2124,7 +2237,7 @@ func file_internal_wire_storage_proto_rawDescGZIP() []byte {
 	return file_internal_wire_storage_proto_rawDescData
 }
 
-var file_internal_wire_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_internal_wire_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_internal_wire_storage_proto_goTypes = []any{
 	(*ChecksummedData)(nil),             // 0: objup.wire.v2.ChecksummedData
 	(*ObjectChecksums)(nil),             // 1: objup.wire.v2.ObjectChecksums
@@ -2133,66 +2246,68 @@ var file_internal_wire_storage_proto_goTypes = []any{
 	(*WriteObjectSpec)(nil),             // 4: objup.wire.v2.WriteObjectSpec
 	(*WriteObjectRequest)(nil),          // 5: objup.wire.v2.WriteObjectRequest
 	(*WriteObjectResponse)(nil),         // 6: objup.wire.v2.WriteObjectResponse
-	(*BidiWriteObjectRequest)(nil),      // 7: objup.wire.v2.BidiWriteObjectRequest
-	(*BidiWriteObjectResponse)(nil),     // 8: objup.wire.v2.BidiWriteObjectResponse
-	(*StartResumableWriteRequest)(nil),  // 9: objup.wire.v2.StartResumableWriteRequest
-	(*StartResumableWriteResponse)(nil), // 10: objup.wire.v2.StartResumableWriteResponse
-	(*QueryWriteStatusRequest)(nil),     // 11: objup.wire.v2.QueryWriteStatusRequest
-	(*QueryWriteStatusResponse)(nil),    // 12: objup.wire.v2.QueryWriteStatusResponse
-	(*ReadObjectRequest)(nil),           // 13: objup.wire.v2.ReadObjectRequest
-	(*ReadObjectResponse)(nil),          // 14: objup.wire.v2.ReadObjectResponse
-	(*GetObjectRequest)(nil),            // 15: objup.wire.v2.GetObjectRequest
-	(*ListObjectsRequest)(nil),          // 16: objup.wire.v2.ListObjectsRequest
-	(*ListObjectsResponse)(nil),         // 17: objup.wire.v2.ListObjectsResponse
-	(*DeleteObjectRequest)(nil),         // 18: objup.wire.v2.DeleteObjectRequest
-	(*Object)(nil),                      // 19: objup.wire.v2.Object
-	nil,                                 // 20: objup.wire.v2.Object.MetadataEntry
-	(*fieldmaskpb.FieldMask)(nil),       // 21: google.protobuf.FieldMask
-	(*timestamppb.Timestamp)(nil),       // 22: google.protobuf.Timestamp
+	(*AppendObjectSpec)(nil),            // 7: objup.wire.v2.AppendObjectSpec
+	(*BidiWriteObjectRequest)(nil),      // 8: objup.wire.v2.BidiWriteObjectRequest
+	(*BidiWriteObjectResponse)(nil),     // 9: objup.wire.v2.BidiWriteObjectResponse
+	(*StartResumableWriteRequest)(nil),  // 10: objup.wire.v2.StartResumableWriteRequest
+	(*StartResumableWriteResponse)(nil), // 11: objup.wire.v2.StartResumableWriteResponse
+	(*QueryWriteStatusRequest)(nil),     // 12: objup.wire.v2.QueryWriteStatusRequest
+	(*QueryWriteStatusResponse)(nil),    // 13: objup.wire.v2.QueryWriteStatusResponse
+	(*ReadObjectRequest)(nil),           // 14: objup.wire.v2.ReadObjectRequest
+	(*ReadObjectResponse)(nil),          // 15: objup.wire.v2.ReadObjectResponse
+	(*GetObjectRequest)(nil),            // 16: objup.wire.v2.GetObjectRequest
+	(*ListObjectsRequest)(nil),          // 17: objup.wire.v2.ListObjectsRequest
+	(*ListObjectsResponse)(nil),         // 18: objup.wire.v2.ListObjectsResponse
+	(*DeleteObjectRequest)(nil),         // 19: objup.wire.v2.DeleteObjectRequest
+	(*Object)(nil),                      // 20: objup.wire.v2.Object
+	nil,                                 // 21: objup.wire.v2.Object.MetadataEntry
+	(*fieldmaskpb.FieldMask)(nil),       // 22: google.protobuf.FieldMask
+	(*timestamppb.Timestamp)(nil),       // 23: google.protobuf.Timestamp
 }
 var file_internal_wire_storage_proto_depIdxs = []int32{
-	19, // 0: objup.wire.v2.WriteObjectSpec.resource:type_name -> objup.wire.v2.Object
+	20, // 0: objup.wire.v2.WriteObjectSpec.resource:type_name -> objup.wire.v2.Object
 	4,  // 1: objup.wire.v2.WriteObjectRequest.write_object_spec:type_name -> objup.wire.v2.WriteObjectSpec
 	0,  // 2: objup.wire.v2.WriteObjectRequest.checksummed_data:type_name -> objup.wire.v2.ChecksummedData
 	1,  // 3: objup.wire.v2.WriteObjectRequest.object_checksums:type_name -> objup.wire.v2.ObjectChecksums
 	2,  // 4: objup.wire.v2.WriteObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
-	19, // 5: objup.wire.v2.WriteObjectResponse.resource:type_name -> objup.wire.v2.Object
+	20, // 5: objup.wire.v2.WriteObjectResponse.resource:type_name -> objup.wire.v2.Object
 	1,  // 6: objup.wire.v2.WriteObjectResponse.persisted_data_checksums:type_name -> objup.wire.v2.ObjectChecksums
 	4,  // 7: objup.wire.v2.BidiWriteObjectRequest.write_object_spec:type_name -> objup.wire.v2.WriteObjectSpec
-	0,  // 8: objup.wire.v2.BidiWriteObjectRequest.checksummed_data:type_name -> objup.wire.v2.ChecksummedData
-	1,  // 9: objup.wire.v2.BidiWriteObjectRequest.object_checksums:type_name -> objup.wire.v2.ObjectChecksums
-	2,  // 10: objup.wire.v2.BidiWriteObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
-	19, // 11: objup.wire.v2.BidiWriteObjectResponse.resource:type_name -> objup.wire.v2.Object
-	1,  // 12: objup.wire.v2.BidiWriteObjectResponse.persisted_data_checksums:type_name -> objup.wire.v2.ObjectChecksums
-	4,  // 13: objup.wire.v2.StartResumableWriteRequest.write_object_spec:type_name -> objup.wire.v2.WriteObjectSpec
-	2,  // 14: objup.wire.v2.StartResumableWriteRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
-	1,  // 15: objup.wire.v2.StartResumableWriteRequest.object_checksums:type_name -> objup.wire.v2.ObjectChecksums
-	2,  // 16: objup.wire.v2.QueryWriteStatusRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
-	19, // 17: objup.wire.v2.QueryWriteStatusResponse.resource:type_name -> objup.wire.v2.Object
-	1,  // 18: objup.wire.v2.QueryWriteStatusResponse.persisted_data_checksums:type_name -> objup.wire.v2.ObjectChecksums
-	2,  // 19: objup.wire.v2.ReadObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
-	21, // 20: objup.wire.v2.ReadObjectRequest.read_mask:type_name -> google.protobuf.FieldMask
-	0,  // 21: objup.wire.v2.ReadObjectResponse.checksummed_data:type_name -> objup.wire.v2.ChecksummedData
-	1,  // 22: objup.wire.v2.ReadObjectResponse.object_checksums:type_name -> objup.wire.v2.ObjectChecksums
-	3,  // 23: objup.wire.v2.ReadObjectResponse.content_range:type_name -> objup.wire.v2.ContentRange
-	19, // 24: objup.wire.v2.ReadObjectResponse.metadata:type_name -> objup.wire.v2.Object
-	2,  // 25: objup.wire.v2.GetObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
-	21, // 26: objup.wire.v2.GetObjectRequest.read_mask:type_name -> google.protobuf.FieldMask
-	21, // 27: objup.wire.v2.ListObjectsRequest.read_mask:type_name -> google.protobuf.FieldMask
-	19, // 28: objup.wire.v2.ListObjectsResponse.objects:type_name -> objup.wire.v2.Object
-	2,  // 29: objup.wire.v2.DeleteObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
-	22, // 30: objup.wire.v2.Object.create_time:type_name -> google.protobuf.Timestamp
-	1,  // 31: objup.wire.v2.Object.checksums:type_name -> objup.wire.v2.ObjectChecksums
-	22, // 32: objup.wire.v2.Object.update_time:type_name -> google.protobuf.Timestamp
-	22, // 33: objup.wire.v2.Object.update_storage_class_time:type_name -> google.protobuf.Timestamp
-	20, // 34: objup.wire.v2.Object.metadata:type_name -> objup.wire.v2.Object.MetadataEntry
-	22, // 35: objup.wire.v2.Object.custom_time:type_name -> google.protobuf.Timestamp
-	22, // 36: objup.wire.v2.Object.finalize_time:type_name -> google.protobuf.Timestamp
-	37, // [37:37] is the sub-list for method output_type
-	37, // [37:37] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	7,  // 8: objup.wire.v2.BidiWriteObjectRequest.append_object_spec:type_name -> objup.wire.v2.AppendObjectSpec
+	0,  // 9: objup.wire.v2.BidiWriteObjectRequest.checksummed_data:type_name -> objup.wire.v2.ChecksummedData
+	1,  // 10: objup.wire.v2.BidiWriteObjectRequest.object_checksums:type_name -> objup.wire.v2.ObjectChecksums
+	2,  // 11: objup.wire.v2.BidiWriteObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
+	20, // 12: objup.wire.v2.BidiWriteObjectResponse.resource:type_name -> objup.wire.v2.Object
+	1,  // 13: objup.wire.v2.BidiWriteObjectResponse.persisted_data_checksums:type_name -> objup.wire.v2.ObjectChecksums
+	4,  // 14: objup.wire.v2.StartResumableWriteRequest.write_object_spec:type_name -> objup.wire.v2.WriteObjectSpec
+	2,  // 15: objup.wire.v2.StartResumableWriteRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
+	1,  // 16: objup.wire.v2.StartResumableWriteRequest.object_checksums:type_name -> objup.wire.v2.ObjectChecksums
+	2,  // 17: objup.wire.v2.QueryWriteStatusRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
+	20, // 18: objup.wire.v2.QueryWriteStatusResponse.resource:type_name -> objup.wire.v2.Object
+	1,  // 19: objup.wire.v2.QueryWriteStatusResponse.persisted_data_checksums:type_name -> objup.wire.v2.ObjectChecksums
+	2,  // 20: objup.wire.v2.ReadObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
+	22, // 21: objup.wire.v2.ReadObjectRequest.read_mask:type_name -> google.protobuf.FieldMask
+	0,  // 22: objup.wire.v2.ReadObjectResponse.checksummed_data:type_name -> objup.wire.v2.ChecksummedData
+	1,  // 23: objup.wire.v2.ReadObjectResponse.object_checksums:type_name -> objup.wire.v2.ObjectChecksums
+	3,  // 24: objup.wire.v2.ReadObjectResponse.content_range:type_name -> objup.wire.v2.ContentRange
+	20, // 25: objup.wire.v2.ReadObjectResponse.metadata:type_name -> objup.wire.v2.Object
+	2,  // 26: objup.wire.v2.GetObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
+	22, // 27: objup.wire.v2.GetObjectRequest.read_mask:type_name -> google.protobuf.FieldMask
+	22, // 28: objup.wire.v2.ListObjectsRequest.read_mask:type_name -> google.protobuf.FieldMask
+	20, // 29: objup.wire.v2.ListObjectsResponse.objects:type_name -> objup.wire.v2.Object
+	2,  // 30: objup.wire.v2.DeleteObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
+	23, // 31: objup.wire.v2.Object.create_time:type_name -> google.protobuf.Timestamp
+	1,  // 32: objup.wire.v2.Object.checksums:type_name -> objup.wire.v2.ObjectChecksums
+	23, // 33: objup.wire.v2.Object.update_time:type_name -> google.protobuf.Timestamp
+	23, // 34: objup.wire.v2.Object.update_storage_class_time:type_name -> google.protobuf.Timestamp
+	21, // 35: objup.wire.v2.Object.metadata:type_name -> objup.wire.v2.Object.MetadataEntry
+	23, // 36: objup.wire.v2.Object.custom_time:type_name -> google.protobuf.Timestamp
+	23, // 37: objup.wire.v2.Object.finalize_time:type_name -> google.protobuf.Timestamp
+	38, // [38:38] is the sub-list for method output_type
+	38, // [38:38] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_internal_wire_storage_proto_init() }
@@ -2212,30 +2327,32 @@ func file_internal_wire_storage_proto_init() {
 		(*WriteObjectResponse_PersistedSize)(nil),
 		(*WriteObjectResponse_Resource)(nil),
 	}
-	file_internal_wire_storage_proto_msgTypes[7].OneofWrappers = []any{
+	file_internal_wire_storage_proto_msgTypes[7].OneofWrappers = []any{}
+	file_internal_wire_storage_proto_msgTypes[8].OneofWrappers = []any{
 		(*BidiWriteObjectRequest_UploadId)(nil),
 		(*BidiWriteObjectRequest_WriteObjectSpec)(nil),
+		(*BidiWriteObjectRequest_AppendObjectSpec)(nil),
 		(*BidiWriteObjectRequest_ChecksummedData)(nil),
 	}
-	file_internal_wire_storage_proto_msgTypes[8].OneofWrappers = []any{
+	file_internal_wire_storage_proto_msgTypes[9].OneofWrappers = []any{
 		(*BidiWriteObjectResponse_PersistedSize)(nil),
 		(*BidiWriteObjectResponse_Resource)(nil),
 	}
-	file_internal_wire_storage_proto_msgTypes[12].OneofWrappers = []any{
+	file_internal_wire_storage_proto_msgTypes[13].OneofWrappers = []any{
 		(*QueryWriteStatusResponse_PersistedSize)(nil),
 		(*QueryWriteStatusResponse_Resource)(nil),
 	}
-	file_internal_wire_storage_proto_msgTypes[13].OneofWrappers = []any{}
-	file_internal_wire_storage_proto_msgTypes[15].OneofWrappers = []any{}
+	file_internal_wire_storage_proto_msgTypes[14].OneofWrappers = []any{}
 	file_internal_wire_storage_proto_msgTypes[16].OneofWrappers = []any{}
-	file_internal_wire_storage_proto_msgTypes[18].OneofWrappers = []any{}
+	file_internal_wire_storage_proto_msgTypes[17].OneofWrappers = []any{}
+	file_internal_wire_storage_proto_msgTypes[19].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_wire_storage_proto_rawDesc), len(file_internal_wire_storage_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
