@@ -1,0 +1,30 @@
+package fakes
+
+// TB is the part of testing.TB that [NewTest] uses; *testing.T, *testing.B
+// and *testing.F satisfy it. fakes takes this interface rather than
+// testing.TB so that programs importing fakes do not link the testing
+// package.
+type TB interface {
+	Helper()
+	Cleanup(func())
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+}
+
+// NewTest starts a server like [New] and registers its Close with
+// tb.Cleanup, reporting an error from Close with tb.Errorf. It stops the test
+// with tb.Fatalf if the server cannot start.
+func NewTest(tb TB, opts ...Option) *Server {
+	tb.Helper()
+	s, err := New(opts...)
+	if err != nil {
+		tb.Fatalf("fakes.NewTest: %v", err)
+		return nil
+	}
+	tb.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			tb.Errorf("fakes: Close: %v", err)
+		}
+	})
+	return s
+}

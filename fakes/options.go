@@ -1,0 +1,115 @@
+package fakes
+
+import (
+	"fmt"
+	"net"
+	"strings"
+)
+
+// Option configures [New]. Options apply in order; New then validates the
+// result once and reports every problem it finds.
+type Option interface {
+	apply(*config)
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+// DefaultAddr is the address both servers listen on unless told otherwise: a
+// free port on the IPv4 loopback interface.
+const DefaultAddr = "127.0.0.1:0"
+
+type config struct {
+	buckets  []string
+	grpcAddr string
+	httpAddr string
+}
+
+func newConfig(opts []Option) (*config, error) {
+	c := &config{grpcAddr: DefaultAddr, httpAddr: DefaultAddr}
+	for _, o := range opts {
+		o.apply(c)
+	}
+	return c, c.validate()
+}
+
+// WithBucket creates the bucket name when the server starts. Give it once per
+// bucket; naming a bucket twice is harmless. The name is the bare bucket name
+// ("logs"), not the resource name ("projects/_/buckets/logs"), and must
+// follow the GCS bucket naming rules.
+func WithBucket(name string) Option {
+	return optionFunc(func(c *config) { c.buckets = append(c.buckets, name) })
+}
+
+// WithGRPCAddr sets the TCP address ("host:port") of the gRPC server. The
+// default is [DefaultAddr]. Port 0 picks a free port; an empty host means
+// 127.0.0.1, so ":9090" stays on loopback. Give "0.0.0.0:9090" to listen on
+// every interface.
+func WithGRPCAddr(addr string) Option {
+	return optionFunc(func(c *config) { c.grpcAddr = addr })
+}
+
+// WithHTTPAddr sets the TCP address of the JSON/XML API server, with the same
+// rules as [WithGRPCAddr].
+func WithHTTPAddr(addr string) Option {
+	return optionFunc(func(c *config) { c.httpAddr = addr })
+}
+
+func (c *config) validate() error {
+	var errs []string
+	for _, b := range c.buckets {
+		if err := checkBucketName(b); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	for _, a := range []struct{ name, addr string }{{"gRPC", c.grpcAddr}, {"HTTP", c.httpAddr}} {
+		if _, _, err := net.SplitHostPort(a.addr); err != nil {
+			errs = append(errs, fmt.Sprintf("%s address %q: %v", a.name, a.addr, err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("fakes: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// listenAddr maps an empty host to the IPv4 loopback address.
+func listenAddr(addr string) string {
+	host, port, _ := net.SplitHostPort(addr)
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// checkBucketName applies the GCS bucket naming rules: 3 to 63 characters (up
+// to 222 with dots, each dot-separated part at most 63), lowercase letters,
+// digits, '-', '_' and '.', starting and ending with a letter or digit.
+func checkBucketName(name string) error {
+	n := len(name)
+	if n < 3 || n > 222 || (n > 63 && !strings.Contains(name, ".")) {
+		return fmt.Errorf("bucket name %q: must have 3 to 63 characters (222 with dots)", name)
+	}
+	for _, part := range strings.Split(name, ".") {
+		if len(part) == 0 || len(part) > 63 {
+			return fmt.Errorf("bucket name %q: each dot-separated part must have 1 to 63 characters", name)
+		}
+	}
+	for i := 0; i < n; i++ {
+		c := name[i]
+		alnum := 'a' <= c && c <= 'z' || '0' <= c && c <= '9'
+		switch {
+		case alnum:
+		case (i == 0 || i == n-1):
+			return fmt.Errorf("bucket name %q: must start and end with a lowercase letter or digit", name)
+		case c == '-' || c == '_' || c == '.':
+		default:
+			return fmt.Errorf("bucket name %q: byte %q at %d; only a-z, 0-9, '-', '_' and '.' are allowed", name, c, i)
+		}
+	}
+	if strings.HasPrefix(name, "goog") {
+		return fmt.Errorf("bucket name %q: must not start with \"goog\"", name)
+	}
+	return nil
+}

@@ -1,0 +1,194 @@
+package fakes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fsouza/fake-gcs-server/fakestorage"
+	"google.golang.org/grpc"
+
+	"github.com/objup/objup/internal/wire"
+)
+
+// closeGrace is how long Close waits for calls in flight before it cancels
+// them.
+const closeGrace = 5 * time.Second
+
+// Server is a running fake GCS: fake-gcs-server for the JSON/XML API and a
+// storage v2 gRPC server on the same store. Create it with [New] or
+// [NewTest]; the zero value is not usable. All methods are safe for
+// concurrent use.
+type Server struct {
+	fs       *fakestorage.Server
+	grpc     *grpc.Server
+	http     *http.Server
+	grpcAddr string
+	httpURL  string
+
+	mu      sync.Mutex
+	uploads map[string]*upload // resumable sessions by upload ID
+
+	lastGen atomic.Int64
+	faults  faults
+	calls   callLog
+
+	serving   sync.WaitGroup
+	serveErr  error // first unexpected error of a Serve loop; guarded by mu
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New starts a fake GCS with its buckets created and both servers listening,
+// and returns it. The caller must call [Server.Close]. On error nothing is
+// left running.
+func New(opts ...Option) (*Server, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	grpcLis, err := net.Listen("tcp", listenAddr(cfg.grpcAddr))
+	if err != nil {
+		return nil, fmt.Errorf("fakes: gRPC listener: %w", err)
+	}
+	httpLis, err := net.Listen("tcp", listenAddr(cfg.httpAddr))
+	if err != nil {
+		grpcLis.Close()
+		return nil, fmt.Errorf("fakes: HTTP listener: %w", err)
+	}
+	httpHost := dialAddr(httpLis.Addr())
+	fs, err := fakestorage.NewServerWithOptions(fakestorage.Options{
+		NoListener: true, // we serve its handler on our own listener
+		Scheme:     "http",
+		// Location of resumable uploads, and host of path-style XML reads
+		// (http://HOST/BUCKET/OBJECT), which the official client uses.
+		ExternalURL: "http://" + httpHost,
+		PublicHost:  httpHost,
+	})
+	if err != nil {
+		grpcLis.Close()
+		httpLis.Close()
+		return nil, fmt.Errorf("fakes: fake-gcs-server: %w", err)
+	}
+	for _, b := range cfg.buckets {
+		fs.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: b})
+	}
+
+	s := &Server{
+		fs:       fs,
+		grpcAddr: dialAddr(grpcLis.Addr()),
+		httpURL:  "http://" + httpHost,
+		uploads:  make(map[string]*upload),
+	}
+	s.grpc = grpc.NewServer(
+		grpc.ChainUnaryInterceptor(s.unaryInterceptor),
+		grpc.ChainStreamInterceptor(s.streamInterceptor),
+	)
+	wire.RegisterStorageServer(s.grpc, &service{s: s})
+	s.http = &http.Server{Handler: fs.HTTPHandler(), ReadHeaderTimeout: 30 * time.Second}
+
+	s.serving.Add(2)
+	go func() {
+		defer s.serving.Done()
+		s.noteServeErr(s.grpc.Serve(grpcLis))
+	}()
+	go func() {
+		defer s.serving.Done()
+		if err := s.http.Serve(httpLis); !errors.Is(err, http.ErrServerClosed) {
+			s.noteServeErr(err)
+		}
+	}()
+	return s, nil
+}
+
+func (s *Server) noteServeErr(err error) {
+	if err == nil {
+		return
+	}
+	s.mu.Lock()
+	if s.serveErr == nil {
+		s.serveErr = err
+	}
+	s.mu.Unlock()
+}
+
+// dialAddr is the host:port a client dials to reach a listener: the listener's
+// own address, or loopback when it listens on every interface.
+func dialAddr(a net.Addr) string {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok {
+		return a.String()
+	}
+	if ta.IP.IsUnspecified() {
+		return net.JoinHostPort("127.0.0.1", fmt.Sprint(ta.Port))
+	}
+	return ta.String()
+}
+
+// GRPCAddr returns the host:port of the gRPC server, e.g. "127.0.0.1:40123",
+// for grpc.NewClient or option.WithEndpoint. The server speaks plaintext
+// HTTP/2: dial it with insecure transport credentials.
+func (s *Server) GRPCAddr() string { return s.grpcAddr }
+
+// HTTPURL returns the base URL of the JSON/XML API server, e.g.
+// "http://127.0.0.1:40124". The JSON API lives under HTTPURL()+"/storage/v1/"
+// (the endpoint to give the official HTTP client) and uploads under
+// HTTPURL()+"/upload/storage/v1/".
+func (s *Server) HTTPURL() string { return s.httpURL }
+
+// Backend returns the fake-gcs-server instance that stores the objects, for
+// tests that seed or inspect the store directly. Objects it holds are
+// visible over gRPC as well. Its own URL and Client methods do not apply: it
+// has no listener of its own; use [Server.HTTPURL].
+func (s *Server) Backend() *fakestorage.Server { return s.fs }
+
+// Close shuts both servers down: it stops accepting connections, waits up to
+// 5 seconds for calls in flight to finish, then cancels those left. It
+// returns only once every goroutine the server started has ended. Close is
+// idempotent: later calls return the first call's result.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		done := make(chan struct{})
+		go func() {
+			s.grpc.GracefulStop()
+			close(done)
+		}()
+		timer := time.NewTimer(closeGrace)
+		select {
+		case <-done:
+		case <-timer.C:
+			s.grpc.Stop()
+			<-done
+		}
+		timer.Stop()
+
+		ctx, cancel := context.WithTimeout(context.Background(), closeGrace)
+		if err := s.http.Shutdown(ctx); err != nil {
+			s.http.Close()
+		}
+		cancel()
+		s.fs.Stop()
+		s.serving.Wait()
+
+		s.mu.Lock()
+		s.uploads = make(map[string]*upload)
+		s.closeErr = s.serveErr
+		s.mu.Unlock()
+		if s.closeErr != nil {
+			s.closeErr = fmt.Errorf("fakes: serve: %w", s.closeErr)
+		}
+	})
+	return s.closeErr
+}
+
+// service implements wire.StorageServer for a Server, keeping the RPC
+// methods off the Server's public API.
+type service struct {
+	wire.UnimplementedStorageServer
+	s *Server
+}
