@@ -56,16 +56,17 @@ type chainKey struct{}
 // by Append: embedding the parent context saves an allocation per Append
 // compared with a node stored through context.WithValue.
 //
-// A node with no pairs (pairs == 0) ends the chain: OutgoingContext puts one
-// on top of a context whose chain it has already flattened into gRPC
-// metadata, so that flattening that context again does not repeat the pairs.
+// A node with no pairs ends the chain: OutgoingContext puts one on top of a
+// context whose chain it has already flattened into gRPC metadata, so that
+// flattening that context again does not repeat the pairs.
+//
+// A node takes 80 bytes; counts of the chain's nodes or pairs would make it
+// 96 and save Flatten nothing, as it visits every node anyway.
 type node struct {
 	context.Context // the parent: every other key, deadline and cancellation
 
-	kv    []string // key, value, ...; keys lower-cased; never modified
-	prev  *node    // the previous node, nil at the start of the chain
-	depth int      // nodes from the start of the chain to this one, inclusive
-	pairs int      // pairs from the start of the chain to this one, inclusive
+	kv   []string // key, value, ...; keys lower-cased; never modified
+	prev *node    // the previous node, nil at the start of the chain
 
 	one [2]string // storage for kv when a single pair is appended
 }
@@ -97,7 +98,7 @@ func chain(ctx context.Context) *node {
 	if !ok {
 		n, _ = ctx.Value(chainKey{}).(*node)
 	}
-	if n == nil || n.pairs == 0 {
+	if n == nil || len(n.kv) == 0 {
 		return nil
 	}
 	return n
@@ -133,7 +134,7 @@ func appendPairs(ctx context.Context, kv []string) *node {
 		n.kv[i] = strings.ToLower(kv[i])
 		n.kv[i+1] = kv[i+1]
 	}
-	n.link(ctx)
+	n.prev = chain(ctx)
 	return n
 }
 
@@ -141,18 +142,8 @@ func appendPairs(ctx context.Context, kv []string) *node {
 func appendPair(ctx context.Context, k, v string) *node {
 	n := &node{Context: ctx, one: [2]string{k, v}}
 	n.kv = n.one[:]
-	n.link(ctx)
+	n.prev = chain(ctx)
 	return n
-}
-
-// link attaches n, whose kv is set, to the chain of its parent ctx.
-func (n *node) link(ctx context.Context) {
-	n.depth, n.pairs = 1, len(n.kv)/2
-	if p := chain(ctx); p != nil {
-		n.prev = p
-		n.depth += p.depth
-		n.pairs += p.pairs
-	}
 }
 
 // AppendChecked is Append for input from outside the program. It appends
@@ -189,9 +180,9 @@ func AppendChecked(ctx context.Context, kv ...string) (context.Context, error) {
 // lower-cased). The values of each key keep that order, which is the order
 // grpc-go gives for the same appends (see the package documentation).
 //
-// The caller owns the result and may modify it. Flatten walks the chain once
-// and sizes the map and the value storage from counts kept in the chain. It
-// panics if len(extra) is odd.
+// The caller owns the result and may modify it. Flatten walks the chain once,
+// sizes the map and the value storage, then fills them. It panics if
+// len(extra) is odd.
 //
 // To send the result, use [OutgoingContext], which also keeps a second
 // flattening of the returned context from repeating the chain.
@@ -199,27 +190,22 @@ func Flatten(ctx context.Context, extra ...string) metadata.MD {
 	if len(extra)%2 == 1 {
 		panic(fmt.Sprintf("header: Flatten got an odd number of extra strings (%d); want key, value pairs", len(extra)))
 	}
-	head := chain(ctx)
+	var stack [32]*node
+	nodes, pairs := walk(ctx, stack[:0])
+	pairs += len(extra) / 2
 	base, _ := metadata.FromOutgoingContext(ctx)
-	pairs := len(extra) / 2
-	if head != nil {
-		pairs += head.pairs
-	}
-	md := make(metadata.MD, len(base)+pairs)
-	for k, v := range base {
-		md[k] = v
+	// base is a new map, so it can be the result, unless it would have to
+	// grow: a map made for at most 8 entries holds 8 without growing.
+	md := base
+	if len(base)+pairs > 8 {
+		md = make(metadata.MD, len(base)+pairs)
+		for k, v := range base {
+			md[k] = v
+		}
+	} else if md == nil {
+		md = make(metadata.MD, pairs)
 	}
 	f := flattener{md: md, vals: make([]string, pairs)}
-
-	// The chain links newest to oldest; collect it to add the oldest first.
-	var stack [32]*node
-	nodes := stack[:0]
-	if head != nil && head.depth > len(stack) {
-		nodes = make([]*node, 0, head.depth)
-	}
-	for n := head; n != nil; n = n.prev {
-		nodes = append(nodes, n)
-	}
 	for i := len(nodes) - 1; i >= 0; i-- {
 		kv := nodes[i].kv
 		for j := 0; j < len(kv); j += 2 {
@@ -230,6 +216,18 @@ func Flatten(ctx context.Context, extra ...string) metadata.MD {
 		f.add(strings.ToLower(extra[j]), extra[j+1])
 	}
 	return md
+}
+
+// walk appends the nodes of ctx's chain to nodes, newest first, and counts
+// their pairs. The chain links newest to oldest, so callers collect it to
+// size their result, then add the oldest pairs first.
+func walk(ctx context.Context, nodes []*node) ([]*node, int) {
+	pairs := 0
+	for n := chain(ctx); n != nil; n = n.prev {
+		nodes = append(nodes, n)
+		pairs += len(n.kv) / 2
+	}
+	return nodes, pairs
 }
 
 // flattener adds pairs to md. The first value of each new key goes into one
@@ -250,18 +248,38 @@ func (f *flattener) add(k, v string) {
 	f.vals = f.vals[1:]
 }
 
-// OutgoingContext returns a copy of ctx whose gRPC outgoing metadata is
-// Flatten(ctx, extra...), to pass to one RPC. The returned context's chain is
-// empty, since its pairs are now in the gRPC metadata: flattening it again,
-// or appending to it and flattening, sends each pair once. If ctx carries no
-// chain and extra is empty, it returns ctx itself. It panics if len(extra) is
-// odd.
+// OutgoingContext returns a copy of ctx to pass to one RPC, whose gRPC
+// outgoing metadata holds the pairs of Flatten(ctx, extra...) in the same
+// order: metadata.FromOutgoingContext returns an MD equal to Flatten's, as
+// with metadata.NewOutgoingContext(ctx, Flatten(ctx, extra...)). But instead
+// of building that map, OutgoingContext adds the chain's pairs and extra to
+// the gRPC metadata in one metadata.AppendToOutgoingContext, which the gRPC
+// transport sends without merging: about five allocations whatever the
+// depth of the chain.
+//
+// The returned context's chain is empty, since its pairs are now in the gRPC
+// metadata: flattening it again, or appending to it and flattening, sends
+// each pair once. If ctx carries no chain and extra is empty, it returns ctx
+// itself. It panics if len(extra) is odd.
 func OutgoingContext(ctx context.Context, extra ...string) context.Context {
-	if len(extra) == 0 && chain(ctx) == nil {
+	if len(extra)%2 == 1 {
+		panic(fmt.Sprintf("header: OutgoingContext got an odd number of extra strings (%d); want key, value pairs", len(extra)))
+	}
+	var stack [32]*node
+	nodes, pairs := walk(ctx, stack[:0])
+	if pairs == 0 && len(extra) == 0 {
 		return ctx
 	}
-	md := Flatten(ctx, extra...)
-	return &node{Context: metadata.NewOutgoingContext(ctx, md)}
+	var buf [64]string // AppendToOutgoingContext copies kv, which stays here
+	kv := buf[:0]
+	if n := 2*pairs + len(extra); n > len(buf) {
+		kv = make([]string, 0, n)
+	}
+	for i := len(nodes) - 1; i >= 0; i-- {
+		kv = append(kv, nodes[i].kv...)
+	}
+	kv = append(kv, extra...)
+	return &node{Context: metadata.AppendToOutgoingContext(ctx, kv...)}
 }
 
 // SetHTTP writes the pairs ctx carries (those of Flatten(ctx)) into h: for
