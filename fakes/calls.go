@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/objup/objup/header"
+	"github.com/objup/objup/internal/wire"
 )
 
 // Short names of the gRPC methods, as [Call.Method] reports them and the
@@ -123,6 +124,8 @@ func (s *Server) unaryInterceptor(ctx context.Context, req any, info *grpc.Unary
 	err := s.faults.before(ctx, c.Method)
 	if err == nil {
 		resp, err = handler(ctx, req)
+	} else {
+		c.Bucket, c.Object = targetOf(req)
 	}
 	c.Code = status.Code(err)
 	s.calls.add(c)
@@ -138,6 +141,29 @@ func (s *Server) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.Str
 	c.Code = status.Code(err)
 	s.calls.add(c)
 	return err
+}
+
+// targetOf returns the bucket and object a unary request names, for calls
+// that fail before their handler runs.
+func targetOf(req any) (bucket, object string) {
+	switch r := req.(type) {
+	case interface {
+		GetBucket() string
+		GetObject() string
+	}:
+		bucket, object = r.GetBucket(), r.GetObject()
+	case interface{ GetParent() string }:
+		bucket = r.GetParent()
+	case interface {
+		GetWriteObjectSpec() *wire.WriteObjectSpec
+	}:
+		res := r.GetWriteObjectSpec().GetResource()
+		bucket, object = res.GetBucket(), res.GetName()
+	}
+	if b, err := parseBucket(bucket); err == nil {
+		return b, object
+	}
+	return "", object
 }
 
 // callStream gives a stream handler the context that carries its Call.

@@ -23,7 +23,7 @@ func NewTest(tb TB, opts ...Option) *Server {
 	}
 	tb.Cleanup(func() {
 		if err := s.Close(); err != nil {
-			tb.Errorf("fakes: Close: %v", err)
+			tb.Errorf("fakes.NewTest: Close: %v", err)
 		}
 	})
 	return s

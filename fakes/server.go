@@ -95,7 +95,10 @@ func New(opts ...Option) (*Server, error) {
 	s.serving.Add(2)
 	go func() {
 		defer s.serving.Done()
-		s.noteServeErr(s.grpc.Serve(grpcLis))
+		// ErrServerStopped: Close ran before Serve started.
+		if err := s.grpc.Serve(grpcLis); !errors.Is(err, grpc.ErrServerStopped) {
+			s.noteServeErr(err)
+		}
 	}()
 	go func() {
 		defer s.serving.Done()

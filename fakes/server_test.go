@@ -1,0 +1,180 @@
+package fakes_test
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/fsouza/fake-gcs-server/fakestorage"
+	"google.golang.org/grpc/codes"
+
+	"github.com/objup/objup/fakes"
+	"github.com/objup/objup/internal/wire"
+)
+
+func TestOptions(t *testing.T) {
+	freePort := func() string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		return l.Addr().String()
+	}
+	t.Run("defaults", func(t *testing.T) {
+		srv := fakes.NewTest(t)
+		if !strings.HasPrefix(srv.GRPCAddr(), "127.0.0.1:") || !strings.HasPrefix(srv.HTTPURL(), "http://127.0.0.1:") {
+			t.Fatalf("GRPCAddr %q, HTTPURL %q", srv.GRPCAddr(), srv.HTTPURL())
+		}
+		// No bucket: writes fail with NotFound.
+		_, err := writeObject(ctxT(t), dial(t, srv), chunks([]byte("x"), 10, withSpec(spec("x")))...)
+		wantCode(t, err, codes.NotFound)
+	})
+	t.Run("WithBucket", func(t *testing.T) {
+		srv := fakes.NewTest(t, fakes.WithBucket("one"), fakes.WithBucket("two"), fakes.WithBucket("one"))
+		cc := dial(t, srv)
+		for _, b := range []string{"one", "two"} {
+			if err := cc.Invoke(ctxT(t), wire.MethodListObjects, &wire.ListObjectsRequest{Parent: "projects/_/buckets/" + b}, new(wire.ListObjectsResponse)); err != nil {
+				t.Fatalf("bucket %s: %v", b, err)
+			}
+		}
+		resp, err := http.Get(srv.HTTPURL() + "/storage/v1/b/two")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("bucket over HTTP: %s", resp.Status)
+		}
+	})
+	t.Run("WithGRPCAddr", func(t *testing.T) {
+		addr := freePort()
+		srv := fakes.NewTest(t, fakes.WithGRPCAddr(addr))
+		if srv.GRPCAddr() != addr {
+			t.Fatalf("GRPCAddr %q, want %q", srv.GRPCAddr(), addr)
+		}
+		srv2 := fakes.NewTest(t, fakes.WithGRPCAddr(":0"))
+		if !strings.HasPrefix(srv2.GRPCAddr(), "127.0.0.1:") {
+			t.Fatalf("empty host: GRPCAddr %q", srv2.GRPCAddr())
+		}
+	})
+	t.Run("WithHTTPAddr", func(t *testing.T) {
+		addr := freePort()
+		srv := fakes.NewTest(t, fakes.WithHTTPAddr(addr))
+		if srv.HTTPURL() != "http://"+addr {
+			t.Fatalf("HTTPURL %q, want http://%s", srv.HTTPURL(), addr)
+		}
+	})
+	t.Run("invalid", func(t *testing.T) {
+		_, err := fakes.New(fakes.WithBucket("Bad"), fakes.WithBucket("x"), fakes.WithGRPCAddr("no-port"), fakes.WithHTTPAddr(""))
+		if err == nil {
+			t.Fatal("New accepted invalid options")
+		}
+		for _, want := range []string{`"Bad"`, `"x"`, `gRPC address "no-port"`, `HTTP address ""`} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not mention %s", err, want)
+			}
+		}
+	})
+	t.Run("port in use", func(t *testing.T) {
+		srv := fakes.NewTest(t)
+		_, err := fakes.New(fakes.WithHTTPAddr(strings.TrimPrefix(srv.HTTPURL(), "http://")))
+		if err == nil {
+			t.Fatal("New listened on a port in use")
+		}
+	})
+}
+
+func TestClose(t *testing.T) {
+	srv, err := fakes.New(fakes.WithBucket(bucket))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := dial(t, srv)
+	put(t, cc, "x", []byte("x"))
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	_, err = getObject(ctxT(t), cc, &wire.GetObjectRequest{Bucket: bucketRes, Object: "x"})
+	wantCode(t, err, codes.Unavailable)
+	if _, err := http.Get(srv.HTTPURL() + "/storage/v1/b"); err == nil {
+		t.Fatal("HTTP server still answers after Close")
+	}
+}
+
+func TestBackendSharesTheStore(t *testing.T) {
+	srv, cc := start(t)
+
+	// Seeded through fake-gcs-server's API: visible over gRPC.
+	srv.Backend().CreateObject(fakestorage.Object{
+		ObjectAttrs: fakestorage.ObjectAttrs{BucketName: bucket, Name: "seeded", ContentType: "text/plain"},
+		Content:     []byte("seed"),
+	})
+	obj := mustGet(t, cc, "seeded")
+	if obj.GetContentType() != "text/plain" || obj.GetSize() != 4 || obj.GetChecksums().GetCrc32C() != crcOf([]byte("seed")) {
+		t.Fatalf("seeded object over gRPC: %v", obj)
+	}
+
+	// Written over gRPC: visible through fake-gcs-server.
+	put(t, cc, "from-grpc", []byte("grpc"))
+	got, err := srv.Backend().GetObject(bucket, "from-grpc")
+	if err != nil || string(got.Content) != "grpc" {
+		t.Fatalf("Backend().GetObject = %q, %v", got.Content, err)
+	}
+}
+
+func TestCrossAPI(t *testing.T) {
+	srv, cc := start(t)
+	data := payload(3*mib+1, 21)
+
+	// JSON API upload, gRPC read: same bytes, same checksums.
+	httpPut(t, srv, "via-http", data)
+	sameBytes(t, "gRPC read of an HTTP upload", get(t, cc, "via-http"), data)
+	obj := mustGet(t, cc, "via-http")
+	if obj.GetChecksums().GetCrc32C() != crcOf(data) || obj.GetSize() != int64(len(data)) || obj.GetGeneration() == 0 {
+		t.Fatalf("over gRPC: %v", obj)
+	}
+
+	// gRPC upload, JSON API read and metadata.
+	put(t, cc, "via-grpc", data)
+	got, code := httpGet(t, srv, "via-grpc")
+	if code != http.StatusOK {
+		t.Fatalf("status %d", code)
+	}
+	sameBytes(t, "HTTP read of a gRPC upload", got, data)
+	grpcObj := mustGet(t, cc, "via-grpc")
+	resp, err := http.Get(srv.HTTPURL() + "/storage/v1/b/" + bucket + "/o/via-grpc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var meta struct {
+		Size, Generation, Crc32c, Md5Hash string
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&meta); err != nil {
+		t.Fatal(err)
+	}
+	crc := grpcObj.GetChecksums().GetCrc32C()
+	wantCRC := base64.StdEncoding.EncodeToString([]byte{byte(crc >> 24), byte(crc >> 16), byte(crc >> 8), byte(crc)})
+	if meta.Size != "3145729" || meta.Crc32c != wantCRC || meta.Md5Hash != base64.StdEncoding.EncodeToString(grpcObj.GetChecksums().GetMd5Hash()) {
+		t.Fatalf("JSON metadata %+v, gRPC %v", meta, grpcObj)
+	}
+	if meta.Generation == "" || meta.Generation != strconv.FormatInt(grpcObj.GetGeneration(), 10) {
+		t.Fatalf("generation over JSON %q, over gRPC %d", meta.Generation, grpcObj.GetGeneration())
+	}
+
+	// Deleted over gRPC: gone over HTTP.
+	if err := cc.Invoke(ctxT(t), wire.MethodDeleteObject, &wire.DeleteObjectRequest{Bucket: bucketRes, Object: "via-http"}, new(wire.Object)); err != nil {
+		t.Fatal(err)
+	}
+	if _, code := httpGet(t, srv, "via-http"); code != http.StatusNotFound {
+		t.Fatalf("deleted object over HTTP: status %d", code)
+	}
+}
