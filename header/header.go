@@ -107,8 +107,9 @@ func chain(ctx context.Context) *node {
 // Append returns a copy of ctx whose header chain ends with the pairs kv
 // (key, value, key, value, ...). Keys are lower-cased; values are kept as
 // they are. Append copies kv, so the caller may reuse it. It takes O(1) time
-// in the depth of the chain and allocates once for one pair, twice for more.
-// With no pairs it returns ctx itself.
+// in the depth of the chain (finding the newest node passes only the context
+// layers added since) and allocates once for one pair, twice for more. With
+// no pairs it returns ctx itself.
 //
 // Append panics if len(kv) is odd, as metadata.AppendToOutgoingContext does.
 // It does not validate keys or values: see the package documentation, and
