@@ -25,7 +25,8 @@
 // This is what grpc-go gives for the same calls when the gRPC metadata was
 // attached before the first Append. Metadata attached with grpc's functions
 // after an Append still comes first: the two mechanisms are not ordered by
-// time. [Tenant] and [SetHTTP] follow the same order.
+// time, and metadata.NewOutgoingContext replaces the gRPC metadata but not
+// the chain. [Tenant] and [SetHTTP] follow the same order.
 //
 // # Validation
 //
