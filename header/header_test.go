@@ -166,7 +166,12 @@ func TestFlattenAfterGRPCAppendOnTop(t *testing.T) {
 	if d := diffMD(header.Flatten(ctx), want); d != "" {
 		t.Fatalf("Flatten:%s", d)
 	}
-	// NewOutgoingContext on top of OutgoingContext replaces what it sent, as
+	// NewOutgoingContext replaces the gRPC metadata, not the chain.
+	replaced := metadata.NewOutgoingContext(ctx, metadata.Pairs("k", "new"))
+	if d := diffMD(header.Flatten(replaced), metadata.MD{"k": {"new", "chain"}}); d != "" {
+		t.Fatalf("Flatten after NewOutgoingContext:%s", d)
+	}
+	// On top of OutgoingContext, it replaces what OutgoingContext sent, as
 	// it replaces earlier appends in grpc.
 	out := header.OutgoingContext(ctx)
 	out = metadata.NewOutgoingContext(out, metadata.Pairs("z", "1"))
