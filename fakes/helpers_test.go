@@ -104,7 +104,9 @@ func chunks(data []byte, size int, first func(*wire.WriteObjectRequest)) []*wire
 }
 
 func withSpec(s *wire.WriteObjectSpec) func(*wire.WriteObjectRequest) {
-	return func(r *wire.WriteObjectRequest) { r.FirstMessage = &wire.WriteObjectRequest_WriteObjectSpec{WriteObjectSpec: s} }
+	return func(r *wire.WriteObjectRequest) {
+		r.FirstMessage = &wire.WriteObjectRequest_WriteObjectSpec{WriteObjectSpec: s}
+	}
 }
 
 func withUpload(id string) func(*wire.WriteObjectRequest) {
@@ -159,7 +161,9 @@ func bidiSpec(s *wire.WriteObjectSpec) func(*wire.BidiWriteObjectRequest) {
 }
 
 func bidiUpload(id string) func(*wire.BidiWriteObjectRequest) {
-	return func(r *wire.BidiWriteObjectRequest) { r.FirstMessage = &wire.BidiWriteObjectRequest_UploadId{UploadId: id} }
+	return func(r *wire.BidiWriteObjectRequest) {
+		r.FirstMessage = &wire.BidiWriteObjectRequest_UploadId{UploadId: id}
+	}
 }
 
 // bidi sends msgs on one BidiWriteObject stream, half-closes it, and returns

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/objup/objup/internal/wire"
+)
+
+// raceEnabled is set when the test binary is built with -race, so the
+// command is built the same way and reuses the cached packages.
+var raceEnabled bool
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"))
+}
+
+// scan reads r line by line in a goroutine: it sends the first two lines
+// (or fewer, at EOF) on the returned channel, drains the rest, then calls
+// after, if not nil.
+func scan(r io.Reader, after func()) <-chan []string {
+	lines := make(chan []string, 1)
+	go func() {
+		sc := bufio.NewScanner(r)
+		var got []string
+		for len(got) < 2 && sc.Scan() {
+			got = append(got, sc.Text())
+		}
+		lines <- got
+		for sc.Scan() {
+		}
+		if after != nil {
+			after()
+		}
+	}()
+	return lines
+}
+
+// addrs checks the two address lines fakegcs prints and returns them.
+func addrs(t *testing.T, lines <-chan []string) (grpcAddr, httpURL string) {
+	t.Helper()
+	var got []string
+	select {
+	case got = <-lines:
+	case <-time.After(60 * time.Second):
+		t.Fatal("fakegcs printed no addresses within 60 s")
+	}
+	if len(got) != 2 || !strings.HasPrefix(got[0], "grpc 127.0.0.1:") || !strings.HasPrefix(got[1], "http http://127.0.0.1:") {
+		t.Fatalf("fakegcs printed %q", got)
+	}
+	return strings.TrimPrefix(got[0], "grpc "), strings.TrimPrefix(got[1], "http ")
+}
+
+// exercise writes an object over gRPC, reads it back over gRPC and HTTP.
+func exercise(t *testing.T, grpcAddr, httpURL, bucket string) {
+	t.Helper()
+	cc, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := wire.NewWriteObjectStream(ctx, cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Send(&wire.WriteObjectRequest{
+		FirstMessage: &wire.WriteObjectRequest_WriteObjectSpec{WriteObjectSpec: &wire.WriteObjectSpec{
+			Resource: &wire.Object{Bucket: "projects/_/buckets/" + bucket, Name: "hello"},
+		}},
+		Data:        &wire.WriteObjectRequest_ChecksummedData{ChecksummedData: &wire.ChecksummedData{Content: []byte("hi there")}},
+		FinishWrite: true,
+	})
+	resp, err := st.CloseAndRecv()
+	if err != nil || resp.GetResource().GetSize() != 8 {
+		t.Fatalf("WriteObject = %v, %v", resp, err)
+	}
+	hresp, err := http.Get(httpURL + "/storage/v1/b/" + bucket + "/o/hello?alt=media")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(hresp.Body)
+	hresp.Body.Close()
+	if string(body) != "hi there" {
+		t.Fatalf("over HTTP: %s %q", hresp.Status, body)
+	}
+	http.DefaultClient.CloseIdleConnections()
+}
+
+func TestRun(t *testing.T) {
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"-bucket", "one", "-bucket", "two"}, pw, &stderr)
+		pw.Close()
+	}()
+	grpcAddr, httpURL := addrs(t, scan(pr, nil))
+	exercise(t, grpcAddr, httpURL, "one")
+	exercise(t, grpcAddr, httpURL, "two")
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit status %d, stderr %q", code, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not return after its context ended")
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"-nope"}, 2, "flag provided but not defined"},
+		{[]string{"extra"}, 2, "unexpected arguments"},
+		{[]string{"-bucket", "UPPER"}, 1, `bucket name "UPPER"`},
+		{[]string{"-grpc", "bad"}, 1, `gRPC address "bad"`},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), tc.args, &stdout, &stderr); code != tc.code || !strings.Contains(stderr.String(), tc.want) || stdout.Len() != 0 {
+			t.Errorf("run(%q) = %d, stdout %q, stderr %q; want %d and %q", tc.args, code, stdout.String(), stderr.String(), tc.code, tc.want)
+		}
+	}
+}
+
+// TestBinary builds fakegcs, runs it as the contract says, and stops it with
+// SIGTERM.
+func TestBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the command")
+	}
+	bin := filepath.Join(t.TempDir(), "fakegcs")
+	args := []string{"build", "-o", bin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, ".")...)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+
+	cmd := exec.Command(bin, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0", "-bucket", "cli")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	lines := scan(stdout, func() { exited <- cmd.Wait() })
+	stopped := false
+	defer func() {
+		if !stopped {
+			cmd.Process.Kill()
+			<-exited
+		}
+	}()
+	grpcAddr, httpURL := addrs(t, lines)
+	exercise(t, grpcAddr, httpURL, "cli")
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		stopped = true
+		if err != nil {
+			t.Fatalf("fakegcs exited with %v; stderr %q", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("fakegcs did not exit within 30 s of SIGTERM")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+}
