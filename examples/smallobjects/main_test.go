@@ -1,0 +1,473 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"google.golang.org/grpc/codes"
+
+	"github.com/objup/objup/fakes"
+	"github.com/objup/objup/uploader"
+)
+
+// hermetic clears the emulator variable so that the run targets the
+// embedded fake (or the test's own), and checks for leaked goroutines when
+// the test ends: run must leave nothing behind.
+func hermetic(t *testing.T) {
+	t.Helper()
+	t.Setenv(uploader.EmulatorEnv, "")
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+}
+
+// runMain runs the program in process.
+func runMain(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(context.Background(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// runJSON runs the program with -json -quiet, checks its exit status and
+// decodes its summary.
+func runJSON(t *testing.T, wantCode int, args ...string) *summary {
+	t.Helper()
+	code, out, errOut := runMain(t, append([]string{"-json", "-quiet"}, args...)...)
+	if code != wantCode {
+		t.Fatalf("exit status %d, want %d\nstdout: %s\nstderr: %s", code, wantCode, out, errOut)
+	}
+	var s summary
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		t.Fatalf("decoding the summary: %v\n%s", err, out)
+	}
+	if dec.More() {
+		t.Fatalf("more than one JSON value on stdout:\n%s", out)
+	}
+	return &s
+}
+
+// wantAllVerified checks a run where every one of n objects uploaded and
+// verified through the JSON API.
+func wantAllVerified(t *testing.T, s *summary, n int) {
+	t.Helper()
+	if !s.OK || s.Objects != n || s.Uploaded != n || s.Failed != 0 || s.ErrorCount != 0 || len(s.Errors) != 0 {
+		t.Errorf("ok %v, objects %d, uploaded %d, failed %d, errors %d %v; want %d uploaded, none failed",
+			s.OK, s.Objects, s.Uploaded, s.Failed, s.ErrorCount, s.Errors, n)
+	}
+	v := s.Verify
+	if v.Method != verifyJSONAPI || !v.Passed || v.Expected != n || v.Listed != n || v.Verified != n ||
+		v.Missing != 0 || v.Mismatched != 0 || v.Unexpected != 0 || v.Note != "" || len(v.Problems) != 0 {
+		t.Errorf("verification %+v; want all %d listed and verified through the JSON API", v, n)
+	}
+	if n > 0 && (s.ObjectsPerSecond <= 0 || s.LatencyMS.P50 <= 0 || s.LatencyMS.P50 > s.LatencyMS.P95 ||
+		s.LatencyMS.P95 > s.LatencyMS.P99 || s.LatencyMS.P99 > s.LatencyMS.Max || s.Memory.AllocBytes == 0) {
+		t.Errorf("figures look wrong: %.0f objects/s, latency %+v, memory %+v", s.ObjectsPerSecond, s.LatencyMS, s.Memory)
+	}
+	if s.Pool.InUseBytes != 0 || s.Pool.Rejected != 0 || s.Pool.Gets != s.Pool.Puts {
+		t.Errorf("pool %+v: every buffer must be back, none rejected", s.Pool)
+	}
+}
+
+func TestGenerated(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		n    int
+		// check inspects what is particular to the case.
+		check func(t *testing.T, s *summary)
+	}{
+		{
+			name: "defaults",
+			args: []string{"-n", "200"},
+			n:    200,
+			check: func(t *testing.T, s *summary) {
+				if s.Target != "embedded-fake" || s.Bucket != defaultBucket || s.Prefix != defaultPrefix ||
+					s.Concurrency != defaultConcurrency || s.Buffers != "pool" || s.Source != "generated" {
+					t.Errorf("settings %+v", s)
+				}
+				// Sizes spread over 1-64 KiB: one pooled chunk each.
+				if s.Bytes < 200*1024 || s.Bytes > 200*64*1024 || s.Pool.Gets != 200 {
+					t.Errorf("%d bytes, %d pool gets for 200 objects of 1-64 KiB", s.Bytes, s.Pool.Gets)
+				}
+			},
+		},
+		{
+			name: "caller buffers",
+			args: []string{"-n", "200", "-buffers", "caller", "-concurrency", "4", "-max-size", "10000"},
+			n:    200,
+			check: func(t *testing.T, s *summary) {
+				if s.Buffers != "caller" || s.CallerBuffers != 4 || s.CallerBufferBytes != 12288 {
+					t.Errorf("buffers %s: %d of %d bytes; want 4 caller buffers of 12288 (10000 rounded up to 4 KiB)",
+						s.Buffers, s.CallerBuffers, s.CallerBufferBytes)
+				}
+				if s.Pool.Gets != 0 {
+					t.Errorf("%d gets from the client's pool; caller buffers need none", s.Pool.Gets)
+				}
+			},
+		},
+		{
+			name: "tenant",
+			args: []string{"-n", "50", "-tenant", "acme-42"},
+			n:    50,
+			check: func(t *testing.T, s *summary) {
+				// One WriteObject per small object, each with the tenant.
+				if tc := s.TenantCalls; s.Tenant != "acme-42" || tc == nil || tc.Total != 50 || tc.WithTenant != 50 {
+					t.Errorf("tenant %q, calls %+v; want all 50 calls with the tenant", s.Tenant, tc)
+				}
+			},
+		},
+		{
+			name: "empty objects",
+			args: []string{"-n", "20", "-min-size", "0", "-max-size", "0", "-concurrency", "1"},
+			n:    20,
+			check: func(t *testing.T, s *summary) {
+				if s.Bytes != 0 {
+					t.Errorf("%d bytes; want 0", s.Bytes)
+				}
+			},
+		},
+		{
+			// Objects above one 256 KiB chunk take the resumable path.
+			name: "resumable sizes",
+			args: []string{"-n", "6", "-min-size", "200KiB", "-max-size", "700KiB", "-concurrency", "3", "-seed", "7"},
+			n:    6,
+		},
+		{
+			name: "resumable sizes with caller buffers",
+			args: []string{"-n", "6", "-min-size", "200KiB", "-max-size", "700KiB", "-concurrency", "3", "-seed", "7", "-buffers", "caller"},
+			n:    6,
+			check: func(t *testing.T, s *summary) {
+				if s.CallerBufferBytes != 1<<20 {
+					t.Errorf("caller buffers of %d bytes; want 1 MiB (four chunk slots) above 256 KiB", s.CallerBufferBytes)
+				}
+			},
+		},
+		{
+			name: "none",
+			args: []string{"-n", "0"},
+			n:    0,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hermetic(t)
+			s := runJSON(t, 0, tt.args...)
+			wantAllVerified(t, s, tt.n)
+			if tt.check != nil {
+				tt.check(t, s)
+			}
+		})
+	}
+}
+
+// TestDeterministic checks that a seed gives the same objects every time and
+// another seed different ones.
+func TestDeterministic(t *testing.T) {
+	sum := func(seed uint64) (int64, []uint32) {
+		b := generate(30, 1, 5000, seed, "p/")
+		var crcs []uint32
+		var total int64
+		for i, it := range b.items {
+			rc, err := it.Open()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Odd read sizes must not change the bytes.
+			buf := make([]byte, 1+i%13)
+			for {
+				if _, err := rc.Read(buf); err != nil {
+					break
+				}
+			}
+			rc.Close()
+			if !b.objects[i].complete {
+				t.Fatalf("object %d not read to the end", i)
+			}
+			total += b.objects[i].read
+			crcs = append(crcs, b.objects[i].crc)
+		}
+		return total, crcs
+	}
+	n1, c1 := sum(1)
+	n2, c2 := sum(1)
+	n3, c3 := sum(2)
+	if n1 != n2 || !slices.Equal(c1, c2) {
+		t.Errorf("seed 1 gave %d bytes, then %d, or different contents", n1, n2)
+	}
+	if n1 == n3 && slices.Equal(c1, c3) {
+		t.Errorf("seeds 1 and 2 gave the same objects")
+	}
+}
+
+// tree builds a directory to upload and returns it with the object names
+// (relative paths) of its readable files.
+func tree(t *testing.T) (string, []string) {
+	t.Helper()
+	root := t.TempDir()
+	files := map[string]int{
+		"a.txt":                3,
+		"empty":                0,
+		"sub/b.bin":            70 << 10,
+		"sub/deeper/c.log":     1 << 10,
+		"sub/deeper/large.bin": 300 << 10, // above one 256 KiB chunk
+		"with space/d e.txt":   100,
+	}
+	var names []string
+	for name, size := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		data := bytes.Repeat([]byte(name), size/len(name)+1)[:size]
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+	}
+	// A link to a file is uploaded with the file's content.
+	if err := os.Symlink("a.txt", filepath.Join(root, "link-to-a")); err != nil {
+		t.Fatal(err)
+	}
+	names = append(names, "link-to-a")
+	// A link to a directory and a named pipe are skipped (opening the pipe
+	// would block).
+	if err := os.Symlink("sub", filepath.Join(root, "link-to-sub")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(root, "pipe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(names)
+	return root, names
+}
+
+func TestDir(t *testing.T) {
+	for _, buffers := range []string{"pool", "caller"} {
+		t.Run(buffers, func(t *testing.T) {
+			hermetic(t)
+			root, names := tree(t)
+			// A file that is listed but cannot be opened: a link whose
+			// target is gone, as a file removed after the listing.
+			if err := os.Symlink("gone", filepath.Join(root, "sub", "dangling")); err != nil {
+				t.Fatal(err)
+			}
+			s := runJSON(t, 1, "-dir", root, "-prefix", "up/", "-buffers", buffers)
+
+			if s.OK || s.Source != "dir" || s.Objects != len(names)+1 || s.Uploaded != len(names) ||
+				s.Failed != 1 || s.ErrorCount != 1 || s.Skipped != 2 {
+				t.Errorf("ok %v, source %s, objects %d, uploaded %d, failed %d, errors %d, skipped %d; want %d objects, %d uploaded, 1 failed, 2 skipped",
+					s.OK, s.Source, s.Objects, s.Uploaded, s.Failed, s.ErrorCount, s.Skipped, len(names)+1, len(names))
+			}
+			if len(s.Errors) != 1 || s.Errors[0].Name != "up/sub/dangling" || !strings.Contains(s.Errors[0].Error, "no such file") {
+				t.Errorf("errors %+v; want the dangling link, not found", s.Errors)
+			}
+			// Everything else is there, under its relative name.
+			v := s.Verify
+			if !v.Passed || v.Verified != len(names) || v.Listed != len(names) || v.Unexpected != 0 {
+				t.Errorf("verification %+v; want the %d readable files verified", v, len(names))
+			}
+			if buffers == "caller" && s.CallerBufferBytes != 1<<20 {
+				t.Errorf("caller buffers of %d bytes with a 300 KiB file; want 1 MiB", s.CallerBufferBytes)
+			}
+		})
+	}
+}
+
+// TestDirNames checks the object names of a -dir upload.
+func TestDirNames(t *testing.T) {
+	root, names := tree(t)
+	b, err := walk(root, "x/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, it := range b.items {
+		got = append(got, strings.TrimPrefix(it.Name, "x/"))
+	}
+	if !slices.Equal(got, names) {
+		t.Errorf("names %q; want %q", got, names)
+	}
+	if len(b.skipped) != 2 || len(b.problems) != 0 {
+		t.Errorf("skipped %q, problems %v; want the directory link and the pipe skipped", b.skipped, b.problems)
+	}
+}
+
+// TestEmulator runs against a server started apart, as an external emulator:
+// with -endpoint and -http-endpoint the program creates the bucket and lists
+// it; through the environment variable alone it can only check the upload
+// responses.
+func TestEmulator(t *testing.T) {
+	hermetic(t)
+	srv := fakes.NewTest(t)
+
+	s := runJSON(t, 0, "-n", "40", "-endpoint", srv.GRPCAddr(), "-http-endpoint", srv.HTTPURL()+"/", "-bucket", "fresh-bucket")
+	wantAllVerified(t, s, 40)
+	if s.Target != "emulator" || s.Endpoint != srv.GRPCAddr() || !strings.HasPrefix(s.Prefix, defaultPrefix) || s.Prefix == defaultPrefix {
+		t.Errorf("target %s at %s, prefix %q; want the emulator and a fresh prefix under %s", s.Target, s.Endpoint, s.Prefix, defaultPrefix)
+	}
+	if !strings.Contains(s.Memory.Scope, "client") || strings.Contains(s.Memory.Scope, "fake") {
+		t.Errorf("memory scope %q; want the client's alone", s.Memory.Scope)
+	}
+
+	t.Setenv(uploader.EmulatorEnv, srv.GRPCAddr())
+	s = runJSON(t, 0, "-n", "30", "-bucket", "fresh-bucket", "-prefix", "env/")
+	if !s.OK || s.Uploaded != 30 || s.Verify.Method != verifyResponses || !s.Verify.Passed || s.Verify.Verified != 30 ||
+		!strings.Contains(s.Verify.Note, "-http-endpoint") {
+		t.Errorf("ok %v, uploaded %d, verification %+v; want 30 checked against the responses, with a note", s.OK, s.Uploaded, s.Verify)
+	}
+}
+
+// TestFailures makes some uploads fail: they are reported, the exit status
+// is 1, and the verification finds exactly the others (a failed upload
+// leaves nothing).
+func TestFailures(t *testing.T) {
+	hermetic(t)
+	srv := fakes.NewTest(t, fakes.WithBucket(defaultBucket))
+	for _, nth := range []int{3, 10, 25} {
+		srv.FailCall(fakes.MethodWriteObject, nth, codes.PermissionDenied)
+	}
+	s := runJSON(t, 1, "-n", "40", "-concurrency", "4", "-endpoint", srv.GRPCAddr(), "-http-endpoint", srv.HTTPURL())
+	if s.OK || s.Uploaded != 37 || s.Failed != 3 || s.ErrorCount != 3 || len(s.Errors) != 3 {
+		t.Errorf("ok %v, uploaded %d, failed %d, errors %v; want 3 of 40 failed", s.OK, s.Uploaded, s.Failed, s.Errors)
+	}
+	for _, e := range s.Errors {
+		if !strings.Contains(e.Error, "PermissionDenied") {
+			t.Errorf("error of %s: %s; want PermissionDenied", e.Name, e.Error)
+		}
+	}
+	if v := s.Verify; !v.Passed || v.Verified != 37 || v.Listed != 37 {
+		t.Errorf("verification %+v; want the 37 uploaded objects, and nothing of the failed ones", v)
+	}
+}
+
+func TestText(t *testing.T) {
+	hermetic(t)
+	code, out, errOut := runMain(t, "-n", "30", "-tenant", "t1")
+	if code != 0 {
+		t.Fatalf("exit status %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"30 generated objects (seed 1) to gs://objup-smallobjects/smallobjects/ on the embedded fake",
+		"30 ok, 0 failed",
+		"objects/s",
+		"latency    p50 ",
+		"allocated per object",
+		"30 gets, ",
+		`30 of 30 calls to the fake carried tenant "t1"`,
+		"verify     OK: 30 of 30 objects verified",
+		"result     OK",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestUsage(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		args []string
+		want string // in stderr
+	}{
+		{[]string{"-n", "-1"}, "-n -1"},
+		{[]string{"-concurrency", "0"}, "-concurrency 0"},
+		{[]string{"-min-size", "2KiB", "-max-size", "1KiB"}, "-min-size 2KiB is larger than -max-size 1KiB"},
+		{[]string{"-min-size", "-1"}, "cannot be negative"},
+		{[]string{"-max-size", "1GiB"}, "small objects"},
+		{[]string{"-max-size", "lots"}, "is not a size"},
+		{[]string{"-dir", "/nonexistent/objup"}, "no such file or directory"},
+		{[]string{"-dir", file}, "is not a directory"},
+		{[]string{"-dir", "."}, ""}, // valid, combined below
+		{[]string{"-buffers", "heap"}, `-buffers "heap"`},
+		{[]string{"-tenant", "a b"}, "-tenant"},
+		{[]string{"-tenant", ""}, "-tenant"},
+		{[]string{"-nope"}, "flag provided but not defined"},
+		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"-http-endpoint", "http://127.0.0.1:1"}, "not to the embedded fake"},
+		{[]string{"-endpoint", "127.0.0.1:1", "-http-endpoint", "127.0.0.1:2"}, "want a URL"},
+		{[]string{"-timeout", "-1s"}, "cannot be negative"},
+	}
+	for _, tt := range tests {
+		if tt.want == "" {
+			// -dir with a flag that only generated objects take.
+			tt.args, tt.want = append(tt.args, "-n", "5"), "-n does not apply with -dir"
+		}
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			hermetic(t)
+			code, out, errOut := runMain(t, tt.args...)
+			if code != 2 || out != "" || !strings.Contains(errOut, tt.want) {
+				t.Errorf("exit status %d, stdout %q, stderr %q; want 2 and %q on stderr", code, out, errOut, tt.want)
+			}
+		})
+	}
+	t.Run("help", func(t *testing.T) {
+		code, out, errOut := runMain(t, "-h")
+		if code != 0 || out != "" || !strings.Contains(errOut, "Usage: smallobjects") || !strings.Contains(errOut, "-buffers") {
+			t.Errorf("exit status %d, stdout %q, stderr %q; want 0 and the usage", code, out, errOut)
+		}
+	})
+}
+
+// TestBadBucket checks a bucket name that UploadMany rejects before sending
+// anything: a usage error.
+func TestBadBucket(t *testing.T) {
+	hermetic(t)
+	srv := fakes.NewTest(t)
+	code, out, errOut := runMain(t, "-json", "-quiet", "-n", "3", "-endpoint", srv.GRPCAddr(), "-bucket", "Bad_Bucket")
+	if code != 2 || out != "" || !strings.Contains(errOut, "Bad_Bucket") {
+		t.Errorf("exit status %d, stdout %q, stderr %q; want 2 and the bucket named", code, out, errOut)
+	}
+	if n := len(srv.Calls()); n != 0 {
+		t.Errorf("%d calls reached the server", n)
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	d := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	var ds []time.Duration
+	for _, v := range d {
+		ds = append(ds, time.Duration(v))
+	}
+	for _, tt := range []struct {
+		p    float64
+		want time.Duration
+	}{{50, 5}, {95, 10}, {99, 10}, {10, 1}, {11, 2}, {100, 10}} {
+		if got := percentile(ds, tt.p); got != tt.want {
+			t.Errorf("p%v = %v, want %v", tt.p, got, tt.want)
+		}
+	}
+	if got := percentile(nil, 50); got != 0 {
+		t.Errorf("p50 of nothing = %v", got)
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"0", 0, true}, {"512", 512, true}, {"1KiB", 1024, true}, {"64KiB", 65536, true},
+		{"3 MiB", 3 << 20, true}, {"1GiB", 1 << 30, true}, {"10B", 10, true},
+		{"1KB", 0, false}, {"", 0, false}, {"KiB", 0, false}, {"1.5KiB", 0, false}, {"99999999999GiB", 0, false},
+	} {
+		got, err := parseSize(tt.in)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d, ok %v", tt.in, got, err, tt.want, tt.ok)
+		}
+	}
+}

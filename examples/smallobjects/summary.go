@@ -1,0 +1,317 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"runtime/metrics"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/objup/objup/pool"
+	"github.com/objup/objup/uploader"
+)
+
+// maxErrors bounds the errors a summary lists; ErrorCount has them all.
+const maxErrors = 20
+
+// summary is what a run prints: as text, or as one JSON object with -json.
+type summary struct {
+	OK bool `json:"ok"`
+
+	Target   string `json:"target"` // embedded-fake, emulator or gcs
+	Endpoint string `json:"endpoint,omitempty"`
+	Bucket   string `json:"bucket"`
+	Prefix   string `json:"prefix"`
+	Source   string `json:"source"` // generated or dir
+	Dir      string `json:"dir,omitempty"`
+	Seed     uint64 `json:"seed,omitempty"`
+	Tenant   string `json:"tenant,omitempty"`
+
+	Concurrency int `json:"concurrency"`
+	// Buffers is pool or caller; with caller, CallerBuffers buffers of
+	// CallerBufferBytes each.
+	Buffers           string `json:"buffers"`
+	CallerBuffers     int    `json:"caller_buffers,omitempty"`
+	CallerBufferBytes int    `json:"caller_buffer_bytes,omitempty"`
+	GOMAXPROCS        int    `json:"gomaxprocs"`
+
+	// Objects were given to UploadMany; Uploaded succeeded; Failed counts
+	// failed items and, with -dir, files that could not be listed.
+	// Skipped counts -dir entries that are not regular files.
+	Objects  int   `json:"objects"`
+	Uploaded int   `json:"uploaded"`
+	Failed   int   `json:"failed"`
+	Skipped  int   `json:"skipped,omitempty"`
+	Bytes    int64 `json:"bytes"`
+
+	Seconds          float64 `json:"seconds"`
+	ObjectsPerSecond float64 `json:"objects_per_second"`
+	MBPerSecond      float64 `json:"mb_per_second"`
+	LatencyMS        latency `json:"latency_ms"`
+	Memory           memory  `json:"memory"`
+	Pool             poolUse `json:"pool"`
+
+	TenantCalls *tenantCalls `json:"tenant_calls,omitempty"`
+
+	ErrorCount int          `json:"error_count"`
+	Errors     []itemError  `json:"errors,omitempty"`
+	SkippedAt  []string     `json:"skipped_paths,omitempty"`
+	Verify     verification `json:"verification"`
+}
+
+// latency are percentiles of Result.Duration over the successful uploads,
+// in milliseconds.
+type latency struct {
+	P50 float64 `json:"p50"`
+	P95 float64 `json:"p95"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// memory is the heap activity during UploadMany. Scope says whose: with the
+// embedded fake, the server's allocations are counted too.
+type memory struct {
+	AllocBytes          uint64  `json:"alloc_bytes"`
+	AllocBytesPerObject float64 `json:"alloc_bytes_per_object"`
+	AllocsPerObject     float64 `json:"allocs_per_object"`
+	GCCycles            uint64  `json:"gc_cycles"`
+	Scope               string  `json:"scope"`
+}
+
+// poolUse is the client pool's counters during UploadMany (InUseBytes: at
+// its end).
+type poolUse struct {
+	Gets        uint64 `json:"gets"`
+	News        uint64 `json:"news"`
+	Puts        uint64 `json:"puts"`
+	Rejected    uint64 `json:"rejected"`
+	BudgetWaits uint64 `json:"budget_waits"`
+	InUseBytes  int64  `json:"in_use_bytes"`
+}
+
+// tenantCalls counts the embedded fake's calls that carried the tenant.
+type tenantCalls struct {
+	WithTenant int `json:"with_tenant"`
+	Total      int `json:"total"`
+}
+
+type itemError struct {
+	Name  string `json:"name"`
+	Error string `json:"error"`
+}
+
+// memSample reads the runtime's cumulative heap counters.
+type memSample struct{ bytes, objects, gcs uint64 }
+
+func readMem() memSample {
+	s := []metrics.Sample{
+		{Name: "/gc/heap/allocs:bytes"},
+		{Name: "/gc/heap/allocs:objects"},
+		{Name: "/gc/cycles/total:gc-cycles"},
+	}
+	metrics.Read(s)
+	var m memSample
+	if s[0].Value.Kind() == metrics.KindUint64 {
+		m.bytes = s[0].Value.Uint64()
+	}
+	if s[1].Value.Kind() == metrics.KindUint64 {
+		m.objects = s[1].Value.Uint64()
+	}
+	if s[2].Value.Kind() == metrics.KindUint64 {
+		m.gcs = s[2].Value.Uint64()
+	}
+	return m
+}
+
+func poolStats(a pool.Allocator) pool.Stats {
+	if p, ok := a.(*pool.Pool); ok {
+		return p.Stats()
+	}
+	return pool.Stats{}
+}
+
+func poolDelta(before, after pool.Stats) poolUse {
+	return poolUse{
+		Gets:        after.Gets - before.Gets,
+		News:        after.News - before.News,
+		Puts:        after.Puts - before.Puts,
+		Rejected:    after.Rejected - before.Rejected,
+		BudgetWaits: after.BudgetWaits - before.BudgetWaits,
+		InUseBytes:  after.InUseBytes,
+	}
+}
+
+// addResults fills the counts, throughput, latency and errors from the
+// results of an UploadMany that took elapsed.
+func (s *summary) addResults(objects []object, results []uploader.Result, elapsed time.Duration) {
+	s.Objects = len(results)
+	durations := make([]time.Duration, 0, len(results))
+	for i, r := range results {
+		if r.Err != nil {
+			s.Failed++
+			s.addError(r.Name, r.Err)
+			continue
+		}
+		s.Uploaded++
+		s.Bytes += objects[i].read
+		durations = append(durations, r.Duration)
+	}
+	s.Seconds = elapsed.Seconds()
+	if s.Seconds > 0 {
+		s.ObjectsPerSecond = float64(s.Uploaded) / s.Seconds
+		s.MBPerSecond = float64(s.Bytes) / 1e6 / s.Seconds
+	}
+	slices.Sort(durations)
+	s.LatencyMS = latency{
+		P50: ms(percentile(durations, 50)),
+		P95: ms(percentile(durations, 95)),
+		P99: ms(percentile(durations, 99)),
+	}
+	if n := len(durations); n > 0 {
+		s.LatencyMS.Max = ms(durations[n-1])
+	}
+}
+
+func (s *summary) addError(name string, err error) {
+	s.ErrorCount++
+	if len(s.Errors) < maxErrors {
+		s.Errors = append(s.Errors, itemError{Name: name, Error: err.Error()})
+	}
+}
+
+func (s *summary) addMemory(before, after memSample, scope string) {
+	s.Memory = memory{
+		AllocBytes: after.bytes - before.bytes,
+		GCCycles:   after.gcs - before.gcs,
+		Scope:      scope,
+	}
+	if s.Objects > 0 {
+		s.Memory.AllocBytesPerObject = float64(after.bytes-before.bytes) / float64(s.Objects)
+		s.Memory.AllocsPerObject = float64(after.objects-before.objects) / float64(s.Objects)
+	}
+}
+
+// percentile returns the nearest-rank p-th percentile of sorted d.
+func percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(p/100*float64(len(d)))) - 1
+	return d[min(max(i, 0), len(d)-1)]
+}
+
+func ms(d time.Duration) float64 { return math.Round(float64(d)/1e3) / 1e3 }
+
+func (s *summary) writeJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	return enc.Encode(s)
+}
+
+func (s *summary) writeText(w io.Writer) error {
+	var b strings.Builder
+	where := "gs://" + s.Bucket + "/" + s.Prefix
+	switch s.Target {
+	case targetFake.String():
+		where += " on the embedded fake GCS (gRPC " + s.Endpoint + ")"
+	case targetEmulator.String():
+		where += " on the emulator at " + s.Endpoint
+	default:
+		where += " on GCS"
+	}
+	what := fmt.Sprintf("%d generated objects (seed %d)", s.Objects, s.Seed)
+	if s.Source == "dir" {
+		what = fmt.Sprintf("%d files from %s", s.Objects, s.Dir)
+	}
+	fmt.Fprintf(&b, "objup smallobjects: %s to %s\n", what, where)
+	bufs := "the client's pool"
+	if s.Buffers == "caller" {
+		bufs = fmt.Sprintf("%d caller buffers of %s", s.CallerBuffers, formatIEC(int64(s.CallerBufferBytes)))
+	}
+	fmt.Fprintf(&b, "  settings   concurrency %d, buffers: %s, GOMAXPROCS %d", s.Concurrency, bufs, s.GOMAXPROCS)
+	if s.Tenant != "" {
+		fmt.Fprintf(&b, ", tenant %q", s.Tenant)
+	}
+	b.WriteString("\n")
+	fmt.Fprintf(&b, "  upload     %d ok, %d failed, %s in %.2fs: %.0f objects/s, %.1f MB/s\n",
+		s.Uploaded, s.Failed, formatSI(s.Bytes), s.Seconds, s.ObjectsPerSecond, s.MBPerSecond)
+	if s.Skipped > 0 {
+		fmt.Fprintf(&b, "  skipped    %d entries that are not regular files\n", s.Skipped)
+	}
+	fmt.Fprintf(&b, "  latency    p50 %.2fms, p95 %.2fms, p99 %.2fms, max %.2fms\n",
+		s.LatencyMS.P50, s.LatencyMS.P95, s.LatencyMS.P99, s.LatencyMS.Max)
+	fmt.Fprintf(&b, "  memory     %s allocated per object (%.0f allocations), %d GC cycles; %s\n",
+		formatSI(int64(s.Memory.AllocBytesPerObject)), s.Memory.AllocsPerObject, s.Memory.GCCycles, s.Memory.Scope)
+	fmt.Fprintf(&b, "  pool       %d gets, %d new buffers, %d puts, %d rejected, %d budget waits, %s in use\n",
+		s.Pool.Gets, s.Pool.News, s.Pool.Puts, s.Pool.Rejected, s.Pool.BudgetWaits, formatIEC(s.Pool.InUseBytes))
+	if t := s.TenantCalls; t != nil {
+		fmt.Fprintf(&b, "  tenant     %d of %d calls to the fake carried tenant %q\n", t.WithTenant, t.Total, s.Tenant)
+	}
+	if s.ErrorCount > 0 {
+		fmt.Fprintf(&b, "  errors     %d\n", s.ErrorCount)
+		for _, e := range s.Errors {
+			fmt.Fprintf(&b, "    %s: %s\n", e.Name, e.Error)
+		}
+		if more := s.ErrorCount - len(s.Errors); more > 0 {
+			fmt.Fprintf(&b, "    ... and %d more\n", more)
+		}
+	}
+	v := s.Verify
+	switch v.Method {
+	case verifyNone:
+		fmt.Fprintf(&b, "  verify     skipped (-verify=false)\n")
+	case verifyJSONAPI, verifyResponses:
+		how := "listed through the JSON API at " + v.URL
+		if v.Method == verifyResponses {
+			how = "checked against the upload responses"
+		}
+		verdict := "FAILED"
+		if v.Passed {
+			verdict = "OK"
+		}
+		fmt.Fprintf(&b, "  verify     %s: %d of %d objects verified (size and CRC32C), %s; %d listed, %d missing, %d mismatched, %d unexpected\n",
+			verdict, v.Verified, v.Expected, how, v.Listed, v.Missing, v.Mismatched, v.Unexpected)
+	}
+	if v.Note != "" {
+		fmt.Fprintf(&b, "             note: %s\n", v.Note)
+	}
+	for _, p := range v.Problems {
+		fmt.Fprintf(&b, "    %s\n", p)
+	}
+	if s.OK {
+		b.WriteString("  result     OK\n")
+	} else {
+		b.WriteString("  result     FAILED\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// formatSI formats a byte count in decimal units (MB as in MB/s).
+func formatSI(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.2f GB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// formatIEC formats a byte count in binary units, exactly when it can:
+// 64KiB, 1MiB, 1536B.
+func formatIEC(n int64) string {
+	for _, u := range []struct {
+		suffix string
+		size   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n != 0 && n%u.size == 0 {
+			return fmt.Sprintf("%d%s", n/u.size, u.suffix)
+		}
+	}
+	return fmt.Sprintf("%dB", n)
+}
