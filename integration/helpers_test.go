@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"io"
 	"math/rand/v2"
 	"testing"
@@ -100,4 +101,19 @@ func sameBytes(t testing.TB, what string, got, want []byte) {
 	if !bytes.Equal(got, want) {
 		t.Fatalf("%s: got %d bytes (sha256 %x), want %d bytes (sha256 %x)", what, len(got), sha256.Sum256(got), len(want), sha256.Sum256(want))
 	}
+}
+
+// put writes data as o with default writer settings.
+func put(t testing.TB, o *storage.ObjectHandle, data []byte) *storage.ObjectAttrs {
+	t.Helper()
+	return write(t, o.NewWriter(context.Background()), data)
+}
+
+// fullRead reads into buf until it is full or r ends, and returns the count.
+func fullRead(r io.Reader, buf []byte) (int, error) {
+	n, err := io.ReadFull(r, buf)
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		err = nil
+	}
+	return n, err
 }
