@@ -15,6 +15,7 @@ import (
 // load per call.
 type faults struct {
 	armed atomic.Bool
+	stop  chan struct{} // closed by Server.Close: delays end at once
 
 	mu      sync.Mutex
 	fail    []*failRule
@@ -116,8 +117,9 @@ func (s *Server) CorruptNext(method string) {
 }
 
 // Delay makes every call of method wait d before the server handles it, until
-// [Server.ClearFaults] or Delay(method, 0). The wait ends early, with the
-// call's context error, if the client gives up.
+// [Server.ClearFaults] or Delay(method, 0). The wait ends early if the client
+// gives up (the call fails with its context error), or if the server is
+// closed (codes.Unavailable).
 //
 // Delay panics if method is unknown or d < 0.
 func (s *Server) Delay(method string, d time.Duration) {
@@ -179,6 +181,9 @@ func (f *faults) before(ctx context.Context, method string) error {
 		case <-ctx.Done():
 			t.Stop()
 			return status.FromContextError(ctx.Err()).Err()
+		case <-f.stop:
+			t.Stop()
+			return status.Error(codes.Unavailable, "fakes: server closing")
 		}
 	}
 	return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,12 +64,9 @@ func New(opts ...Option) (*Server, error) {
 	}
 	httpHost := dialAddr(httpLis.Addr())
 	fs, err := fakestorage.NewServerWithOptions(fakestorage.Options{
-		NoListener: true, // we serve its handler on our own listener
-		Scheme:     "http",
-		// Location of resumable uploads, and host of path-style XML reads
-		// (http://HOST/BUCKET/OBJECT), which the official client uses.
-		ExternalURL: "http://" + httpHost,
-		PublicHost:  httpHost,
+		NoListener:  true, // we serve its handler on our own listener
+		Scheme:      "http",
+		ExternalURL: "http://" + httpHost, // the Location of resumable uploads
 	})
 	if err != nil {
 		grpcLis.Close()
@@ -85,12 +83,13 @@ func New(opts ...Option) (*Server, error) {
 		httpURL:  "http://" + httpHost,
 		uploads:  make(map[string]*upload),
 	}
+	s.faults.stop = make(chan struct{})
 	s.grpc = grpc.NewServer(
 		grpc.ChainUnaryInterceptor(s.unaryInterceptor),
 		grpc.ChainStreamInterceptor(s.streamInterceptor),
 	)
 	wire.RegisterStorageServer(s.grpc, &service{s: s})
-	s.http = &http.Server{Handler: fs.HTTPHandler(), ReadHeaderTimeout: 30 * time.Second}
+	s.http = &http.Server{Handler: publicHost(fs.HTTPHandler()), ReadHeaderTimeout: 30 * time.Second}
 
 	s.serving.Add(2)
 	go func() {
@@ -120,6 +119,27 @@ func (s *Server) noteServeErr(err error) {
 	s.mu.Unlock()
 }
 
+// publicHost serves h, presenting the path-style XML API requests
+// (GET /BUCKET/OBJECT, which the official HTTP client uses for reads) as if
+// they had been sent to storage.googleapis.com, fake-gcs-server's default
+// public host: it matches those routes on the Host header. The JSON API
+// paths keep their Host, from which fake-gcs-server builds the Location of
+// resumable uploads. Leaving its public host at the default keeps its
+// in-process client (Backend().Client()) working too.
+func publicHost(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, p := range []string{"/storage/v1/", "/upload/", "/download/", "/batch/", "/_internal/"} {
+			if strings.HasPrefix(r.URL.Path, p) {
+				h.ServeHTTP(w, r)
+				return
+			}
+		}
+		r2 := *r
+		r2.Host = "storage.googleapis.com"
+		h.ServeHTTP(w, &r2)
+	})
+}
+
 // dialAddr is the host:port a client dials to reach a listener: the listener's
 // own address, or loopback when it listens on every interface.
 func dialAddr(a net.Addr) string {
@@ -145,17 +165,21 @@ func (s *Server) GRPCAddr() string { return s.grpcAddr }
 func (s *Server) HTTPURL() string { return s.httpURL }
 
 // Backend returns the fake-gcs-server instance that stores the objects, for
-// tests that seed or inspect the store directly. Objects it holds are
-// visible over gRPC as well. Its own URL and Client methods do not apply: it
-// has no listener of its own; use [Server.HTTPURL].
+// tests that seed or inspect the store directly; objects it holds are
+// visible over gRPC as well. It has no listener of its own: its URL is
+// [Server.HTTPURL], and its Client and HTTPClient reach it in process,
+// without the network.
 func (s *Server) Backend() *fakestorage.Server { return s.fs }
 
-// Close shuts both servers down: it stops accepting connections, waits up to
-// 5 seconds for calls in flight to finish, then cancels those left. It
+// Close shuts both servers down: it stops accepting connections, ends the
+// waits of [Server.Delay] rules, waits up to 5 seconds for calls in flight to
+// finish, then cancels those left (a client stream that is never closed
+// costs those 5 seconds). It
 // returns only once every goroutine the server started has ended. Close is
 // idempotent: later calls return the first call's result.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
+		close(s.faults.stop)
 		done := make(chan struct{})
 		go func() {
 			s.grpc.GracefulStop()

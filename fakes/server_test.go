@@ -1,16 +1,23 @@
 package fakes_test
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fsouza/fake-gcs-server/fakestorage"
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"github.com/objup/objup/fakes"
 	"github.com/objup/objup/internal/wire"
@@ -90,23 +97,48 @@ func TestOptions(t *testing.T) {
 }
 
 func TestClose(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	srv, err := fakes.New(fakes.WithBucket(bucket))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cc := dial(t, srv)
+	cc, err := grpc.NewClient(srv.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
 	put(t, cc, "x", []byte("x"))
+	srv.Delay(fakes.MethodGetObject, time.Hour) // Close must cancel it
+	slow := make(chan error, 1)
+	go func() {
+		_, err := getObject(context.Background(), cc, &wire.GetObjectRequest{Bucket: bucketRes, Object: "x"})
+		slow <- err
+	}()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr}
+	resp, err := hc.Get(srv.HTTPURL() + "/storage/v1/b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+
 	if err := srv.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if err := srv.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
+	if err := <-slow; status.Code(err) == codes.OK {
+		t.Fatal("a delayed call survived Close")
+	}
 	_, err = getObject(ctxT(t), cc, &wire.GetObjectRequest{Bucket: bucketRes, Object: "x"})
 	wantCode(t, err, codes.Unavailable)
-	if _, err := http.Get(srv.HTTPURL() + "/storage/v1/b"); err == nil {
+	if _, err := hc.Get(srv.HTTPURL() + "/storage/v1/b"); err == nil {
 		t.Fatal("HTTP server still answers after Close")
 	}
+	cc.Close()
+	tr.CloseIdleConnections()
 }
 
 func TestBackendSharesTheStore(t *testing.T) {
@@ -122,11 +154,26 @@ func TestBackendSharesTheStore(t *testing.T) {
 		t.Fatalf("seeded object over gRPC: %v", obj)
 	}
 
-	// Written over gRPC: visible through fake-gcs-server.
+	// Written over gRPC: visible through fake-gcs-server, and through its
+	// in-process client.
 	put(t, cc, "from-grpc", []byte("grpc"))
 	got, err := srv.Backend().GetObject(bucket, "from-grpc")
 	if err != nil || string(got.Content) != "grpc" {
 		t.Fatalf("Backend().GetObject = %q, %v", got.Content, err)
+	}
+	client := srv.Backend().Client()
+	defer client.Close()
+	r, err := client.Bucket(bucket).Object("from-grpc").NewReader(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(r)
+	r.Close()
+	if err != nil || string(b) != "grpc" {
+		t.Fatalf("Backend().Client() read %q, %v", b, err)
+	}
+	if srv.Backend().URL() != srv.HTTPURL() {
+		t.Fatalf("Backend().URL() = %q, HTTPURL() = %q", srv.Backend().URL(), srv.HTTPURL())
 	}
 }
 
