@@ -53,17 +53,18 @@
 //
 // # Against an emulator
 //
-// Start the standalone fake and point the example at it:
+// Start the standalone fake in another terminal and point the example at it:
 //
-//	go run ./fakes/cmd/fakegcs   # prints its gRPC and HTTP addresses
-//	go run ./examples/smallobjects -endpoint 127.0.0.1:GRPC-PORT -http-endpoint http://127.0.0.1:HTTP-PORT
+//	go run ./fakes/cmd/fakegcs -grpc 127.0.0.1:9090 -http 127.0.0.1:4443
+//	go run ./examples/smallobjects -endpoint 127.0.0.1:9090 -http-endpoint http://127.0.0.1:4443
 //
-// STORAGE_EMULATOR_HOST_GRPC=host:port works instead of -endpoint, as for the
-// official client. With -http-endpoint the example creates the bucket if the
-// emulator lacks it and verifies by listing it; without, it can only check the
-// sizes and CRC32C the service returned for each upload (the summary says so).
-// Each run writes under a fresh prefix unless -prefix is given, so that runs
-// do not see each other's objects.
+// STORAGE_EMULATOR_HOST_GRPC=127.0.0.1:9090 works instead of -endpoint, as for
+// the official client. With -http-endpoint the example creates the bucket if
+// the emulator lacks it, and verifies by listing it. Without, the bucket must
+// exist (fakegcs -bucket objup-smallobjects) and the example can only check
+// the size and CRC32C the service returned for each upload; the summary says
+// so. Each run writes under a fresh prefix unless -prefix is given, so that
+// runs do not see each other's objects.
 //
 // # Against real GCS
 //
@@ -78,11 +79,14 @@
 // credentials. The objects stay in the bucket under the printed prefix;
 // remove them with gcloud storage rm -r gs://my-bucket/PREFIX.
 //
-// # Reading the memory figures
+// # Reading the figures
 //
 // The allocation figures are the whole process's. With the embedded fake
 // they include the fake server's own allocations, which dominate; against an
-// emulator or GCS they are the client's alone.
+// emulator in another process (above) they are the client's alone. Likewise
+// the embedded fake shares the CPU with the client, and its in-memory store
+// slows down as it fills, so objects/s and latency measured with it describe
+// the fake more than the client.
 package main
 
 import (
@@ -112,6 +116,11 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// The first ^C ends the run with a summary; the next one kills.
+		<-ctx.Done()
+		stop()
+	}()
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -301,6 +310,8 @@ func uploadAndVerify(ctx context.Context, cfg *config, stderr io.Writer) (_ *sum
 	}
 
 	switch {
+	case ctx.Err() != nil:
+		s.Verify = verification{Method: verifyNone, Note: fmt.Sprintf("the run was cut short (%v)", context.Cause(ctx))}
 	case !cfg.verify:
 		s.Verify = verification{Method: verifyNone, Passed: true}
 	case jsonBase != "":

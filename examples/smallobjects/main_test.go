@@ -320,6 +320,13 @@ func TestEmulator(t *testing.T) {
 		t.Errorf("memory scope %q; want the client's alone", s.Memory.Scope)
 	}
 
+	// Without -http-endpoint nothing creates the bucket: every upload
+	// fails, with a hint.
+	s = runJSON(t, 1, "-n", "3", "-endpoint", srv.GRPCAddr(), "-bucket", "missing-bucket")
+	if s.OK || s.Failed != 3 || !strings.Contains(s.Hint, "does not exist on the emulator") {
+		t.Errorf("ok %v, failed %d, hint %q; want 3 failures and a hint about the bucket", s.OK, s.Failed, s.Hint)
+	}
+
 	t.Setenv(uploader.EmulatorEnv, srv.GRPCAddr())
 	s = runJSON(t, 0, "-n", "30", "-bucket", "fresh-bucket", "-prefix", "env/")
 	if !s.OK || s.Uploaded != 30 || s.Verify.Method != verifyResponses || !s.Verify.Passed || s.Verify.Verified != 30 ||
@@ -365,7 +372,7 @@ func TestText(t *testing.T) {
 		"allocated per object",
 		"30 gets, ",
 		`30 of 30 calls to the fake carried tenant "t1"`,
-		"verify     OK: 30 of 30 objects verified",
+		"verify     OK: 30 of 30 uploaded objects verified",
 		"result     OK",
 	} {
 		if !strings.Contains(out, want) {
@@ -468,6 +475,28 @@ func TestParseSize(t *testing.T) {
 		got, err := parseSize(tt.in)
 		if (err == nil) != tt.ok || got != tt.want {
 			t.Errorf("parseSize(%q) = %d, %v; want %d, ok %v", tt.in, got, err, tt.want, tt.ok)
+		}
+	}
+}
+
+// TestTimeout checks that a run cut short by -timeout fails without
+// verifying, and leaves nothing running.
+func TestTimeout(t *testing.T) {
+	hermetic(t)
+	for _, timeout := range []string{"1ns", "20ms"} {
+		code, out, errOut := runMain(t, "-json", "-quiet", "-n", "3000", "-timeout", timeout)
+		if code != 1 {
+			t.Fatalf("-timeout %s: exit status %d, want 1\n%s\n%s", timeout, code, out, errOut)
+		}
+		if out == "" {
+			continue // cut short before UploadMany began: an error on stderr
+		}
+		var s summary
+		if err := json.Unmarshal([]byte(out), &s); err != nil {
+			t.Fatal(err)
+		}
+		if s.OK || s.Failed == 0 || s.Verify.Method != verifyNone || !strings.Contains(s.Verify.Note, "deadline exceeded") {
+			t.Errorf("-timeout %s: ok %v, failed %d, verification %+v; want failures and no verification", timeout, s.OK, s.Failed, s.Verify)
 		}
 	}
 }

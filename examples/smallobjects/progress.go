@@ -86,6 +86,7 @@ func (p *progress) showBar(w io.Writer) {
 		progressbar.OptionSetItsString("obj"),
 		progressbar.OptionThrottle(barPeriod),
 		progressbar.OptionClearOnFinish(),
+		progressbar.OptionSetRenderBlankState(true), // starts the clock now
 	)
 	t := time.NewTicker(barPeriod)
 	defer t.Stop()

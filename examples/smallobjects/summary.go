@@ -56,6 +56,8 @@ type summary struct {
 
 	TenantCalls *tenantCalls `json:"tenant_calls,omitempty"`
 
+	// Hint suggests a cause when errors share a likely one.
+	Hint       string       `json:"hint,omitempty"`
 	ErrorCount int          `json:"error_count"`
 	Errors     []itemError  `json:"errors,omitempty"`
 	SkippedAt  []string     `json:"skipped_paths,omitempty"`
@@ -176,6 +178,14 @@ func (s *summary) addResults(objects []object, results []uploader.Result, elapse
 }
 
 func (s *summary) addError(name string, err error) {
+	if s.Hint == "" {
+		switch {
+		case uploader.IsNotFound(err):
+			s.Hint = hintNotFound[s.Target]
+		case uploader.IsPermissionDenied(err) && s.Target == targetGCS.String():
+			s.Hint = "the credentials may not write to the bucket; check gcloud auth application-default login and the bucket's IAM"
+		}
+	}
 	s.ErrorCount++
 	if len(s.Errors) < maxErrors {
 		s.Errors = append(s.Errors, itemError{Name: name, Error: err.Error()})
@@ -192,6 +202,13 @@ func (s *summary) addMemory(before, after memSample, scope string) {
 		s.Memory.AllocBytesPerObject = float64(after.bytes-before.bytes) / float64(s.Objects)
 		s.Memory.AllocsPerObject = float64(after.objects-before.objects) / float64(s.Objects)
 	}
+}
+
+// hintNotFound explains a NotFound error for each target.
+var hintNotFound = map[string]string{
+	targetFake.String():     "the embedded fake has only bucket " + defaultBucket,
+	targetEmulator.String(): "the bucket does not exist on the emulator: create it (go run ./fakes/cmd/fakegcs -bucket NAME), or give -http-endpoint and the example creates it",
+	targetGCS.String():      "the bucket does not exist, or these credentials cannot see it",
 }
 
 // percentile returns the nearest-rank p-th percentile of sorted d.
@@ -257,22 +274,24 @@ func (s *summary) writeText(w io.Writer) error {
 		if more := s.ErrorCount - len(s.Errors); more > 0 {
 			fmt.Fprintf(&b, "    ... and %d more\n", more)
 		}
+		if s.Hint != "" {
+			fmt.Fprintf(&b, "             hint: %s\n", s.Hint)
+		}
 	}
 	v := s.Verify
 	switch v.Method {
 	case verifyNone:
-		fmt.Fprintf(&b, "  verify     skipped (-verify=false)\n")
-	case verifyJSONAPI, verifyResponses:
-		how := "listed through the JSON API at " + v.URL
-		if v.Method == verifyResponses {
-			how = "checked against the upload responses"
-		}
-		verdict := "FAILED"
 		if v.Passed {
-			verdict = "OK"
+			fmt.Fprintf(&b, "  verify     skipped (-verify=false)\n")
+		} else {
+			fmt.Fprintf(&b, "  verify     not done\n")
 		}
-		fmt.Fprintf(&b, "  verify     %s: %d of %d objects verified (size and CRC32C), %s; %d listed, %d missing, %d mismatched, %d unexpected\n",
-			verdict, v.Verified, v.Expected, how, v.Listed, v.Missing, v.Mismatched, v.Unexpected)
+	case verifyJSONAPI:
+		fmt.Fprintf(&b, "  verify     %s: %d of %d uploaded objects verified (size and CRC32C), listed through the JSON API at %s; %d listed, %d missing, %d mismatched, %d unexpected\n",
+			verdict(v.Passed), v.Verified, v.Expected, v.URL, v.Listed, v.Missing, v.Mismatched, v.Unexpected)
+	case verifyResponses:
+		fmt.Fprintf(&b, "  verify     %s: %d of %d uploaded objects verified (size and CRC32C) against the upload responses; %d missing, %d mismatched\n",
+			verdict(v.Passed), v.Verified, v.Expected, v.Missing, v.Mismatched)
 	}
 	if v.Note != "" {
 		fmt.Fprintf(&b, "             note: %s\n", v.Note)
@@ -280,13 +299,16 @@ func (s *summary) writeText(w io.Writer) error {
 	for _, p := range v.Problems {
 		fmt.Fprintf(&b, "    %s\n", p)
 	}
-	if s.OK {
-		b.WriteString("  result     OK\n")
-	} else {
-		b.WriteString("  result     FAILED\n")
-	}
+	fmt.Fprintf(&b, "  result     %s\n", verdict(s.OK))
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "OK"
+	}
+	return "FAILED"
 }
 
 // formatSI formats a byte count in decimal units (MB as in MB/s).
