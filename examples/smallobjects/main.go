@@ -179,8 +179,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // uploadAndVerify does the work of one run. It returns an error only when the
 // run could not take place (no fake, no client, a rejected batch); failed
 // uploads and verification are in the summary.
-func uploadAndVerify(ctx context.Context, cfg *config, stderr io.Writer) (_ *summary, err error) {
-	var b *batch
+func uploadAndVerify(ctx context.Context, cfg *config, stderr io.Writer) (*summary, error) {
+	var (
+		b   *batch
+		err error
+	)
 	if cfg.dir != "" {
 		if b, err = walk(cfg.dir, cfg.prefix); err != nil {
 			return nil, err
@@ -223,8 +226,8 @@ func uploadAndVerify(ctx context.Context, cfg *config, stderr io.Writer) (_ *sum
 			return nil, fmt.Errorf("starting the fake GCS: %w", err)
 		}
 		defer func() {
-			if cerr := srv.Close(); cerr != nil && err == nil {
-				fmt.Fprintf(stderr, "smallobjects: closing the fake: %v\n", cerr)
+			if err := srv.Close(); err != nil {
+				fmt.Fprintf(stderr, "smallobjects: closing the fake: %v\n", err)
 			}
 		}()
 		s.Endpoint, jsonBase = srv.GRPCAddr(), srv.HTTPURL()
@@ -336,10 +339,10 @@ func plaintext(addr string) []option.ClientOption {
 }
 
 // callerBuffers is the program's own buffer pool for -buffers caller: one
-// buffer per worker, cut from one allocation, each large enough for the
-// largest object so that every upload is a single WriteObject call. Objects
-// above 256 KiB (possible with -dir) get buffers of four 256 KiB quanta,
-// which the Writer uses as chunk slots of a resumable upload.
+// buffer per worker, cut from one allocation. Each holds the largest object
+// rounded up to 4 KiB, so that every upload is a single WriteObject call. When
+// the largest object exceeds 256 KiB, each buffer is four 256 KiB quanta
+// instead, which the Writer uses as the chunk slots of a resumable upload.
 func callerBuffers(n int, maxSize int64) [][]byte {
 	const page = 4 << 10
 	size := int((maxSize + page - 1) / page * page)
