@@ -49,6 +49,7 @@ func BenchmarkGetPut(b *testing.B) {
 				return
 			}
 			warmUp(b, tc.a, 1)
+			defer reportNews(b, tc.a)()
 			for b.Loop() {
 				buf, err := tc.a.Get(ctx)
 				if err != nil {
@@ -84,6 +85,7 @@ func BenchmarkGetPutParallel(b *testing.B) {
 				return
 			}
 			warmUp(b, tc.a, 4)
+			defer reportNews(b, tc.a)()
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
@@ -123,4 +125,16 @@ func warmUp(b *testing.B, a pool.Allocator, n int) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// reportNews returns a function that reports how many buffers a *pool.Pool
+// allocated since reportNews was called, in the whole benchmark run: the
+// pool's real footprint, which allocs/op averages away.
+func reportNews(b *testing.B, a pool.Allocator) func() {
+	p, ok := a.(*pool.Pool)
+	if !ok {
+		return func() {}
+	}
+	before := p.Stats().News
+	return func() { b.ReportMetric(float64(p.Stats().News-before), "new-bufs") }
 }
