@@ -43,9 +43,9 @@ func keyByte(c byte) bool {
 
 // quote quotes s for an error message, cut to 64 bytes.
 func quote(s string) string {
-	const max = 64
-	if len(s) > max {
-		return fmt.Sprintf("%q...", s[:max])
+	const limit = 64
+	if len(s) > limit {
+		return fmt.Sprintf("%q...", s[:limit])
 	}
 	return fmt.Sprintf("%q", s)
 }
