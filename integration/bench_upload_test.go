@@ -1,0 +1,303 @@
+package integration
+
+// Side-by-side upload benchmarks: objup against the official Go client's gRPC
+// writer, on the same fake, in one run. Compare with benchstat, e.g.
+//
+//	go test -run '^$' -bench 'Upload' -benchmem -count 6 ./integration/ > bench.txt
+//	go run golang.org/x/perf/cmd/benchstat@latest -col /client bench.txt
+//
+// BenchmarkUploadInProcess runs the fake in this process (end to end: B/op
+// includes the server's work); BenchmarkUploadClientOnly runs it as a separate
+// process (fakes/cmd/fakegcs), so B/op and allocs/op count the client alone.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/storage"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/objup/objup/fakes"
+	"github.com/objup/objup/internal/wire"
+	"github.com/objup/objup/uploader"
+)
+
+const benchBucket = "bench"
+
+var benchSizes = []struct {
+	name string
+	n    int
+}{
+	{"1KiB", 1 << 10},
+	{"16KiB", 16 << 10},
+	{"256KiB", 256 << 10},
+	{"4MiB", 4 << 20},
+	{"64MiB", 64 << 20},
+}
+
+func BenchmarkUploadInProcess(b *testing.B) {
+	srv, err := fakes.New(fakes.WithBucket(benchBucket))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	benchUploads(b, srv.GRPCAddr())
+}
+
+func BenchmarkUploadClientOnly(b *testing.B) {
+	addr, stop := startExternalFake(b)
+	defer stop()
+	benchUploads(b, addr)
+}
+
+// uploadFunc uploads data as object name once.
+type uploadFunc func(ctx context.Context, name string, data []byte) error
+
+func benchUploads(b *testing.B, addr string) {
+	ctx := context.Background()
+	dial := []option.ClientOption{
+		option.WithEndpoint(addr),
+		option.WithoutAuthentication(),
+		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
+	}
+	ours, err := uploader.NewClient(ctx, dial...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ours.Close()
+	official, err := storage.NewGRPCClient(ctx, append(dial, storage.WithDisabledClientMetrics())...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer official.Close()
+	raw, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+
+	officialWith := func(chunkSize int) uploadFunc {
+		return func(ctx context.Context, name string, data []byte) error {
+			w := official.Bucket(benchBucket).Object(name).NewWriter(ctx)
+			w.ChunkSize = chunkSize
+			if _, err := w.Write(data); err != nil {
+				w.Close()
+				return err
+			}
+			return w.Close()
+		}
+	}
+	objup := func(ctx context.Context, name string, data []byte) error {
+		w, err := ours.NewWriter(ctx, benchBucket, name)
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(data); err != nil {
+			w.Close()
+			return err
+		}
+		return w.Close()
+	}
+
+	for _, size := range benchSizes {
+		data := payload(size.n, uint64(size.n))
+		limit := newLimitUpload(raw, data)
+		clients := []struct {
+			name string
+			up   uploadFunc
+		}{
+			{"objup", objup},
+			{"official-default", officialWith(16 << 20)},
+			{"official-256KiB", officialWith(256 << 10)},
+		}
+		if size.n <= 256<<10 {
+			clients = append(clients, struct {
+				name string
+				up   uploadFunc
+			}{"official-0", officialWith(0)})
+		}
+		clients = append(clients, struct {
+			name string
+			up   uploadFunc
+		}{"limit", limit})
+		for _, cl := range clients {
+			b.Run(fmt.Sprintf("size=%s/client=%s", size.name, cl.name), func(b *testing.B) {
+				name := "bench/" + size.name + "/" + cl.name
+				b.SetBytes(int64(size.n))
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := cl.up(ctx, name, data); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// rawCodec sends pre-encoded messages as they are and decodes replies with
+// the proto codec: the bare grpc-go floor.
+type rawCodec struct{}
+
+func (rawCodec) Name() string { return "proto" }
+func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
+	if b, ok := v.(*[]byte); ok {
+		return mem.BufferSlice{mem.SliceBuffer(*b)}, nil
+	}
+	return encoding.GetCodecV2("proto").Marshal(v)
+}
+func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	return encoding.GetCodecV2("proto").Unmarshal(data, v)
+}
+
+// newLimitUpload returns an upload that sends the object's bytes as messages
+// encoded once, before the benchmark: a single WriteObject for objects up to
+// 256 KiB, else StartResumableWrite and one BidiWriteObject stream of 2 MiB
+// messages, with no per-chunk flush.
+func newLimitUpload(cc *grpc.ClientConn, data []byte) uploadFunc {
+	castagnoli := crc32.MakeTable(crc32.Castagnoli)
+	sum := crc32.Checksum(data, castagnoli)
+	codec := grpc.ForceCodecV2(rawCodec{})
+	var onceMsgs sync.Once
+	var msgs [][]byte
+	if len(data) <= 256<<10 {
+		return func(ctx context.Context, name string, _ []byte) error {
+			onceMsgs.Do(func() {
+				m, _ := proto.Marshal(&wire.WriteObjectRequest{
+					FirstMessage: &wire.WriteObjectRequest_WriteObjectSpec{WriteObjectSpec: &wire.WriteObjectSpec{
+						Resource: &wire.Object{Name: name, Bucket: "projects/_/buckets/" + benchBucket, ContentType: "application/octet-stream"},
+					}},
+					Data:            &wire.WriteObjectRequest_ChecksummedData{ChecksummedData: &wire.ChecksummedData{Content: data, Crc32C: proto.Uint32(sum)}},
+					FinishWrite:     true,
+					ObjectChecksums: &wire.ObjectChecksums{Crc32C: proto.Uint32(sum)},
+				})
+				msgs = [][]byte{m}
+			})
+			var resp wire.WriteObjectResponse
+			return cc.Invoke(ctx, wire.MethodWriteObject, &msgs[0], &resp, codec)
+		}
+	}
+	for off := 0; off < len(data); off += 2 << 20 {
+		end := min(off+2<<20, len(data))
+		req := &wire.BidiWriteObjectRequest{
+			WriteOffset: int64(off),
+			Data:        &wire.BidiWriteObjectRequest_ChecksummedData{ChecksummedData: &wire.ChecksummedData{Content: data[off:end], Crc32C: proto.Uint32(crc32.Checksum(data[off:end], castagnoli))}},
+		}
+		if end == len(data) {
+			req.FinishWrite = true
+			req.ObjectChecksums = &wire.ObjectChecksums{Crc32C: proto.Uint32(sum)}
+		}
+		m, _ := proto.Marshal(req)
+		msgs = append(msgs, m)
+	}
+	return func(ctx context.Context, name string, _ []byte) error {
+		var start wire.StartResumableWriteResponse
+		err := cc.Invoke(ctx, wire.MethodStartResumableWrite, &wire.StartResumableWriteRequest{WriteObjectSpec: &wire.WriteObjectSpec{
+			Resource: &wire.Object{Name: name, Bucket: "projects/_/buckets/" + benchBucket, ContentType: "application/octet-stream"},
+		}}, &start, codec)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		s, err := cc.NewStream(ctx, &wire.BidiWriteObjectStream, wire.MethodBidiWriteObject, codec)
+		if err != nil {
+			return err
+		}
+		if err := s.SendMsg(&wire.BidiWriteObjectRequest{FirstMessage: &wire.BidiWriteObjectRequest_UploadId{UploadId: start.GetUploadId()}}); err != nil {
+			return err
+		}
+		for i := range msgs {
+			if err := s.SendMsg(&msgs[i]); err != nil {
+				return err
+			}
+		}
+		if err := s.CloseSend(); err != nil {
+			return err
+		}
+		for {
+			var resp wire.BidiWriteObjectResponse
+			if err := s.RecvMsg(&resp); err != nil {
+				if err == io.EOF {
+					return fmt.Errorf("stream ended without the object")
+				}
+				return err
+			}
+			if resp.GetResource() != nil {
+				return nil
+			}
+		}
+	}
+}
+
+var (
+	fakegcsOnce sync.Once
+	fakegcsBin  string
+	fakegcsErr  error
+)
+
+// startExternalFake builds fakes/cmd/fakegcs once and runs it as a separate
+// process on loopback, returning its gRPC address.
+func startExternalFake(b *testing.B) (string, func()) {
+	fakegcsOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "objup-fakegcs")
+		if err != nil {
+			fakegcsErr = err
+			return
+		}
+		fakegcsBin = filepath.Join(dir, "fakegcs")
+		out, err := exec.Command("go", "build", "-o", fakegcsBin, "github.com/objup/objup/fakes/cmd/fakegcs").CombinedOutput()
+		if err != nil {
+			fakegcsErr = fmt.Errorf("go build fakegcs: %v\n%s", err, out)
+		}
+	})
+	if fakegcsErr != nil {
+		b.Fatal(fakegcsErr)
+	}
+	cmd := exec.Command(fakegcsBin, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0", "-bucket", benchBucket)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if addr, ok := strings.CutPrefix(sc.Text(), "grpc "); ok {
+			go func() { _, _ = io.Copy(io.Discard, stdout) }()
+			return addr, stop
+		}
+	}
+	stop()
+	b.Fatal("fakegcs did not print its gRPC address")
+	return "", nil
+}

@@ -1,0 +1,76 @@
+package uploader
+
+import (
+	"time"
+
+	"github.com/objup/objup/internal/wire"
+)
+
+// ObjectAttrs are the attributes of a stored object, as the service reported
+// them when the upload finished.
+type ObjectAttrs struct {
+	Bucket             string
+	Name               string
+	Size               int64
+	Generation         int64
+	Metageneration     int64
+	ContentType        string
+	ContentEncoding    string
+	ContentDisposition string
+	ContentLanguage    string
+	CacheControl       string
+	StorageClass       string
+	Metadata           map[string]string
+	// CRC32C is the Castagnoli CRC of the content; HasCRC32C tells whether the
+	// service reported one.
+	CRC32C    uint32
+	HasCRC32C bool
+	// MD5 is the content's MD5 digest, when the service reported one.
+	MD5     []byte
+	Etag    string
+	Created time.Time
+	Updated time.Time
+}
+
+const bucketPrefix = "projects/_/buckets/"
+
+func attrsFromObject(o *wire.Object) *ObjectAttrs {
+	if o == nil {
+		return nil
+	}
+	a := &ObjectAttrs{
+		Bucket:             trimBucket(o.GetBucket()),
+		Name:               o.GetName(),
+		Size:               o.GetSize(),
+		Generation:         o.GetGeneration(),
+		Metageneration:     o.GetMetageneration(),
+		ContentType:        o.GetContentType(),
+		ContentEncoding:    o.GetContentEncoding(),
+		ContentDisposition: o.GetContentDisposition(),
+		ContentLanguage:    o.GetContentLanguage(),
+		CacheControl:       o.GetCacheControl(),
+		StorageClass:       o.GetStorageClass(),
+		Metadata:           o.GetMetadata(),
+		Etag:               o.GetEtag(),
+	}
+	if cs := o.GetChecksums(); cs != nil {
+		if cs.Crc32C != nil {
+			a.CRC32C, a.HasCRC32C = cs.GetCrc32C(), true
+		}
+		a.MD5 = cs.GetMd5Hash()
+	}
+	if t := o.GetCreateTime(); t != nil {
+		a.Created = t.AsTime()
+	}
+	if t := o.GetUpdateTime(); t != nil {
+		a.Updated = t.AsTime()
+	}
+	return a
+}
+
+func trimBucket(b string) string {
+	if len(b) > len(bucketPrefix) && b[:len(bucketPrefix)] == bucketPrefix {
+		return b[len(bucketPrefix):]
+	}
+	return b
+}

@@ -1,0 +1,108 @@
+package uploader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Error is the error of every failed objup call. It names the operation and the
+// object, carries a gRPC code, and wraps the cause: a gRPC status error from the
+// service (so status.FromError and status.Code work on it), a context error, or a
+// local validation error.
+//
+// Check a class of failure with the predicates (IsPreconditionFailed, IsNotFound,
+// ...) or read Code directly; errors.As(err, &*Error) gives the details.
+type Error struct {
+	// Op is the operation that failed: "NewWriter", "WriteObject",
+	// "StartResumableWrite", "BidiWriteObject", "QueryWriteStatus", "Write" ...
+	Op string
+	// Bucket and Object name the object, when known.
+	Bucket, Object string
+	// Code classifies the failure with the gRPC codes. Local validation errors
+	// have codes.InvalidArgument; context errors have codes.Canceled or
+	// codes.DeadlineExceeded.
+	Code codes.Code
+	// Err is the cause.
+	Err error
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	obj := ""
+	if e.Bucket != "" || e.Object != "" {
+		obj = fmt.Sprintf(" gs://%s/%s", e.Bucket, e.Object)
+	}
+	return fmt.Sprintf("objup: %s%s: %v", e.Op, obj, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// GRPCStatus returns the status of the cause when it is a gRPC status, otherwise a
+// status with e.Code and e's message, so status.FromError(err) always works.
+func (e *Error) GRPCStatus() *status.Status {
+	if s, ok := status.FromError(e.Err); ok && s.Code() != codes.Unknown {
+		return s
+	}
+	return status.New(e.Code, e.Error())
+}
+
+// codeOf classifies err with a gRPC code.
+func codeOf(err error) codes.Code {
+	var oe *Error
+	switch {
+	case err == nil:
+		return codes.OK
+	case errors.As(err, &oe):
+		return oe.Code
+	case errors.Is(err, context.Canceled):
+		return codes.Canceled
+	case errors.Is(err, context.DeadlineExceeded):
+		return codes.DeadlineExceeded
+	}
+	return status.Code(err)
+}
+
+func newError(op, bucket, object string, err error) *Error {
+	var oe *Error
+	if errors.As(err, &oe) {
+		return oe
+	}
+	return &Error{Op: op, Bucket: bucket, Object: object, Code: codeOf(err), Err: err}
+}
+
+func invalid(op, bucket, object, format string, args ...any) *Error {
+	return &Error{Op: op, Bucket: bucket, Object: object, Code: codes.InvalidArgument, Err: fmt.Errorf(format, args...)}
+}
+
+func hasCode(err error, c codes.Code) bool { return err != nil && codeOf(err) == c }
+
+// IsPreconditionFailed reports whether err is a failed precondition: the object
+// exists although WithDoesNotExist was given, or its generation or metageneration
+// did not match.
+func IsPreconditionFailed(err error) bool { return hasCode(err, codes.FailedPrecondition) }
+
+// IsNotFound reports whether the bucket (or, for a resumed upload, the session)
+// does not exist.
+func IsNotFound(err error) bool { return hasCode(err, codes.NotFound) }
+
+// IsPermissionDenied reports whether the credentials may not write the object,
+// or are missing or invalid.
+func IsPermissionDenied(err error) bool {
+	return hasCode(err, codes.PermissionDenied) || hasCode(err, codes.Unauthenticated)
+}
+
+// IsInvalidArgument reports whether the request was rejected as malformed: an
+// invalid bucket or object name, a bad option or buffer (rejected before anything
+// was sent), or a request the service refused.
+func IsInvalidArgument(err error) bool {
+	return hasCode(err, codes.InvalidArgument) || hasCode(err, codes.OutOfRange)
+}
+
+// IsDataLoss reports whether the service found the data corrupted: a CRC32C or
+// MD5 mismatch. Nothing was stored.
+func IsDataLoss(err error) bool { return hasCode(err, codes.DataLoss) }

@@ -1,0 +1,272 @@
+package uploader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/objup/objup/header"
+)
+
+// Upload writes r to gs://bucket/object and returns the stored object's
+// attributes. It reads r with the Writer's ReadFrom (straight into chunk
+// buffers). On error nothing is stored.
+func (c *Client) Upload(ctx context.Context, bucket, object string, r io.Reader, opts ...WriterOption) (*ObjectAttrs, error) {
+	w, err := c.NewWriter(ctx, bucket, object, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if r != nil {
+		if _, err := w.ReadFrom(r); err != nil {
+			_ = w.CloseWithError(err)
+			return nil, w.err
+		}
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return w.Attrs(), nil
+}
+
+// Item is one object of an UploadMany call. Its content comes from Open when set,
+// else from Data.
+type Item struct {
+	// Name is the object's name in the bucket.
+	Name string
+	// Data is the object's content when Open is nil. UploadMany reads it and
+	// does not keep it after the item's result is reported.
+	Data []byte
+	// Open, when set, opens the content when the item's turn comes; the reader
+	// is closed after the upload.
+	Open func() (io.ReadCloser, error)
+	// Tenant, when set, is sent as the item's x-scope-orgid header (see
+	// header.WithTenant), overriding a tenant in UploadMany's context.
+	Tenant string
+	// Options apply to this item's Writer.
+	Options []WriterOption
+}
+
+// Result is the outcome of one Item.
+type Result struct {
+	// Name is the item's object name.
+	Name string
+	// Attrs are the stored object's attributes, nil on failure.
+	Attrs *ObjectAttrs
+	// Err is the item's error: nil on success; ErrSkipped (wrapped) for an item
+	// not attempted because a StopOnError run had already failed.
+	Err error
+	// Duration is the item's upload time, from open to stored.
+	Duration time.Duration
+}
+
+// ErrSkipped marks the Result of an item that UploadMany did not attempt
+// because an earlier item failed under StopOnError, or the context ended.
+var ErrSkipped = errors.New("objup: item skipped")
+
+// ManyOption configures an UploadMany call.
+type ManyOption interface {
+	applyMany(*manyConfig) error
+}
+
+type manyOptionFunc func(*manyConfig) error
+
+func (f manyOptionFunc) applyMany(c *manyConfig) error { return f(c) }
+
+type manyConfig struct {
+	concurrency int
+	stopOnError bool
+	buffers     [][]byte
+	onResult    func(i int, r Result)
+}
+
+// WithConcurrency sets how many items upload at once (default 16).
+func WithConcurrency(n int) ManyOption {
+	return manyOptionFunc(func(c *manyConfig) error {
+		if n < 1 {
+			return fmt.Errorf("concurrency %d must be at least 1", n)
+		}
+		c.concurrency = n
+		return nil
+	})
+}
+
+// StopOnError stops at the first failed item: items not yet started are
+// skipped (their Result.Err wraps ErrSkipped), uploads in progress are
+// cancelled, and UploadMany returns that first error. Without it, every item is
+// attempted and UploadMany returns an error joining those of failed items.
+func StopOnError() ManyOption {
+	return manyOptionFunc(func(c *manyConfig) error { c.stopOnError = true; return nil })
+}
+
+// WithWorkerBuffers gives each worker one of the caller's buffers, used with
+// WithBuffer for every item that worker uploads (caller-managed pooling). The
+// concurrency is len(bufs). UploadMany owns the buffers until it returns.
+func WithWorkerBuffers(bufs ...[]byte) ManyOption {
+	return manyOptionFunc(func(c *manyConfig) error {
+		if len(bufs) == 0 {
+			return fmt.Errorf("WithWorkerBuffers: no buffers")
+		}
+		for i, b := range bufs {
+			if len(b) == 0 {
+				return fmt.Errorf("WithWorkerBuffers: buffer %d is nil or empty", i)
+			}
+		}
+		c.buffers = bufs
+		return nil
+	})
+}
+
+// OnResult calls f with each item's index and result as soon as it is known,
+// from the worker goroutines (calls may be concurrent; f must be safe for that).
+func OnResult(f func(i int, r Result)) ManyOption {
+	return manyOptionFunc(func(c *manyConfig) error { c.onResult = f; return nil })
+}
+
+// UploadMany uploads items to bucket with bounded concurrency and returns one
+// Result per item, in the items' order. Buffers are reused across items: the
+// client's pool, or the WithWorkerBuffers buffers.
+//
+// Names, tenants and options of every item are validated before anything is
+// sent; an invalid item fails the whole call with an InvalidArgument error and
+// no RPC. The returned error is nil if every item succeeded.
+func (c *Client) UploadMany(ctx context.Context, bucket string, items []Item, opts ...ManyOption) ([]Result, error) {
+	cfg := manyConfig{concurrency: 16}
+	for _, o := range opts {
+		if err := o.applyMany(&cfg); err != nil {
+			return nil, invalid("UploadMany", bucket, "", "%w", err)
+		}
+	}
+	if cfg.buffers != nil {
+		cfg.concurrency = len(cfg.buffers)
+	}
+	if err := validateBucket(bucket); err != nil {
+		return nil, invalid("UploadMany", bucket, "", "%w", err)
+	}
+	for i := range items {
+		it := &items[i]
+		if err := validateObject(it.Name); err != nil {
+			return nil, invalid("UploadMany", bucket, it.Name, "item %d: %w", i, err)
+		}
+		if it.Tenant != "" {
+			if _, err := header.WithTenant(ctx, it.Tenant); err != nil {
+				return nil, invalid("UploadMany", bucket, it.Name, "item %d: %w", i, err)
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, newError("UploadMany", bucket, "", err)
+	}
+
+	results := make([]Result, len(items))
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu    sync.Mutex
+		first error
+	)
+	next := 0
+	take := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		if next >= len(items) || (cfg.stopOnError && first != nil) {
+			return -1
+		}
+		next++
+		return next - 1
+	}
+	var g errgroup.Group
+	workers := min(cfg.concurrency, len(items))
+	for k := 0; k < workers; k++ {
+		var buf []byte
+		if cfg.buffers != nil {
+			buf = cfg.buffers[k]
+		}
+		g.Go(func() error {
+			for i := take(); i >= 0; i = take() {
+				ictx := runCtx
+				if t := items[i].Tenant; t != "" {
+					ictx, _ = header.WithTenant(runCtx, t) // validated above
+				}
+				r := c.uploadItem(ictx, bucket, &items[i], buf)
+				results[i] = r
+				if r.Err != nil {
+					mu.Lock()
+					if first == nil {
+						first = r.Err
+					}
+					mu.Unlock()
+					if cfg.stopOnError {
+						cancel()
+					}
+				}
+				if cfg.onResult != nil {
+					cfg.onResult(i, r)
+				}
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+
+	var errs []error
+	for i := range results {
+		if results[i].Name == "" {
+			results[i] = Result{Name: items[i].Name, Err: fmt.Errorf("%w: %v", ErrSkipped, first)}
+			if cfg.onResult != nil {
+				cfg.onResult(i, results[i])
+			}
+			continue
+		}
+		if results[i].Err != nil {
+			errs = append(errs, results[i].Err)
+		}
+	}
+	if cfg.stopOnError {
+		return results, first
+	}
+	return results, errors.Join(errs...)
+}
+
+func (c *Client) uploadItem(ctx context.Context, bucket string, it *Item, buf []byte) Result {
+	start := time.Now()
+	res := Result{Name: it.Name}
+	opts := it.Options
+	if buf != nil {
+		opts = append(opts[:len(opts):len(opts)], WithBuffer(buf))
+	}
+	var r io.Reader
+	if it.Open != nil {
+		rc, err := it.Open()
+		if err != nil {
+			res.Err = newError("Open", bucket, it.Name, err)
+			res.Duration = time.Since(start)
+			return res
+		}
+		defer rc.Close()
+		r = rc
+	}
+	w, err := c.NewWriter(ctx, bucket, it.Name, opts...)
+	if err == nil {
+		if r != nil {
+			_, err = w.ReadFrom(r)
+		} else {
+			_, err = w.Write(it.Data)
+		}
+		if err != nil {
+			_ = w.CloseWithError(err)
+		} else {
+			err = w.Close()
+		}
+	}
+	res.Err = err
+	if err == nil {
+		res.Attrs = w.Attrs()
+	}
+	res.Duration = time.Since(start)
+	return res
+}

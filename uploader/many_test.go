@@ -1,0 +1,167 @@
+package uploader_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"testing"
+
+	"github.com/objup/objup/uploader"
+)
+
+func TestUploadMany(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	var items []uploader.Item
+	want := map[string][]byte{}
+	for i := range 40 {
+		data := payload(1+i*997%(70*kib), uint64(i))
+		name := fmt.Sprintf("many/%03d", i)
+		it := uploader.Item{Name: name, Tenant: fmt.Sprintf("tenant-%d", i%3)}
+		if i%2 == 0 {
+			it.Data = data
+		} else {
+			it.Open = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
+		}
+		items = append(items, it)
+		want[name] = data
+	}
+	// A large item takes the resumable path inside UploadMany.
+	big := payload(3*q+1, 99)
+	items = append(items, uploader.Item{Name: "many/big", Data: big, Tenant: "tenant-big"})
+	want["many/big"] = big
+
+	var mu sync.Mutex
+	seen := 0
+	res, err := e.c.UploadMany(ctx, bucket, items, uploader.WithConcurrency(4),
+		uploader.OnResult(func(int, uploader.Result) { mu.Lock(); seen++; mu.Unlock() }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != len(items) || seen != len(items) {
+		t.Fatalf("%d results, %d callbacks, want %d", len(res), seen, len(items))
+	}
+	for i, r := range res {
+		if r.Err != nil || r.Name != items[i].Name || r.Attrs == nil || r.Attrs.Size != int64(len(want[r.Name])) {
+			t.Fatalf("result %d = %+v", i, r)
+		}
+		sameBytes(t, r.Name, e.content(r.Name), want[r.Name])
+	}
+	// Every RPC carried its item's tenant.
+	tenantOf := map[string]string{}
+	for _, it := range items {
+		tenantOf[it.Name] = it.Tenant
+	}
+	for _, c := range e.srv.Calls() {
+		if c.Object == "" {
+			continue
+		}
+		if c.Tenant != tenantOf[c.Object] {
+			t.Fatalf("%s of %s carried tenant %q, want %q", c.Method, c.Object, c.Tenant, tenantOf[c.Object])
+		}
+	}
+	if e.countCalls("QueryWriteStatus") != 0 && e.countCalls("BidiWriteObject") == 0 {
+		t.Fatal("unexpected calls")
+	}
+}
+
+func TestUploadManyErrors(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	if _, err := e.c.Upload(ctx, bucket, "exists", bytes.NewReader([]byte("x"))); err != nil {
+		t.Fatal(err)
+	}
+	mk := func() []uploader.Item {
+		items := []uploader.Item{}
+		for i := range 10 {
+			items = append(items, uploader.Item{Name: fmt.Sprintf("e/%d", i), Data: []byte("data"), Options: []uploader.WriterOption{uploader.WithDoesNotExist()}})
+		}
+		items[3].Name = "exists"
+		items[6].Open = func() (io.ReadCloser, error) { return nil, errors.New("cannot open") }
+		return items
+	}
+
+	t.Run("collect all", func(t *testing.T) {
+		res, err := e.c.UploadMany(ctx, bucket, mk(), uploader.WithConcurrency(2))
+		if err == nil {
+			t.Fatal("no error")
+		}
+		for i, r := range res {
+			switch i {
+			case 3:
+				if !uploader.IsPreconditionFailed(r.Err) {
+					t.Fatalf("item 3: %v", r.Err)
+				}
+			case 6:
+				if r.Err == nil {
+					t.Fatal("item 6 succeeded")
+				}
+			default:
+				if r.Err != nil {
+					t.Fatalf("item %d: %v", i, r.Err)
+				}
+			}
+		}
+	})
+
+	t.Run("stop on error", func(t *testing.T) {
+		items := mk()
+		for i := range items {
+			if items[i].Name != "exists" {
+				items[i].Name += "/stop"
+			}
+		}
+		res, err := e.c.UploadMany(ctx, bucket, items, uploader.WithConcurrency(1), uploader.StopOnError())
+		if !uploader.IsPreconditionFailed(err) {
+			t.Fatalf("UploadMany = %v, want the precondition failure of item 3", err)
+		}
+		for i, r := range res[4:] {
+			if !errors.Is(r.Err, uploader.ErrSkipped) {
+				t.Fatalf("item %d: %v, want skipped", i+4, r.Err)
+			}
+			e.absent(r.Name)
+		}
+	})
+
+	t.Run("invalid item rejected before any RPC", func(t *testing.T) {
+		items := mk()
+		items[5].Name = ""
+		e.srv.ResetCalls()
+		if _, err := e.c.UploadMany(ctx, bucket, items); !uploader.IsInvalidArgument(err) {
+			t.Fatalf("UploadMany = %v", err)
+		}
+		items = mk()
+		items[2].Tenant = "bad\ntenant"
+		if _, err := e.c.UploadMany(ctx, bucket, items); !uploader.IsInvalidArgument(err) {
+			t.Fatalf("UploadMany with bad tenant = %v", err)
+		}
+		if _, err := e.c.UploadMany(ctx, bucket, mk(), uploader.WithConcurrency(0)); !uploader.IsInvalidArgument(err) {
+			t.Fatalf("concurrency 0: %v", err)
+		}
+		if _, err := e.c.UploadMany(ctx, bucket, mk(), uploader.WithWorkerBuffers(nil)); !uploader.IsInvalidArgument(err) {
+			t.Fatalf("nil worker buffer: %v", err)
+		}
+		if calls := e.srv.Calls(); len(calls) != 0 {
+			t.Fatalf("RPCs sent: %v", calls)
+		}
+	})
+}
+
+func TestUploadManyWorkerBuffers(t *testing.T) {
+	e := newEnv(t)
+	bufs := [][]byte{make([]byte, 64*kib), make([]byte, 64*kib), make([]byte, 64*kib)}
+	var items []uploader.Item
+	for i := range 30 {
+		items = append(items, uploader.Item{Name: fmt.Sprintf("wb/%d", i), Data: payload(1+i*2003%(64*kib), uint64(i))})
+	}
+	res, err := e.c.UploadMany(context.Background(), bucket, items, uploader.WithWorkerBuffers(bufs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		sameBytes(t, r.Name, e.content(r.Name), items[i].Data)
+	}
+}

@@ -1,0 +1,59 @@
+package uploader
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"unicode/utf8"
+)
+
+// validateBucket checks a bucket name against the GCS naming rules.
+func validateBucket(name string) error {
+	n := len(name)
+	if n < 3 || n > 222 {
+		return fmt.Errorf("bucket name %q must have 3 to 222 characters", name)
+	}
+	for i := 0; i < n; i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case c == '-' || c == '_' || c == '.':
+			if i == 0 || i == n-1 {
+				return fmt.Errorf("bucket name %q must start and end with a letter or digit", name)
+			}
+		default:
+			return fmt.Errorf("bucket name %q has %q: only lowercase letters, digits, '-', '_' and '.' are allowed", name, c)
+		}
+	}
+	for _, part := range strings.Split(name, ".") {
+		if len(part) == 0 || len(part) > 63 {
+			return fmt.Errorf("bucket name %q: each dot-separated part must have 1 to 63 characters", name)
+		}
+	}
+	if _, err := netip.ParseAddr(name); err == nil {
+		return fmt.Errorf("bucket name %q must not be an IP address", name)
+	}
+	if strings.HasPrefix(name, "goog") {
+		return fmt.Errorf("bucket name %q must not start with \"goog\"", name)
+	}
+	return nil
+}
+
+// validateObject checks an object name against the GCS naming rules.
+func validateObject(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("object name is empty")
+	case len(name) > 1024:
+		return fmt.Errorf("object name has %d bytes, more than 1024", len(name))
+	case !utf8.ValidString(name):
+		return fmt.Errorf("object name %q is not valid UTF-8", name)
+	case name == "." || name == "..":
+		return fmt.Errorf("object name %q is not allowed", name)
+	case strings.HasPrefix(name, ".well-known/acme-challenge/"):
+		return fmt.Errorf("object name %q must not start with .well-known/acme-challenge/", name)
+	case strings.ContainsAny(name, "\r\n"):
+		return fmt.Errorf("object name %q contains a carriage return or line feed", name)
+	}
+	return nil
+}
