@@ -65,7 +65,8 @@ type Result struct {
 }
 
 // ErrSkipped marks the Result of an item that UploadMany did not attempt
-// because an earlier item failed under StopOnError, or the context ended.
+// because an earlier item failed under StopOnError, or because the context
+// ended first.
 var ErrSkipped = errors.New("objup: item skipped")
 
 // ManyOption configures an UploadMany call.
@@ -173,7 +174,7 @@ func (c *Client) UploadMany(ctx context.Context, bucket string, items []Item, op
 	take := func() int {
 		mu.Lock()
 		defer mu.Unlock()
-		if next >= len(items) || (cfg.stopOnError && first != nil) {
+		if next >= len(items) || (cfg.stopOnError && first != nil) || runCtx.Err() != nil {
 			return -1
 		}
 		next++
@@ -216,7 +217,11 @@ func (c *Client) UploadMany(ctx context.Context, bucket string, items []Item, op
 	var errs []error
 	for i := range results {
 		if results[i].Name == "" {
-			results[i] = Result{Name: items[i].Name, Err: fmt.Errorf("%w: %v", ErrSkipped, first)}
+			cause := first
+			if cause == nil {
+				cause = runCtx.Err()
+			}
+			results[i] = Result{Name: items[i].Name, Err: fmt.Errorf("%w: %v", ErrSkipped, cause)}
 			if cfg.onResult != nil {
 				cfg.onResult(i, results[i])
 			}
@@ -226,8 +231,11 @@ func (c *Client) UploadMany(ctx context.Context, bucket string, items []Item, op
 			errs = append(errs, results[i].Err)
 		}
 	}
-	if cfg.stopOnError {
+	if cfg.stopOnError && first != nil {
 		return results, first
+	}
+	if err := ctx.Err(); err != nil {
+		errs = append(errs, newError("UploadMany", bucket, "", err))
 	}
 	return results, errors.Join(errs...)
 }

@@ -165,3 +165,52 @@ func TestUploadManyWorkerBuffers(t *testing.T) {
 		sameBytes(t, r.Name, e.content(r.Name), items[i].Data)
 	}
 }
+
+func TestUploadManyCancelledSkipsTheRest(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var items []uploader.Item
+	for i := range 50 {
+		items = append(items, uploader.Item{Name: fmt.Sprintf("c/%d", i), Data: []byte("x")})
+	}
+	res, err := e.c.UploadMany(ctx, bucket, items, uploader.WithConcurrency(1),
+		uploader.OnResult(func(i int, r uploader.Result) {
+			if i == 4 {
+				cancel()
+			}
+		}))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("UploadMany = %v, want context.Canceled", err)
+	}
+	skipped := 0
+	for _, r := range res {
+		if errors.Is(r.Err, uploader.ErrSkipped) {
+			skipped++
+		}
+	}
+	if skipped < 40 {
+		t.Fatalf("%d items skipped after the cancel, want the rest (at least 40)", skipped)
+	}
+	if n := e.countCalls("WriteObject"); n > 6 {
+		t.Fatalf("%d uploads after the context was cancelled", n)
+	}
+}
+
+func TestValidateNames(t *testing.T) {
+	for _, tc := range []struct {
+		bucket, object string
+		ok             bool
+	}{
+		{"my-bucket", "a/b.txt", true},
+		{"my.bucket.example", "é", true},
+		{"My-Bucket", "x", false},
+		{"ab", "x", false},
+		{"bkt", "", false},
+		{"bkt", "line\r", false},
+	} {
+		err := errors.Join(uploader.ValidateBucketName(tc.bucket), uploader.ValidateObjectName(tc.object))
+		if (err == nil) != tc.ok {
+			t.Errorf("%q/%q: %v, want ok=%v", tc.bucket, tc.object, err, tc.ok)
+		}
+	}
+}
