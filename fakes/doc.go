@@ -52,6 +52,26 @@
 // [Server.FailCall], [Server.BreakStream], [Server.CorruptNext] and
 // [Server.Delay], and remove them with [Server.ClearFaults].
 //
+// # Cost
+//
+// The fake sits next to the clients it serves in benchmarks, so it keeps its
+// own work small: an upload keeps each message's content as gRPC decoded it
+// (no copy), checks each message's CRC32C once and derives the object's
+// CRC32C by combining them, and the store copies the content once, into
+// fake-gcs-server. Two costs remain that the fake cannot avoid:
+//
+//   - MD5, which GCS reports and fake-gcs-server would compute anyway: at
+//     roughly 0.5 to 1 GB/s it dominates large writes;
+//   - fake-gcs-server's memory backend scans every object of the bucket, with
+//     a fmt.Sprintf per object, on each write and read of one object: a 1 KiB
+//     write costs about 0.1 ms in an empty bucket and 15 ms in one of 10,000
+//     objects. Benchmarks should overwrite a bounded set of names, or delete
+//     what they wrote.
+//
+// The request log grows by one small record per call; [Server.ResetCalls]
+// empties it. Resumable sessions that are never finalized keep their data
+// until Close.
+//
 // # In tests
 //
 // [NewTest] starts a server and closes it when the test ends. It takes the

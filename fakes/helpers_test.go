@@ -66,7 +66,9 @@ func start(t *testing.T, opts ...fakes.Option) (*fakes.Server, *grpc.ClientConn)
 	return srv, dial(t, srv)
 }
 
-func dial(t *testing.T, srv *fakes.Server) *grpc.ClientConn {
+func dial(t *testing.T, srv *fakes.Server) *grpc.ClientConn { return dialB(t, srv) }
+
+func dialB(t testing.TB, srv *fakes.Server) *grpc.ClientConn {
 	t.Helper()
 	cc, err := grpc.NewClient(srv.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
