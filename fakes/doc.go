@@ -70,7 +70,8 @@
 //
 // The request log grows by one small record per call; [Server.ResetCalls]
 // empties it. Resumable sessions that are never finalized keep their data
-// until Close.
+// until Close; finalized ones keep only their object, and the server
+// remembers the last 4096 of them.
 //
 // # In tests
 //

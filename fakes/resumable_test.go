@@ -5,6 +5,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/objup/objup/fakes"
 	"github.com/objup/objup/internal/wire"
 )
 
@@ -206,5 +207,28 @@ func TestResumableFailuresEndSession(t *testing.T) {
 	} {
 		err := cc.Invoke(ctxT(t), wire.MethodStartResumableWrite, &wire.StartResumableWriteRequest{WriteObjectSpec: tc.spec}, &resp)
 		wantCode(t, err, tc.code)
+	}
+}
+
+func TestFinalizedSessionsAreBounded(t *testing.T) {
+	defer fakes.SetKeepFinalized(3)()
+	_, cc := start(t)
+	var ids []string
+	for i := range 5 {
+		id := startResumable(t, cc, spec("bounded"))
+		if _, err := bidi(ctxT(t), cc, bidiChunks([]byte{byte(i)}, 10, bidiUpload(id))...); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	for i, id := range ids {
+		st, err := queryWriteStatus(ctxT(t), cc, id)
+		if i < 2 {
+			wantCode(t, err, codes.NotFound)
+			continue
+		}
+		if err != nil || st.GetResource().GetSize() != 1 {
+			t.Fatalf("session %d: %v, %v", i, st, err)
+		}
 	}
 }

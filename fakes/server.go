@@ -32,8 +32,9 @@ type Server struct {
 	grpcAddr string
 	httpURL  string
 
-	mu      sync.Mutex
-	uploads map[string]*upload // resumable sessions by upload ID
+	mu        sync.Mutex
+	uploads   map[string]*upload // resumable sessions by upload ID
+	finalized []string           // IDs of finalized sessions, oldest first
 
 	lastGen atomic.Int64
 	faults  faults
@@ -85,6 +86,10 @@ func New(opts ...Option) (*Server, error) {
 	}
 	s.faults.stop = make(chan struct{})
 	s.grpc = grpc.NewServer(
+		// Above any sane message, so that an oversized one gets the
+		// fake's clear InvalidArgument rather than gRPC's
+		// ResourceExhausted, which clients retry.
+		grpc.MaxRecvMsgSize(64<<20),
 		grpc.ChainUnaryInterceptor(s.unaryInterceptor),
 		grpc.ChainStreamInterceptor(s.streamInterceptor),
 	)
@@ -203,7 +208,7 @@ func (s *Server) Close() error {
 		s.serving.Wait()
 
 		s.mu.Lock()
-		s.uploads = make(map[string]*upload)
+		s.uploads, s.finalized = make(map[string]*upload), nil
 		s.closeErr = s.serveErr
 		s.mu.Unlock()
 		if s.closeErr != nil {

@@ -24,7 +24,8 @@ import (
 
 // upload is an object being written: a one-shot write (id == ""), which
 // lives as long as its stream, or a resumable session, which lives in
-// Server.uploads until it is finalized or fails for good.
+// Server.uploads until it fails for good, or until keepFinalized sessions
+// were finalized after it.
 type upload struct {
 	id             string
 	bucket, object string
@@ -79,6 +80,28 @@ func (s *Server) session(ctx context.Context, id string) (*upload, error) {
 	}
 	noteTarget(ctx, up.bucket, up.object)
 	return up, nil
+}
+
+// keepFinalized is how many finalized sessions the server remembers, for
+// QueryWriteStatus and retried finish_writes; older ones are forgotten (the
+// service keeps them for a week), which bounds the memory of long runs.
+var keepFinalized = 4096
+
+// retire records that a session was finalized, and forgets the oldest
+// finalized sessions beyond keepFinalized.
+func (s *Server) retire(up *upload) {
+	if up.id == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.finalized = append(s.finalized, up.id)
+	if n := len(s.finalized) - keepFinalized; n > 0 {
+		for _, id := range s.finalized[:n] {
+			delete(s.uploads, id)
+		}
+		s.finalized = append(s.finalized[:0], s.finalized[n:]...)
+	}
 }
 
 // drop removes a resumable session after a failure it cannot recover from.
@@ -336,6 +359,7 @@ func (s *Server) finalize(up *upload) (*wire.Object, error) {
 		return nil, err
 	}
 	up.result, up.chunks, up.md5 = obj, nil, nil
+	s.retire(up)
 	return obj, nil
 }
 

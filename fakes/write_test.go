@@ -179,6 +179,11 @@ func TestWriteRejects(t *testing.T) {
 			m[0].Data = &wire.WriteObjectRequest_ChecksummedData{ChecksummedData: &wire.ChecksummedData{Content: d, Crc32C: &crc}}
 			return m[:1]
 		}},
+		{"message of 5 MiB", "", codes.InvalidArgument, func(m []*wire.WriteObjectRequest) []*wire.WriteObjectRequest {
+			d := payload(5*mib, 2)
+			m[0].Data = &wire.WriteObjectRequest_ChecksummedData{ChecksummedData: &wire.ChecksummedData{Content: d}}
+			return m[:1]
+		}},
 		{"no first message", "", codes.InvalidArgument, func(m []*wire.WriteObjectRequest) []*wire.WriteObjectRequest {
 			m[0].FirstMessage = nil
 			return m
