@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -216,6 +217,32 @@ func TestOfficialCrossAPI(t *testing.T) {
 			}
 			checkAttrs(t, "gRPC stat of an HTTP write", a, data)
 		})
+	}
+
+	// Each API lists what the other wrote.
+	list := func(b *storage.BucketHandle, prefix string) []string {
+		var names []string
+		it := b.Objects(ctxT(t), &storage.Query{Prefix: prefix})
+		for {
+			a, err := it.Next()
+			if errors.Is(err, iterator.Done) {
+				return names
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			names = append(names, a.Name)
+		}
+	}
+	want := []string{"grpc-to-http/0", "grpc-to-http/1024", "grpc-to-http/20971520", "grpc-to-http/262145", "grpc-to-http/5242880"}
+	if got := list(h, "grpc-to-http/"); !slices.Equal(got, want) {
+		t.Errorf("HTTP list of gRPC writes: %q", got)
+	}
+	for i := range want {
+		want[i] = strings.Replace(want[i], "grpc-to-http", "http-to-grpc", 1)
+	}
+	if got := list(g, "http-to-grpc/"); !slices.Equal(got, want) {
+		t.Errorf("gRPC list of HTTP writes: %q", got)
 	}
 }
 
