@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 
 	"google.golang.org/grpc/codes"
 
 	"github.com/objup/objup/header"
+	"github.com/objup/objup/pool"
 	"github.com/objup/objup/uploader"
 )
 
@@ -176,4 +179,42 @@ func TestChunkTimeoutResumes(t *testing.T) {
 		t.Fatalf("Close: %v (calls %v)", err, e.methods())
 	}
 	sameBytes(t, "stored", e.content("slow"), data)
+}
+
+// TestFailedCallsReleaseBuffers fails many uploads while their payload is on
+// its way: every chunk must still go back to its pool, even when gRPC drops a
+// message of a stream it already cleaned up without releasing it.
+func TestFailedCallsReleaseBuffers(t *testing.T) {
+	p, err := pool.New(pool.WithBudget(8 * q))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, uploader.WithPool(p))
+	const n = 40
+	for i := 1; i <= n; i++ {
+		e.srv.FailCall("WriteObject", i, codes.PermissionDenied)
+		e.srv.FailCall("BidiWriteObject", i, codes.PermissionDenied)
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			size := 200 * kib
+			if i%2 == 1 {
+				size = 3 * q
+			}
+			_, err := e.c.Upload(context.Background(), bucket, fmt.Sprintf("denied/%d", i), bytes.NewReader(payload(size, uint64(i))))
+			if !uploader.IsPermissionDenied(err) {
+				t.Errorf("upload %d: %v, want permission denied", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if s := p.Stats(); s.InUseBytes != 0 {
+		t.Fatalf("%d bytes of chunks never went back to the pool", s.InUseBytes)
+	}
+	if n := e.count(); n != 0 {
+		t.Fatalf("%d objects stored", n)
+	}
 }

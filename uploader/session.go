@@ -29,11 +29,15 @@ type session struct {
 
 	// Stream state, owned by the Writer's goroutine.
 	stream    bidiStream
+	sctx      context.Context // the stream's context; its cause tells a chunk timeout
 	cancel    context.CancelCauseFunc
+	getCtx    context.Context // cancelled when the stream fails: see getter
+	getCancel context.CancelFunc
 	recvDone  chan struct{}
 	fresh     bool // the next message is the stream's first: it names the upload
 	finishing bool // the final chunk was pushed: a resumed stream must finish
 	timer     *time.Timer
+	sent      []*outMsg // messages with data on this stream, not yet acknowledged
 
 	mu        sync.Mutex
 	pending   []*chunkRef // not yet persisted, in offset order
@@ -75,7 +79,8 @@ func (s *session) open() error {
 		cancel(err)
 		return newError("BidiWriteObject", s.w.bucket, s.w.object, err)
 	}
-	s.stream, s.cancel, s.fresh = st, cancel, true
+	s.stream, s.sctx, s.cancel, s.fresh = st, ctx, cancel, true
+	s.getCtx, s.getCancel = context.WithCancel(s.w.ctx)
 	s.recvDone = make(chan struct{})
 	s.mu.Lock()
 	s.recvErr = nil
@@ -84,7 +89,7 @@ func (s *session) open() error {
 		s.timer = time.AfterFunc(t, func() { cancel(errChunkTimeout) })
 		s.timer.Stop()
 	}
-	go s.receive(st, s.recvDone)
+	go s.receive(st, s.recvDone, s.getCancel)
 	return nil
 }
 
@@ -98,11 +103,16 @@ func (s *session) teardown(cause error) {
 	}
 	s.cancel(cause)
 	<-s.recvDone
-	s.stream = nil
+	s.getCancel()
+	s.stream, s.getCtx = nil, nil
+	for _, m := range s.sent {
+		s.w.orphan(m)
+	}
+	s.sent = nil
 }
 
 // receive reads the service's answers until the stream ends.
-func (s *session) receive(st bidiStream, done chan struct{}) {
+func (s *session) receive(st bidiStream, done chan struct{}, failed context.CancelFunc) {
 	defer close(done)
 	for {
 		resp, err := st.Recv()
@@ -113,6 +123,7 @@ func (s *session) receive(st bidiStream, done chan struct{}) {
 			}
 			s.recvErr = err
 			s.mu.Unlock()
+			failed()
 			s.signal()
 			return
 		}
@@ -241,7 +252,8 @@ func (s *session) send(r *chunkRef, from int64) error {
 				req.Flush, req.StateLookup = true, true
 			}
 		}
-		msg := &wire.WriteMsg{Req: req, Release: r}
+		msg := newOutMsg(r)
+		msg.Req = req
 		if !s.w.cfg.noCRC32C && (last && whole) {
 			msg.CRC32C, msg.HasCRC = r.crc, true
 		} else if !s.w.cfg.noCRC32C && n == len(data) {
@@ -255,16 +267,17 @@ func (s *session) send(r *chunkRef, from int64) error {
 			msg.Data = &p
 		}
 		if msg.Data != nil {
-			r.refs.Add(1)
+			msg.hold()
+			s.track(msg)
 		}
 		if s.timer != nil {
 			s.mu.Lock()
 			s.timer.Reset(s.w.c.retry.ChunkTimeout)
 			s.mu.Unlock()
 		}
-		err := s.stream.SendMsg(msg)
-		if msg.Data != nil && !msg.Marshaled() {
-			r.unref()
+		err := s.stream.SendMsg(&msg.WriteMsg)
+		if msg.Data != nil {
+			msg.sent()
 		}
 		if err != nil {
 			return err
@@ -274,6 +287,20 @@ func (s *session) send(r *chunkRef, from int64) error {
 			return nil
 		}
 	}
+}
+
+// track remembers a message sent on the current stream, and forgets those of
+// chunks the service has acknowledged: gRPC has written them, so it releases
+// them on its own.
+func (s *session) track(m *outMsg) {
+	s.mu.Lock()
+	persisted := s.persisted
+	s.mu.Unlock()
+	i := 0
+	for ; i < len(s.sent) && (s.sent[i].done.Load() || s.sent[i].ref.end() <= persisted); i++ {
+		s.sent[i] = nil
+	}
+	s.sent = append(s.sent[i:], m)
 }
 
 // sendFinish sends a finish_write message without data at offset.
@@ -298,6 +325,10 @@ func (s *session) recover(cause error) error {
 	w := s.w
 	bo := newBackoff(w.c.retry)
 	for {
+		if s.stream != nil && errors.Is(context.Cause(s.sctx), errChunkTimeout) && !errors.Is(cause, errChunkTimeout) {
+			// gRPC reports our own cancellation as a plain Canceled.
+			cause = fmt.Errorf("%w: %w", errChunkTimeout, cause)
+		}
 		if cause == io.EOF {
 			// SendMsg reports a broken stream as io.EOF; the reason is the
 			// stream's status, which the receiver gets.
@@ -319,6 +350,11 @@ func (s *session) recover(cause error) error {
 			cause = err
 			continue
 		}
+		// A call that completed after the old stream was torn down proves
+		// gRPC's writer went past that stream's messages: what it did not
+		// release by now, it never will.
+		releaseOrphans(w.orphans)
+		w.orphans = w.orphans[:0]
 		s.mu.Lock()
 		if o := st.GetResource(); o != nil {
 			s.resource = o

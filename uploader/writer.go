@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
@@ -58,8 +59,25 @@ type Writer struct {
 	closed bool
 	attrs  *ObjectAttrs
 
-	bufs  sync.WaitGroup // chunk buffers not yet given back
-	first chunkRef       // the one-shot chunk, kept here to spare an allocation
+	getter  getter         // the chunker's allocator
+	bufs    sync.WaitGroup // chunk buffers not yet given back
+	first   chunkRef       // the one-shot chunk, kept here to spare an allocation
+	orphans []*outMsg      // messages of failed calls gRPC may never release
+}
+
+// orphan notes a message of a failed call or torn-down stream; release frees
+// it by force if gRPC has not after orphanGrace.
+func (w *Writer) orphan(m *outMsg) {
+	if !m.done.Load() {
+		w.orphans = append(w.orphans, m)
+	}
+}
+
+// releaseOrphans drops gRPC's references that a failed call left behind.
+func releaseOrphans(ms []*outMsg) {
+	for _, m := range ms {
+		m.release()
+	}
 }
 
 // NewWriter returns a Writer for gs://bucket/object. It validates the names,
@@ -108,7 +126,8 @@ func (w *Writer) init(opts []WriterOption) error {
 	if w.cfg.md5 {
 		chOpts = append(chOpts, chunker.WithMD5())
 	}
-	ch, err := chunker.New(w.ctx, w.alloc, w.emit, chOpts...)
+	w.getter.w = w
+	ch, err := chunker.New(w.ctx, &w.getter, w.emit, chOpts...)
 	if err != nil {
 		return invalid("NewWriter", w.bucket, w.object, "%w", err)
 	}
@@ -235,12 +254,50 @@ func (w *Writer) release() {
 	if w.sess != nil {
 		w.sess.close()
 	}
+	if len(w.orphans) > 0 {
+		orphans := w.orphans
+		w.orphans = nil
+		t := time.AfterFunc(orphanGrace, func() { releaseOrphans(orphans) })
+		defer t.Stop()
+	}
 	w.bufs.Wait()
 }
 
 func (w *Writer) putChunk(c chunker.Chunk) {
 	if c.Buf != nil {
 		_ = w.alloc.Put(c.Buf)
+	}
+}
+
+// getter is the allocator the chunker draws from: the Writer's, except that
+// a wait for a buffer (under a pool budget, or for a WithBuffer slot) gives way
+// when the upload's stream fails. The chunks the stream held are released only
+// once the session resumes and the service acknowledges them, so a writer
+// waiting for a buffer while its own stream is broken would wait for itself; it
+// resumes the session first and then waits again.
+type getter struct{ w *Writer }
+
+func (g *getter) BufferSize() int     { return g.w.alloc.BufferSize() }
+func (g *getter) Put(b *[]byte) error { return g.w.alloc.Put(b) }
+func (g *getter) Get(ctx context.Context) (*[]byte, error) {
+	for {
+		s := g.w.sess
+		if s == nil || s.getCtx == nil {
+			return g.w.alloc.Get(ctx)
+		}
+		b, err := g.w.alloc.Get(s.getCtx)
+		if err == nil || ctx.Err() != nil {
+			return b, err
+		}
+		s.mu.Lock()
+		rerr := s.recvErr
+		s.mu.Unlock()
+		if rerr == nil {
+			return nil, err
+		}
+		if err := s.recover(rerr); err != nil {
+			return nil, err
+		}
 	}
 }
 
@@ -265,8 +322,7 @@ func (w *Writer) emit(c chunker.Chunk) error {
 
 // chunkRef is a chunk in flight. Its buffer goes back to the allocator when the
 // last reference drops: one held until the service has persisted the chunk, and
-// one per message gRPC still reads. It is the mem.BufferPool that gRPC calls when
-// it frees a message's payload.
+// one per message gRPC still holds (see outMsg).
 type chunkRef struct {
 	w     *Writer
 	buf   *[]byte
@@ -290,11 +346,54 @@ func (w *Writer) newRef(c chunker.Chunk) *chunkRef {
 
 func (r *chunkRef) end() int64 { return r.off + int64(len(r.data)) }
 
-// Get is never called: the payload buffers are the caller's.
-func (r *chunkRef) Get(int) *[]byte { return nil }
+// outMsg is one write message whose payload is a chunk's memory. It is the
+// mem.BufferPool that gRPC calls once it no longer reads the payload; that drops
+// the message's reference on the chunk, once.
+//
+// grpc-go (v1.85) never frees a data frame that reaches its writer after the
+// stream was cleaned up, so a message sent while the stream was being torn down
+// may never be released. Such a message is released by force once gRPC can no
+// longer read it: after a later RPC on the connection completed (the writer
+// processes its queue in order), or after orphanGrace.
+type outMsg struct {
+	wire.WriteMsg
+	ref  *chunkRef
+	done atomic.Bool
+}
 
-// Put is called by gRPC once it no longer reads a message of this chunk.
-func (r *chunkRef) Put(*[]byte) { r.unref() }
+// orphanGrace bounds the wait for gRPC to release the messages of a stream
+// that was torn down, when no later RPC proves it has let go of them.
+const orphanGrace = time.Second
+
+func newOutMsg(r *chunkRef) *outMsg {
+	m := &outMsg{ref: r}
+	m.Release = m
+	return m
+}
+
+// hold takes the message's reference on its chunk before it is sent.
+func (m *outMsg) hold() { m.ref.refs.Add(1) }
+
+// release drops the message's reference; only the first call counts.
+func (m *outMsg) release() {
+	if m.done.CompareAndSwap(false, true) {
+		m.ref.unref()
+	}
+}
+
+// Get is never called: the payload buffers are ours.
+func (m *outMsg) Get(int) *[]byte { return nil }
+
+// Put is called by gRPC once it no longer reads the payload.
+func (m *outMsg) Put(*[]byte) { m.release() }
+
+// sent reports the outcome of SendMsg: a message the codec never took is
+// released at once.
+func (m *outMsg) sent() {
+	if !m.Marshaled() {
+		m.release()
+	}
+}
 
 func (r *chunkRef) unref() {
 	if r.refs.Add(-1) == 0 {
@@ -381,14 +480,20 @@ func (w *Writer) oneShot(last chunker.Chunk) error {
 	var resp wire.WriteObjectResponse
 	bo := newBackoff(w.c.retry)
 	for {
-		msg := &wire.WriteMsg{Req: req, CRC32C: ref.crc, HasCRC: !w.cfg.noCRC32C, Release: ref}
+		msg := newOutMsg(ref)
+		msg.Req, msg.CRC32C, msg.HasCRC = req, ref.crc, !w.cfg.noCRC32C
 		if ref.buf != nil {
 			msg.Data = &ref.data
-			ref.refs.Add(1)
+			msg.hold()
 		}
-		err := w.c.conn.Invoke(w.outgoing(w.ctx), wire.MethodWriteObject, msg, &resp, w.c.callOpts...)
-		if msg.Data != nil && !msg.Marshaled() {
-			ref.unref()
+		err := w.c.conn.Invoke(w.outgoing(w.ctx), wire.MethodWriteObject, &msg.WriteMsg, &resp, w.c.callOpts...)
+		if msg.Data != nil {
+			msg.sent()
+			if err != nil {
+				// The call failed, maybe before gRPC wrote the payload:
+				// see outMsg.
+				w.orphan(msg)
+			}
 		}
 		if err == nil {
 			break
