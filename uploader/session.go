@@ -269,6 +269,7 @@ func (s *session) send(r *chunkRef, from int64) error {
 		if msg.Data != nil {
 			msg.hold()
 			s.track(msg)
+			s.w.trackMsg(msg)
 		}
 		if s.timer != nil {
 			s.mu.Lock()

@@ -63,6 +63,24 @@ type Writer struct {
 	bufs    sync.WaitGroup // chunk buffers not yet given back
 	first   chunkRef       // the one-shot chunk, kept here to spare an allocation
 	orphans []*outMsg      // messages of failed calls gRPC may never release
+	msgs    []*outMsg      // every message with data not known to be released
+}
+
+// trackMsg remembers a message with data until gRPC releases it, so release
+// can free what gRPC never will. Released messages are dropped as the list
+// grows, which keeps it about as long as the chunks in flight.
+func (w *Writer) trackMsg(m *outMsg) {
+	if len(w.msgs) >= 32 && len(w.msgs) == cap(w.msgs) {
+		kept := w.msgs[:0]
+		for _, x := range w.msgs {
+			if !x.done.Load() {
+				kept = append(kept, x)
+			}
+		}
+		clear(w.msgs[len(kept):])
+		w.msgs = kept
+	}
+	w.msgs = append(w.msgs, m)
 }
 
 // orphan notes a message of a failed call or torn-down stream; release frees
@@ -254,10 +272,17 @@ func (w *Writer) release() {
 	if w.sess != nil {
 		w.sess.close()
 	}
-	if len(w.orphans) > 0 {
-		orphans := w.orphans
-		w.orphans = nil
-		t := time.AfterFunc(orphanGrace, func() { releaseOrphans(orphans) })
+	// The upload is over and its streams are torn down: whatever gRPC has
+	// not released within orphanGrace, it never will (see outMsg).
+	held := w.orphans[:0]
+	for _, m := range append(w.orphans, w.msgs...) {
+		if !m.done.Load() {
+			held = append(held, m)
+		}
+	}
+	w.orphans, w.msgs = nil, nil
+	if len(held) > 0 {
+		t := time.AfterFunc(orphanGrace, func() { releaseOrphans(held) })
 		defer t.Stop()
 	}
 	w.bufs.Wait()
@@ -485,6 +510,7 @@ func (w *Writer) oneShot(last chunker.Chunk) error {
 		if ref.buf != nil {
 			msg.Data = &ref.data
 			msg.hold()
+			w.trackMsg(msg)
 		}
 		err := w.c.conn.Invoke(w.outgoing(w.ctx), wire.MethodWriteObject, &msg.WriteMsg, &resp, w.c.callOpts...)
 		if msg.Data != nil {
