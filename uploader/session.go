@@ -203,6 +203,14 @@ func (s *session) finish(r *chunkRef) error {
 	s.mu.Lock()
 	o := s.resource
 	s.mu.Unlock()
+	// The stream ends right after the object: wait for its status, so the
+	// upload is over on both sides when Close returns.
+	if s.stream != nil {
+		select {
+		case <-s.recvDone:
+		case <-s.w.ctx.Done():
+		}
+	}
 	return s.w.finished(o, s.w.ch.Size())
 }
 
