@@ -247,11 +247,7 @@ func (s *session) send(r *chunkRef, from int64) error {
 	for {
 		n := min(len(data), maxMessage)
 		last := n == len(data)
-		req := &wire.BidiWriteObjectRequest{WriteOffset: from}
-		if s.fresh {
-			req.FirstMessage = &wire.BidiWriteObjectRequest_UploadId{UploadId: s.uploadID}
-			s.fresh = false
-		}
+		req := s.newRequest(from)
 		if last {
 			if r.final {
 				req.FinishWrite = true
@@ -262,10 +258,14 @@ func (s *session) send(r *chunkRef, from int64) error {
 		}
 		msg := newOutMsg(r)
 		msg.Req = req
-		if !s.w.cfg.noCRC32C && (last && whole) {
+		switch {
+		case s.w.cfg.noCRC32C:
+		case n == len(r.data):
+			// The message is the whole chunk: its CRC is the chunk's.
 			msg.CRC32C, msg.HasCRC = r.crc, true
-		} else if !s.w.cfg.noCRC32C && n == len(data) {
-			// A resent tail: checksum it afresh (a rare path).
+		case !whole && last:
+			// A resent tail: checksum it afresh (a rare path). The
+			// messages of a chunk over maxMessage go without one.
 			msg.CRC32C, msg.HasCRC = crc32.Checksum(data[:n], castagnoli), true
 		}
 		if n == len(r.data) {
@@ -279,11 +279,7 @@ func (s *session) send(r *chunkRef, from int64) error {
 			s.track(msg)
 			s.w.trackMsg(msg)
 		}
-		if s.timer != nil {
-			s.mu.Lock()
-			s.timer.Reset(s.w.c.retry.ChunkTimeout)
-			s.mu.Unlock()
-		}
+		s.armTimer()
 		err := s.stream.SendMsg(&msg.WriteMsg)
 		if msg.Data != nil {
 			msg.sent()
@@ -314,17 +310,29 @@ func (s *session) track(m *outMsg) {
 
 // sendFinish sends a finish_write message without data at offset.
 func (s *session) sendFinish(offset int64) error {
-	req := &wire.BidiWriteObjectRequest{WriteOffset: offset, FinishWrite: true, ObjectChecksums: s.w.checksums()}
+	req := s.newRequest(offset)
+	req.FinishWrite, req.ObjectChecksums = true, s.w.checksums()
+	s.armTimer()
+	return s.stream.SendMsg(req)
+}
+
+// newRequest starts a message at offset; a stream's first names the upload.
+func (s *session) newRequest(offset int64) *wire.BidiWriteObjectRequest {
+	req := &wire.BidiWriteObjectRequest{WriteOffset: offset}
 	if s.fresh {
 		req.FirstMessage = &wire.BidiWriteObjectRequest_UploadId{UploadId: s.uploadID}
 		s.fresh = false
 	}
+	return req
+}
+
+// armTimer restarts the chunk timeout before a send.
+func (s *session) armTimer() {
 	if s.timer != nil {
 		s.mu.Lock()
 		s.timer.Reset(s.w.c.retry.ChunkTimeout)
 		s.mu.Unlock()
 	}
-	return s.stream.SendMsg(req)
 }
 
 // recover resumes the session after cause broke the stream: backoff, ask the

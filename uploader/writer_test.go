@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"math/rand/v2"
@@ -342,5 +343,22 @@ func TestConcurrentUploadsSmallPool(t *testing.T) {
 	}
 	if s := p.Stats(); s.InUseBytes != 0 {
 		t.Fatalf("pool has %d bytes in use after all uploads", s.InUseBytes)
+	}
+}
+
+// TestLargeChunks uploads with chunks above the 2 MiB message limit: each chunk
+// goes out in several messages, and a resumed one from the middle.
+func TestLargeChunks(t *testing.T) {
+	e := newEnv(t, uploader.WithChunkSize(5*q*4)) // 5 MiB
+	for _, brk := range []int64{0, 3*mib + 5} {
+		name := fmt.Sprintf("large-chunks/%d", brk)
+		if brk > 0 {
+			e.srv.BreakStream("BidiWriteObject", brk, codes.Unavailable)
+		}
+		data := payload(12*mib+7, 3)
+		if _, err := e.c.Upload(context.Background(), bucket, name, bytes.NewReader(data)); err != nil {
+			t.Fatalf("break at %d: %v", brk, err)
+		}
+		sameBytes(t, name, e.content(name), data)
 	}
 }
