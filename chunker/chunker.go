@@ -22,8 +22,8 @@ import (
 	"crypto/md5"
 	"errors"
 	"fmt"
+	"github.com/objup/objup/internal/crc32c"
 	"hash"
-	"hash/crc32"
 	"io"
 
 	"github.com/objup/objup/pool"
@@ -336,11 +336,11 @@ func (c *Chunker) seal() Chunk {
 	if c.buf != nil {
 		data = (*c.buf)[:c.n]
 	}
-	crc := crc32.Checksum(data, castagnoli)
+	crc := crc32c.Checksum(data)
 	if c.md5 != nil {
 		c.md5.Write(data)
 	}
-	c.crc = CombineCRC32C(c.crc, crc, int64(len(data)))
+	c.crc = crc32c.Combine(c.crc, crc, int64(len(data)))
 	ch := Chunk{Buf: c.buf, Data: data, Offset: c.off, CRC32C: crc}
 	c.off += int64(len(data))
 	c.buf, c.n = nil, 0

@@ -1,69 +1,11 @@
 package chunker
 
-import "hash/crc32"
-
-// castagnoli is the CRC-32C table; hash/crc32 uses the CPU's CRC32
-// instructions for it where available.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// castagnoliReversed is the Castagnoli polynomial in the bit-reversed form
-// that hash/crc32 computes with.
-const castagnoliReversed = 0x82f63b78
+import "github.com/objup/objup/internal/crc32c"
 
 // CombineCRC32C returns the CRC-32C (Castagnoli, as crc32.Checksum computes
 // it) of the concatenation A+B, given crc1 = CRC-32C(A), crc2 = CRC-32C(B) and
 // len2 = len(B). It costs O(log len2) and does not look at the data. A
 // negative len2 is treated as 0 and returns crc1.
-//
-// This is zlib's crc32_combine: appending len2 bytes multiplies crc1 by
-// x^(8*len2) modulo the polynomial, in GF(2).
 func CombineCRC32C(crc1, crc2 uint32, len2 int64) uint32 {
-	if len2 <= 0 {
-		return crc1
-	}
-	return multModP(x2nModP(uint64(len2), 3), crc1) ^ crc2
-}
-
-// multModP returns a*b modulo the polynomial; both operands are reflected
-// (bit 31 holds the coefficient of x^0).
-func multModP(a, b uint32) uint32 {
-	var p uint32
-	for m := uint32(1) << 31; m != 0; m >>= 1 {
-		if a&m != 0 {
-			p ^= b
-			if a&(m-1) == 0 {
-				break
-			}
-		}
-		if b&1 != 0 {
-			b = b>>1 ^ castagnoliReversed
-		} else {
-			b >>= 1
-		}
-	}
-	return p
-}
-
-// x2nTable[k] is x^(2^k) modulo the polynomial, for every k that x2nModP can
-// reach (k up to 3+63), so no periodicity of the powers is assumed.
-var x2nTable = func() (t [67]uint32) {
-	p := uint32(1) << 30 // x^1
-	t[0] = p
-	for k := 1; k < len(t); k++ {
-		p = multModP(p, p)
-		t[k] = p
-	}
-	return t
-}()
-
-// x2nModP returns x^(n * 2^k) modulo the polynomial.
-func x2nModP(n uint64, k uint) uint32 {
-	p := uint32(1) << 31 // x^0
-	for ; n != 0; n >>= 1 {
-		if n&1 != 0 {
-			p = multModP(x2nTable[k], p)
-		}
-		k++
-	}
-	return p
+	return crc32c.Combine(crc1, crc2, len2)
 }

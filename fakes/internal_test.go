@@ -2,43 +2,13 @@ package fakes
 
 import (
 	"bytes"
-	"hash/crc32"
 	"io"
-	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
-
-func TestCRC32CCombine(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	data := make([]byte, 5<<20)
-	for i := range data {
-		data[i] = byte(r.Uint32())
-	}
-	for _, n := range []int{0, 1, 2, 3, 100, 4096, 1 << 20, 5 << 20} {
-		for range 4 {
-			buf := data[:n]
-			cut := 0
-			if n > 0 {
-				cut = r.IntN(n + 1)
-			}
-			a, b := buf[:cut], buf[cut:]
-			got := crc32cCombine(crc32.Checksum(a, castagnoli), crc32.Checksum(b, castagnoli), int64(len(b)))
-			if want := crc32.Checksum(buf, castagnoli); got != want {
-				t.Fatalf("n=%d cut=%d: combine %#08x, direct %#08x", n, cut, got, want)
-			}
-		}
-	}
-}
-
-func BenchmarkCRC32CCombine(b *testing.B) {
-	for b.Loop() {
-		crc32cCombine(0x12345678, 0x9abcdef0, 2<<20)
-	}
-}
 
 func TestChunkReader(t *testing.T) {
 	chunks := [][]byte{[]byte("hello"), nil, []byte(", "), []byte("world"), {}}

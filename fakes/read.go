@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/base64"
 	"hash/crc32"
+
+	"github.com/objup/objup/internal/crc32c"
 	"io"
 	"strings"
 	"sync"
@@ -108,7 +110,7 @@ func (v *service) ReadObject(req *wire.ReadObjectRequest, stream grpc.ServerStre
 		if _, err := io.ReadFull(obj.Content, b); err != nil {
 			return status.Errorf(codes.Internal, "reading object content: %v", err)
 		}
-		crc := crc32.Checksum(b, castagnoli)
+		crc := crc32.Checksum(b, crc32c.Table)
 		data.Content, data.Crc32C = b, &crc
 		msg.ChecksummedData = data
 		if err := stream.Send(msg); err != nil {

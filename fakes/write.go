@@ -9,6 +9,8 @@ import (
 	"errors"
 	"hash"
 	"hash/crc32"
+
+	"github.com/objup/objup/internal/crc32c"
 	"io"
 	"maps"
 	"sync"
@@ -269,7 +271,7 @@ func (w *writeStream) accept(m *writeMsg) error {
 	var crc uint32
 	hasCRC := m.data.Crc32C != nil
 	if hasCRC {
-		crc = crc32.Checksum(content, castagnoli)
+		crc = crc32.Checksum(content, crc32c.Table)
 		if crc != *m.data.Crc32C {
 			return status.Errorf(codes.DataLoss, "CRC32C mismatch in the message at offset %d (%d bytes): sent %#08x, computed %#08x", m.offset, n, *m.data.Crc32C, crc)
 		}
@@ -283,9 +285,9 @@ func (w *writeStream) accept(m *writeMsg) error {
 		return nil
 	}
 	if hasCRC {
-		up.crc = crc32cCombine(up.crc, crc, n)
+		up.crc = crc32c.Combine(up.crc, crc, n)
 	} else {
-		up.crc = crc32.Update(up.crc, castagnoli, content)
+		up.crc = crc32.Update(up.crc, crc32c.Table, content)
 	}
 	up.md5.Write(content)
 	up.chunks = append(up.chunks, content)

@@ -1,4 +1,4 @@
-package chunker
+package crc32c
 
 import (
 	"math/rand/v2"
@@ -7,7 +7,7 @@ import (
 
 // TestX2nModPExponents checks x^(8a) * x^(8b) == x^(8(a+b)) for lengths far
 // beyond what can be checksummed in a test, so the table is right for every
-// power that CombineCRC32C can reach.
+// power that Combine can reach.
 func TestX2nModPExponents(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for range 2000 {
@@ -31,5 +31,5 @@ func TestX2nModPExponents(t *testing.T) {
 		p = multModP(p, x8)
 	}
 	// Lengths up to the int64 limit work.
-	_ = CombineCRC32C(1, 2, 1<<63-1)
+	_ = Combine(1, 2, 1<<63-1)
 }
