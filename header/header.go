@@ -176,6 +176,24 @@ func AppendChecked(ctx context.Context, kv ...string) (context.Context, error) {
 	return appendPairs(ctx, kv), nil
 }
 
+// Validate checks every pair of ctx's header chain against the rules of
+// [AppendChecked] and returns an error naming the first bad pair (its key,
+// never its value), or nil. An uploader calls it once when an upload starts,
+// so a value that gRPC would refuse (say a newline added with [Append]) is
+// reported as bad input before anything is sent, instead of failing every
+// RPC inside gRPC. It walks the chain once and does not allocate unless it
+// fails.
+func Validate(ctx context.Context) error {
+	for n := chain(ctx); n != nil; n = n.prev {
+		for i := 0; i < len(n.kv); i += 2 {
+			if err := checkPair(n.kv[i], n.kv[i+1]); err != nil {
+				return fmt.Errorf("header: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
 // Flatten returns the pairs ctx carries as a new gRPC metadata map: the
 // outgoing gRPC metadata already in ctx, then the chain's pairs from the
 // oldest append to the newest, then extra (key, value, ...; keys

@@ -613,3 +613,37 @@ func TestChainIsAContext(t *testing.T) {
 		t.Fatalf("String = %q", s)
 	}
 }
+
+func TestValidate(t *testing.T) {
+	base := context.Background()
+	tests := []struct {
+		name    string
+		ctx     context.Context
+		wantErr string
+	}{
+		{"empty", base, ""},
+		{"good pairs", header.Append(header.Append(base, "x-request-id", "abc"), "X-Scope-OrgID", "acme", "k-bin", "\x00\xff"), ""},
+		{"newline in value", header.Append(base, "x-request-id", "a\nb"), `"x-request-id" has a CR or LF`},
+		{"bad value under good ones", header.Append(header.Append(base, "x-request-id", "a\x01"), "x-scope-orgid", "acme"), "control character"},
+		{"non-ASCII value", header.Append(base, "k", "é"), "non-ASCII"},
+		{"bad key", header.Append(base, "bad key", "v"), "keys take"},
+		{"reserved key", header.Append(base, "grpc-timeout", "1S"), "reserved"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := header.Validate(tt.ctx)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Validate = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Validate = %v, want an error containing %q", err, tt.wantErr)
+			}
+			if strings.Contains(err.Error(), "a\nb") {
+				t.Fatalf("error %q shows the value", err)
+			}
+		})
+	}
+}
