@@ -2,13 +2,11 @@ package chunker_test
 
 import (
 	"bytes"
-	"context"
 	"hash/crc32"
 	"sync"
 	"testing"
 
 	"github.com/objup/objup/chunker"
-	"github.com/objup/objup/pool"
 )
 
 var (
@@ -16,58 +14,46 @@ var (
 	sinkCRC    uint32
 )
 
-// BenchmarkChunk64MiB measures chunking plus CRC32C of a 64 MiB stream into
-// Quantum-sized pool buffers that the emit function puts back at once, fed by
-// one Write or by ReadFrom, next to impl=limit: a plain loop that copies into
-// one 256 KiB buffer and runs crc32.Update over it. Compare with
-// benchstat -col /impl.
+// BenchmarkChunk64MiB measures chunking plus CRC-32C of a 64 MiB object in
+// Quantum-sized chunks, through Write (one call) or through Fill (from a
+// bytes.Reader), with a new Chunker per object and two buffers that the
+// owner reattaches as soon as a chunk is sealed, next to impl=baseline: a
+// plain loop that copies into one Quantum-sized buffer and runs crc32.Update
+// over it. Compare with benchstat -col /impl.
 func BenchmarkChunk64MiB(b *testing.B) {
 	src := bigPayload()
-	p := pool.Default()
-	ctx := context.Background()
-	emit := func(ch chunker.Chunk) error { return p.Put(ch.Buf) }
-	warmUp(b, p)
-
-	run := func(b *testing.B, feed func(c *chunker.Chunker) error) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(src)))
-		for b.Loop() {
-			c, err := chunker.New(ctx, p, emit)
-			if err != nil {
-				b.Fatal(err)
+	want := crc32c(src)
+	for _, tc := range []struct {
+		name string
+		fill bool
+	}{
+		{"Write", false},
+		{"Fill", true},
+	} {
+		b.Run("impl="+tc.name, func(b *testing.B) {
+			var ring [2][]byte
+			ring[0], ring[1] = make([]byte, q), make([]byte, q)
+			r := bytes.NewReader(src)
+			b.ReportAllocs()
+			b.SetBytes(int64(len(src)))
+			for b.Loop() {
+				c, err := chunker.New(q)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.Reset(src)
+				chunkInto(c, &ring, src, r, tc.fill)
+				sinkCRC = c.CRC32C()
 			}
-			if err := feed(c); err != nil {
-				b.Fatal(err)
+			if sinkCRC != want {
+				b.Fatal("wrong CRC32C")
 			}
-			last, _, err := c.Finish()
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := p.Put(last.Buf); err != nil {
-				b.Fatal(err)
-			}
-			sinkCRC = c.CRC32C()
-		}
-		if sinkCRC != crc32c(src) {
-			b.Fatal("wrong CRC32C")
-		}
+		})
 	}
-	b.Run("impl=Write", func(b *testing.B) {
-		run(b, func(c *chunker.Chunker) error {
-			_, err := c.Write(src)
-			return err
-		})
-	})
-	b.Run("impl=ReadFrom", func(b *testing.B) {
-		run(b, func(c *chunker.Chunker) error {
-			_, err := c.ReadFrom(readerOnly{bytes.NewReader(src)})
-			return err
-		})
-	})
-	b.Run("impl=limit", func(b *testing.B) {
+	b.Run("impl=baseline", func(b *testing.B) {
+		dst := make([]byte, q)
 		b.ReportAllocs()
 		b.SetBytes(int64(len(src)))
-		dst := make([]byte, pool.Quantum)
 		for b.Loop() {
 			var crc uint32
 			for off := 0; off < len(src); off += len(dst) {
@@ -76,48 +62,48 @@ func BenchmarkChunk64MiB(b *testing.B) {
 			}
 			sinkCRC = crc
 		}
-		if sinkCRC != crc32c(src) {
+		if sinkCRC != want {
 			b.Fatal("wrong CRC32C")
 		}
 	})
 }
 
-// BenchmarkSmallObject measures the whole life of a chunker for a 1 KiB
-// object that fits in one pooled chunk.
+// BenchmarkSmallObject measures the whole life of a Chunker for a 1 KiB
+// object that fits in its first chunk: a new Chunker per object, or one
+// reused through Reset.
 func BenchmarkSmallObject(b *testing.B) {
-	p := pool.Default()
-	ctx := context.Background()
 	obj := pattern(1024, 1)
-	emit := func(ch chunker.Chunk) error { return p.Put(ch.Buf) }
-	warmUp(b, p)
-	b.ReportAllocs()
-	b.SetBytes(int64(len(obj)))
-	for b.Loop() {
-		c, err := chunker.New(ctx, p, emit)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := c.Write(obj); err != nil {
-			b.Fatal(err)
-		}
-		last, oneShot, err := c.Finish()
-		if err != nil || !oneShot {
-			b.Fatal(err, oneShot)
-		}
-		if err := p.Put(last.Buf); err != nil {
-			b.Fatal(err)
+	buf := make([]byte, q)
+	run := func(b *testing.B, c func() *chunker.Chunker) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(obj)))
+		for b.Loop() {
+			ch := c()
+			ch.Attach(&buf)
+			ch.Write(obj)
+			last, oneShot := ch.Finish()
+			if !oneShot || len(last.Data) != len(obj) {
+				b.Fatal("not one shot")
+			}
+			sinkCRC = ch.CRC32C()
 		}
 	}
-}
-
-// warmUp gets a pooled buffer and puts it back so that measured loops start
-// in the steady state.
-func warmUp(b *testing.B, p *pool.Pool) {
-	buf, err := p.Get(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := p.Put(buf); err != nil {
-		b.Fatal(err)
-	}
+	b.Run("impl=New", func(b *testing.B) {
+		run(b, func() *chunker.Chunker {
+			c, err := chunker.New(q)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return c
+		})
+	})
+	b.Run("impl=Reset", func(b *testing.B) {
+		var c chunker.Chunker
+		run(b, func() *chunker.Chunker {
+			if err := c.Reset(q); err != nil {
+				b.Fatal(err)
+			}
+			return &c
+		})
+	})
 }

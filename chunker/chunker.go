@@ -1,211 +1,195 @@
-// Package chunker cuts a byte stream into chunks held in allocator buffers,
-// and checksums each byte once on the way: CRC-32C per chunk, the object's
-// CRC-32C derived from those by CombineCRC32C, and MD5 when asked.
-//
-// A Chunker fills one buffer from its pool.Allocator at a time, through Write,
-// WriteString or ReadFrom (which reads straight into the buffer). Each chunk
-// has exactly BufferSize bytes except the last. A full chunk is handed to the
-// emit function only when the next byte needs room, so when the stream ends
-// Finish knows whether the whole object fit in the first chunk (the one-shot
-// case, which an uploader can send in a single request).
-//
-// # Ownership
-//
-// Buffers come from the Allocator and go back to it through whoever holds
-// them: a Chunk's buffer belongs to the receiver of the Chunk (emit, or the
-// caller of Finish), which must Put it back once done with it. Until then the
-// Chunker holds at most one buffer, which Abort returns.
 package chunker
 
 import (
-	"context"
 	"crypto/md5"
-	"errors"
 	"fmt"
-	"github.com/objup/objup/internal/crc32c"
 	"hash"
 	"io"
 
-	"github.com/objup/objup/pool"
+	"github.com/objup/objup/internal/crc32c"
 )
 
-// Chunk is one piece of the stream.
+// MaxPiece is the largest piece that a chunk's CRC-32C is kept for: the
+// service takes at most 2 MiB of content per write message, and every message
+// carries its own CRC-32C.
+const MaxPiece = 2 << 20
+
+// Chunk is one piece of the stream, cut by Seal or Finish.
 //
-// Buf is the allocator buffer that holds the chunk; whoever receives the
-// Chunk owns Buf and must return it to the allocator with Put once it no
-// longer needs Data. Buf is nil only for the last chunk of an empty object.
-// Data is (*Buf)[:n], the filled part; Offset is the position of Data[0] in
-// the object; CRC32C is the CRC-32C (Castagnoli) of Data.
+// Buf is the buffer that holds the chunk (the one given to Attach); whoever
+// receives the Chunk owns Buf and must return it to where it came from once it
+// no longer needs Data. Buf is nil only for the last chunk of an empty object
+// written without a buffer. Data is (*Buf)[:n], the filled part; Offset is the
+// position of Data[0] in the object; CRC32C is the CRC-32C (Castagnoli) of
+// Data.
+//
+// Pieces holds the CRC-32C of each consecutive MaxPiece-byte piece of Data
+// (the last may be shorter) when Data is longer than MaxPiece, so that every
+// write message of at most MaxPiece bytes has its checksum without a second
+// pass; it is nil otherwise, when CRC32C is the one piece's checksum.
 type Chunk struct {
 	Buf    *[]byte
 	Data   []byte
 	Offset int64
 	CRC32C uint32
+	Pieces []uint32
+}
+
+// PieceCRC32C returns the CRC-32C of piece i of Data (see Pieces).
+func (c *Chunk) PieceCRC32C(i int) uint32 {
+	if c.Pieces == nil {
+		if i != 0 {
+			panic(fmt.Sprintf("chunker: piece %d of a one-piece chunk", i))
+		}
+		return c.CRC32C
+	}
+	return c.Pieces[i]
 }
 
 // Option configures a Chunker. Options are created by the With functions of
 // this package.
 type Option interface {
-	apply(*config)
+	apply(*Chunker)
 }
 
-type config struct {
-	md5 bool
-}
+type optionFunc func(*Chunker)
 
-type optionFunc func(*config)
-
-func (f optionFunc) apply(c *config) { f(c) }
+func (f optionFunc) apply(c *Chunker) { f(c) }
 
 // WithMD5 makes the Chunker compute the MD5 of the object, returned by MD5
 // after Finish. Without it no MD5 is computed.
 func WithMD5() Option {
-	return optionFunc(func(c *config) { c.md5 = true })
+	return optionFunc(func(c *Chunker) { c.md5 = md5.New() })
 }
 
-var (
-	errFinished  = errors.New("chunker: write after Finish")
-	errAborted   = errors.New("chunker: use after Abort")
-	errNotNew    = errors.New("chunker: Chunker not created with New")
-	errNilReader = errors.New("chunker: nil reader")
-)
-
 // maxEmptyReads bounds consecutive reads that return neither data nor an
-// error, after which ReadFrom gives up with io.ErrNoProgress (as bufio does).
+// error, after which Fill gives up with io.ErrNoProgress (as bufio does).
 const maxEmptyReads = 100
 
-// Chunker cuts a stream into chunks. Create it with New. It is not safe for
-// concurrent use, and emit must not call its methods.
+// Chunker cuts a stream into chunks of a fixed size and checksums each byte
+// once on the way. It does not fetch buffers: its owner attaches an empty
+// buffer when NeedsBuffer says so, and takes each full chunk out with Seal.
+// It never blocks, never talks to the network and knows no allocator.
 //
-// Errors from emit and from the allocator are sticky: the Chunker is broken
-// and every later Write, ReadFrom and Finish returns the same error. Errors
-// from a reader passed to ReadFrom are not: the bytes read before the error
-// are kept and the stream can go on.
+// The zero Chunker is not usable; create one with New or reset one with Reset.
+// A Chunker is not safe for concurrent use.
 type Chunker struct {
-	ctx   context.Context
-	alloc pool.Allocator
-	emit  func(Chunk) error
-	size  int
-	cfg   config
+	size int
 
 	buf     *[]byte // current chunk, nil if none is held
 	n       int     // bytes filled in *buf
 	off     int64   // object offset of (*buf)[0]
 	crc     uint32  // CRC-32C of the sealed chunks
-	emitted int     // chunks handed to emit
+	sealed  int     // chunks taken out by Seal
 	md5     hash.Hash
-	sum     []byte // MD5 after Finish
-	err     error  // sticky error
-	done    bool   // Finish succeeded
-	probe   [1]byte
+	sum     []byte  // MD5 after Finish
+	probe   [1]byte // a byte read past a full chunk (see Fill); kept in c so the read does not allocate
+	pending bool    // probe holds a byte
+	done    bool    // Finish or Abort was called
 }
 
-// New returns a Chunker that takes buffers from a, with ctx used for every
-// a.Get, and hands each full chunk to emit on the caller's goroutine (see the
-// package doc for when). emit receives ownership of the chunk's buffer
-// whatever it returns; if it returns an error, the write that triggered it
-// returns that error and the Chunker is broken.
-//
-// New returns an error if ctx, a or emit is nil, or if a.BufferSize() is not
-// positive. Nil options are ignored.
-func New(ctx context.Context, a pool.Allocator, emit func(Chunk) error, opts ...Option) (*Chunker, error) {
-	switch {
-	case ctx == nil:
-		return nil, errors.New("chunker: nil context")
-	case a == nil:
-		return nil, errors.New("chunker: nil allocator")
-	case emit == nil:
-		return nil, errors.New("chunker: nil emit function")
-	}
-	size := a.BufferSize()
-	if size <= 0 {
-		return nil, fmt.Errorf("chunker: allocator buffer size %d is not positive", size)
-	}
-	// The options apply to a config inside the Chunker, which is on the heap
-	// anyway: a local config would escape through the interface call.
-	c := &Chunker{ctx: ctx, alloc: a, emit: emit, size: size}
-	for _, o := range opts {
-		if o != nil {
-			o.apply(&c.cfg)
-		}
-	}
-	if c.cfg.md5 {
-		c.md5 = md5.New()
+// New returns a Chunker that cuts chunks of size bytes. It returns an error
+// if size is not positive. Nil options are ignored.
+func New(size int, opts ...Option) (*Chunker, error) {
+	c := new(Chunker)
+	if err := c.Reset(size, opts...); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
 
-// ChunkSize returns the size of every chunk but the last: the allocator's
-// BufferSize.
-func (c *Chunker) ChunkSize() int { return c.size }
-
-// Write appends p to the stream, copying it into chunk buffers; it never keeps
-// p. It fetches a buffer from the allocator when the current one is full
-// (emitting the full one first), which may block; if that fails, or emit
-// fails, Write returns the count of bytes accepted before and the error.
-func (c *Chunker) Write(p []byte) (int, error) { return write(c, p) }
-
-// WriteString is Write for a string, without converting it to a []byte.
-func (c *Chunker) WriteString(s string) (int, error) { return write(c, s) }
-
-func write[T string | []byte](c *Chunker, p T) (int, error) {
-	if err := c.usable(); err != nil {
-		return 0, err
+// Reset makes c a new Chunker of size bytes, as New does, so that a Chunker
+// can live inside another struct without an allocation of its own. It must
+// not be called while c holds a buffer.
+func (c *Chunker) Reset(size int, opts ...Option) error {
+	if c.buf != nil {
+		panic("chunker: Reset while a buffer is held")
 	}
-	n := 0
-	for len(p) > 0 {
-		if err := c.room(); err != nil {
-			return n, err
+	if size <= 0 {
+		return fmt.Errorf("chunker: chunk size %d is not positive", size)
+	}
+	*c = Chunker{size: size}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(c)
 		}
-		k := copy((*c.buf)[c.n:c.size], p)
-		c.n += k
-		n += k
-		p = p[k:]
 	}
-	return n, nil
+	return nil
 }
 
-// ReadFrom reads r until io.EOF straight into chunk buffers, with no staging
-// buffer, and returns the number of bytes read; io.EOF is not an error. If r
-// implements io.WriterTo, ReadFrom uses r.WriteTo(c) instead. When a chunk is
-// full, ReadFrom reads one byte aside to learn whether the stream goes on
-// before emitting it, so a stream that ends on a chunk boundary keeps its last
-// chunk for Finish.
+// ChunkSize returns the size of every chunk but the last.
+func (c *Chunker) ChunkSize() int { return c.size }
+
+// Holding reports whether c holds a buffer.
+func (c *Chunker) Holding() bool { return c.buf != nil }
+
+// NeedsBuffer reports whether more bytes can only be taken after a Seal (if a
+// full buffer is held) and an Attach: c holds no buffer, or its buffer is
+// full and Fill has read a byte past it.
+func (c *Chunker) NeedsBuffer() bool { return c.buf == nil || (c.n == c.size && c.pending) }
+
+// Full reports whether c holds a buffer filled to the chunk size.
+func (c *Chunker) Full() bool { return c.buf != nil && c.n == c.size }
+
+// Attach gives c an empty buffer to fill; len(*b) must be the chunk size. The
+// buffer belongs to c until Seal or Finish hands it out in a Chunk (or Abort
+// returns it). A byte that Fill read past the previous chunk becomes the
+// buffer's first byte.
 //
-// An error from r is returned with the count of bytes read before it, and the
-// Chunker stays usable. An error from the allocator or emit breaks it.
-func (c *Chunker) ReadFrom(r io.Reader) (int64, error) {
-	if err := c.usable(); err != nil {
-		return 0, err
+// Attach panics if c already holds a buffer, after Finish or Abort, or if b
+// has the wrong length: each is a programming error of the caller.
+func (c *Chunker) Attach(b *[]byte) {
+	switch {
+	case c.done:
+		panic("chunker: Attach after Finish or Abort")
+	case c.buf != nil:
+		panic("chunker: Attach while a buffer is held")
+	case b == nil || len(*b) != c.size:
+		panic(fmt.Sprintf("chunker: Attach of a buffer that is not %d bytes", c.size))
 	}
-	if r == nil {
-		return 0, errNilReader
+	c.buf, c.n = b, 0
+	if c.pending {
+		(*b)[0] = c.probe[0]
+		c.n, c.pending = 1, false
 	}
-	if wt, ok := r.(io.WriterTo); ok {
-		return wt.WriteTo(c)
+}
+
+// Write copies as much of p as fits into the held buffer and returns how many
+// bytes it took (0 when no buffer is held or it is full). It never keeps p.
+func (c *Chunker) Write(p []byte) int {
+	if c.buf == nil || c.pending {
+		return 0
 	}
-	var total int64
-	empty := 0
+	k := copy((*c.buf)[c.n:c.size], p)
+	c.n += k
+	return k
+}
+
+// Fill reads r straight into the held buffer until the buffer is full, r
+// ends, or r fails, and returns the number of bytes read. When the buffer is
+// full, Fill reads one byte aside to learn whether the stream goes on: if it
+// does, NeedsBuffer turns true and Fill returns nil, so that a stream ending on
+// a chunk boundary keeps its last chunk for Finish. At the end of r Fill
+// returns io.EOF. Any other error of r is returned as it is, with the bytes
+// read before it kept; r returning no data and no error 100 times in a row
+// gives io.ErrNoProgress.
+//
+// Fill panics if c holds no buffer or NeedsBuffer is true.
+func (c *Chunker) Fill(r io.Reader) (int, error) {
+	if c.buf == nil || c.pending {
+		panic("chunker: Fill needs an attached buffer with room")
+	}
+	total, empty := 0, 0
 	for {
 		var k int
 		var err error
-		if c.buf != nil && c.n == c.size {
-			// Full chunk: learn whether more follows before emitting it.
+		if c.n == c.size {
 			k, err = r.Read(c.probe[:])
 			if k < 0 || k > 1 {
 				return total, fmt.Errorf("chunker: reader returned %d bytes for a 1-byte read", k)
 			}
-			if k == 1 {
-				if rerr := c.room(); rerr != nil {
-					return total, rerr
-				}
-				(*c.buf)[0] = c.probe[0]
-				c.n = 1
-			}
+			c.pending = k == 1
 		} else {
-			if rerr := c.room(); rerr != nil {
-				return total, rerr
-			}
 			p := (*c.buf)[c.n:c.size]
 			k, err = r.Read(p)
 			if k < 0 || k > len(p) {
@@ -213,72 +197,81 @@ func (c *Chunker) ReadFrom(r io.Reader) (int64, error) {
 			}
 			c.n += k
 		}
-		total += int64(k)
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return total, nil
-			}
+		total += k
+		switch {
+		case err != nil:
 			return total, err
-		}
-		if k > 0 {
+		case c.pending:
+			return total, nil
+		case k > 0:
 			empty = 0
-		} else if empty++; empty >= maxEmptyReads {
-			return total, io.ErrNoProgress
+		default:
+			if empty++; empty >= maxEmptyReads {
+				return total, io.ErrNoProgress
+			}
 		}
 	}
 }
 
-// Finish ends the stream. It returns the last chunk, which is not emitted and
-// is owned by the caller, and whether the whole object fit in the first chunk
-// (oneShot: no chunk was emitted). The last chunk holds between 1 and
-// ChunkSize bytes, or none for an empty object; then its Buf is nil and
-// nothing must be put back.
+// Seal checksums the held buffer and hands it out as a Chunk; c then holds no
+// buffer. The chunk is full unless the stream ends with it (use Finish for
+// that). Seal panics if c holds no buffer.
+func (c *Chunker) Seal() Chunk {
+	if c.buf == nil {
+		panic("chunker: Seal without a buffer")
+	}
+	c.sealed++
+	return c.seal()
+}
+
+// Finish ends the stream: it returns the last chunk (the held buffer's
+// filled part, possibly empty, or a Chunk with a nil Buf if none is held),
+// owned by the caller, and whether the whole object is that chunk (oneShot:
+// Seal was never called). After Finish, Size, CRC32C and MD5 describe the
+// whole object.
 //
-// After Finish, Size, CRC32C and MD5 describe the whole object, and Write,
-// ReadFrom and Finish return an error. If the Chunker is broken, Finish
-// returns its error.
-func (c *Chunker) Finish() (last Chunk, oneShot bool, err error) {
-	if err := c.usable(); err != nil {
-		return Chunk{}, false, err
+// Finish panics if a byte read past a full chunk is waiting for a buffer
+// (NeedsBuffer after Fill): the caller must Seal and Attach first. Calling it
+// again, or after Abort, panics too.
+func (c *Chunker) Finish() (last Chunk, oneShot bool) {
+	switch {
+	case c.done:
+		panic("chunker: Finish after Finish or Abort")
+	case c.pending:
+		panic("chunker: Finish with a byte waiting for a buffer")
 	}
 	c.done = true
-	if c.buf != nil && c.n == 0 {
-		// Fetched for a read that found the end of the stream.
-		_ = c.alloc.Put(c.buf)
-		c.buf = nil
-	}
 	last = c.seal()
 	if c.md5 != nil {
 		c.sum = c.md5.Sum(nil)
 	}
-	return last, c.emitted == 0, nil
+	return last, c.sealed == 0
 }
 
-// Abort returns the buffer the Chunker holds, if any, to the allocator and
-// breaks the Chunker, for error paths. Chunks already emitted or returned by
-// Finish stay with their receivers. Abort is idempotent, and does nothing
-// after a successful Finish.
-func (c *Chunker) Abort() {
-	if c.buf != nil {
-		_ = c.alloc.Put(c.buf)
-		c.buf, c.n = nil, 0
-	}
-	if c.err == nil && !c.done {
-		c.err = errAborted
-	}
+// Abort hands back the buffer c holds, if any (the caller returns it to where
+// it came from), and ends c: nothing more may be attached.
+func (c *Chunker) Abort() *[]byte {
+	b := c.buf
+	c.buf, c.n, c.done = nil, 0, true
+	return b
 }
 
 // Size returns the number of bytes accepted so far; after Finish, the size of
 // the object.
-func (c *Chunker) Size() int64 { return c.off + int64(c.n) }
+func (c *Chunker) Size() int64 {
+	n := c.off + int64(c.n)
+	if c.pending {
+		n++
+	}
+	return n
+}
 
 // CRC32C returns the CRC-32C (Castagnoli) of the whole object. It is valid
-// only after a successful Finish.
+// only after Finish.
 func (c *Chunker) CRC32C() uint32 { return c.crc }
 
-// MD5 returns the MD5 of the whole object after a successful Finish, if the
-// Chunker was created WithMD5, and nil otherwise. The caller may keep and
-// modify the returned slice.
+// MD5 returns the MD5 of the whole object after Finish, if c was created
+// WithMD5, and nil otherwise. The caller may keep and modify the slice.
 func (c *Chunker) MD5() []byte {
 	if c.sum == nil {
 		return nil
@@ -286,62 +279,29 @@ func (c *Chunker) MD5() []byte {
 	return append([]byte(nil), c.sum...)
 }
 
-func (c *Chunker) usable() error {
-	switch {
-	case c.err != nil:
-		return c.err
-	case c.done:
-		return errFinished
-	case c.alloc == nil:
-		return errNotNew
-	}
-	return nil
-}
-
-// room makes sure the current chunk has at least one free byte: it emits a
-// full chunk and fetches a new buffer as needed.
-func (c *Chunker) room() error {
-	if c.buf != nil {
-		if c.n < c.size {
-			return nil
-		}
-		ch := c.seal()
-		c.emitted++
-		if err := c.emit(ch); err != nil {
-			c.err = err
-			return err
-		}
-	}
-	b, err := c.alloc.Get(c.ctx)
-	switch {
-	case err != nil:
-		c.err = err
-		return err
-	case b == nil:
-		c.err = errors.New("chunker: allocator returned a nil buffer")
-		return c.err
-	case len(*b) != c.size:
-		c.err = fmt.Errorf("chunker: allocator returned a buffer of %d bytes, want BufferSize %d", len(*b), c.size)
-		_ = c.alloc.Put(b)
-		return c.err
-	}
-	c.buf = b
-	return nil
-}
-
-// seal checksums the current chunk and releases it from the Chunker (as a
-// Chunk with a nil Buf if none is held).
+// seal checksums the current chunk, piece by piece, and releases it.
 func (c *Chunker) seal() Chunk {
 	var data []byte
 	if c.buf != nil {
 		data = (*c.buf)[:c.n]
 	}
-	crc := crc32c.Checksum(data)
+	ch := Chunk{Buf: c.buf, Data: data, Offset: c.off}
+	if len(data) <= MaxPiece {
+		ch.CRC32C = crc32c.Checksum(data)
+	} else {
+		ch.Pieces = make([]uint32, 0, (len(data)+MaxPiece-1)/MaxPiece)
+		for p := data; len(p) > 0; {
+			k := min(len(p), MaxPiece)
+			crc := crc32c.Checksum(p[:k])
+			ch.Pieces = append(ch.Pieces, crc)
+			ch.CRC32C = crc32c.Combine(ch.CRC32C, crc, int64(k))
+			p = p[k:]
+		}
+	}
 	if c.md5 != nil {
 		c.md5.Write(data)
 	}
-	c.crc = crc32c.Combine(c.crc, crc, int64(len(data)))
-	ch := Chunk{Buf: c.buf, Data: data, Offset: c.off, CRC32C: crc}
+	c.crc = crc32c.Combine(c.crc, ch.CRC32C, int64(len(data)))
 	c.off += int64(len(data))
 	c.buf, c.n = nil, 0
 	return ch

@@ -2,650 +2,730 @@ package chunker_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
-	"math/rand/v2"
-	"runtime"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"testing/iotest"
-	"time"
 
 	"github.com/objup/objup/chunker"
+	crccount "github.com/objup/objup/internal/crc32c"
 	"github.com/objup/objup/pool"
 )
 
 const q = pool.Quantum
 
-var boundarySizes = []struct {
-	name string
-	n    int
-}{
-	{"0", 0},
-	{"1", 1},
-	{"quantum-1", q - 1},
-	{"quantum", q},
-	{"quantum+1", q + 1},
-	{"2quanta", 2 * q},
-	{"3quanta+1", 3*q + 1},
+// feed is one way for an owner to get a payload into its Chunker.
+type feed struct {
+	name   string
+	maxLen int // longest payload worth the time (0: any)
+	run    func(o *owner, p []byte)
 }
 
-// feeds are the ways a payload can reach a chunker.
-var feeds = []struct {
-	name string
-	feed func(c *chunker.Chunker, p []byte) error
-}{
-	{"Write", func(c *chunker.Chunker, p []byte) error {
-		_, err := c.Write(p)
-		return err
-	}},
-	{"WriteString", func(c *chunker.Chunker, p []byte) error {
-		_, err := c.WriteString(string(p))
-		return err
-	}},
-	{"Write in odd pieces", func(c *chunker.Chunker, p []byte) error {
-		return writeInPieces(c, p, []int{0, 1, 4095, 7, q - 3, 2*q + 5, 100_000})
-	}},
-	{"ReadFrom", func(c *chunker.Chunker, p []byte) error {
-		return readAll(c, readerOnly{bytes.NewReader(p)}, len(p))
-	}},
-	{"ReadFrom WriterTo", func(c *chunker.Chunker, p []byte) error {
-		return readAll(c, bytes.NewReader(p), len(p))
-	}},
-	{"ReadFrom strings.Reader", func(c *chunker.Chunker, p []byte) error {
-		return readAll(c, strings.NewReader(string(p)), len(p))
-	}},
-	{"ReadFrom OneByteReader", func(c *chunker.Chunker, p []byte) error {
-		return readAll(c, iotest.OneByteReader(bytes.NewReader(p)), len(p))
-	}},
-	{"ReadFrom HalfReader", func(c *chunker.Chunker, p []byte) error {
-		return readAll(c, iotest.HalfReader(bytes.NewReader(p)), len(p))
-	}},
-	{"ReadFrom DataErrReader", func(c *chunker.Chunker, p []byte) error {
-		return readAll(c, iotest.DataErrReader(bytes.NewReader(p)), len(p))
-	}},
-	{"ReadFrom pieces", func(c *chunker.Chunker, p []byte) error {
-		return readAll(c, &pieceReader{p: p, lengths: []int{q - 1, 2, q, 3 * q}}, len(p))
-	}},
-	{"io.Copy", func(c *chunker.Chunker, p []byte) error {
-		n, err := io.Copy(c, readerOnly{bytes.NewReader(p)})
-		if err == nil && n != int64(len(p)) {
-			err = errors.New("io.Copy short")
+// fillFrom returns a feed function that fills the whole payload from the
+// reader that wrap makes of it.
+func fillFrom(wrap func(io.Reader) io.Reader) func(o *owner, p []byte) {
+	return func(o *owner, p []byte) {
+		o.t.Helper()
+		n, err := o.fill(wrap(bytes.NewReader(p)))
+		if err != nil || n != int64(len(p)) {
+			o.t.Fatalf("fill = %d, %v; want %d, nil", n, err, len(p))
 		}
-		return err
+	}
+}
+
+var (
+	feedWrite = feed{"Write", 0, func(o *owner, p []byte) { o.write(p) }}
+	feedFill  = feed{"Fill", 0, fillFrom(func(r io.Reader) io.Reader { return r })}
+)
+
+var feeds = []feed{
+	feedWrite,
+	{"Write in odd pieces", 0, func(o *owner, p []byte) {
+		o.writeSplit(p, []int{0, 1, 4095, 7, q - 3, 2*q + 5, 100_000, 3 << 20})
+	}},
+	feedFill,
+	{"Fill OneByteReader", 1 << 20, fillFrom(iotest.OneByteReader)},
+	{"Fill HalfReader", 0, fillFrom(iotest.HalfReader)},
+	{"Fill DataErrReader", 0, fillFrom(iotest.DataErrReader)},
+	{"Fill in odd reads with errors", 0, func(o *owner, p []byte) {
+		r := &pieceReader{p: p, lengths: []int{q - 1, 2, 0, q, 3 * q, 1, 0, 0}}
+		if n := o.fillRetrying(r); n != int64(len(p)) {
+			o.t.Fatalf("fill = %d, want %d", n, len(p))
+		}
+	}},
+	{"Write then Fill", 0, func(o *owner, p []byte) {
+		h := len(p) / 2
+		o.write(p[:h])
+		feedFill.run(o, p[h:])
+	}},
+	{"Fill then Write", 0, func(o *owner, p []byte) {
+		h := len(p) / 2
+		feedFill.run(o, p[:h])
+		o.write(p[h:])
 	}},
 }
 
-func readAll(c *chunker.Chunker, r io.Reader, want int) error {
-	n, err := c.ReadFrom(r)
-	if err != nil {
-		return err
+var payloads sync.Map // int -> []byte
+
+// payload returns the n-byte test payload, made once.
+func payload(n int) []byte {
+	if p, ok := payloads.Load(n); ok {
+		return p.([]byte)
 	}
-	if n != int64(want) {
-		return errors.New("ReadFrom returned a wrong count")
-	}
-	return nil
+	p, _ := payloads.LoadOrStore(n, pattern(n, uint64(n)+1))
+	return p.([]byte)
 }
 
-// TestBoundaries runs every boundary size through every feed with an
-// allocator that allows a single buffer out at a time: the chunker must never
-// need a second buffer while its emitted chunk is put back synchronously.
+// boundaryLengths returns the object sizes around the chunk boundaries of
+// size: 0, 1, size-1, size, size+1, 2*size, 2*size+1, without repeats.
+func boundaryLengths(size int) []int {
+	n := []int{0, 1, size - 1, size, size + 1, 2 * size, 2*size + 1}
+	slices.Sort(n)
+	return slices.Compact(n)
+}
+
+// TestBoundaries runs every object size around the chunk boundaries through
+// every feed, for chunk sizes of one byte, a few bytes, one quantum and
+// several 2 MiB pieces (5 MiB: pieces of 2, 2 and 1 MiB).
 func TestBoundaries(t *testing.T) {
-	for _, sz := range boundarySizes {
-		payload := pattern(sz.n, uint64(sz.n)+1)
-		for _, f := range feeds {
-			t.Run(sz.name+"/"+f.name, func(t *testing.T) {
-				a := newTestAlloc(t, q, 1)
-				withMD5 := sz.n%2 == 1
-				var opts []chunker.Option
-				if withMD5 {
-					opts = append(opts, chunker.WithMD5())
+	for _, size := range []int{1, 7, q, 5 << 20} {
+		for _, n := range boundaryLengths(size) {
+			p := payload(n)
+			for i, f := range feeds {
+				if f.maxLen > 0 && n > f.maxLen {
+					continue
 				}
-				r := chunk(t, a, func(c *chunker.Chunker) error { return f.feed(c, payload) }, opts...)
-				check(t, payload, q, withMD5, r)
-				if wantChunks := max(1, (sz.n+q-1)/q); len(r.emitted)+1 != wantChunks {
-					t.Errorf("%d chunks, want %d", len(r.emitted)+1, wantChunks)
+				withMD5 := (i+n)%2 == 0
+				t.Run(sizeName(size)+"/"+sizeName(n)+"/"+f.name, func(t *testing.T) {
+					var opts []chunker.Option
+					if withMD5 {
+						opts = append(opts, chunker.WithMD5())
+					}
+					o := newOwner(t, size, opts...)
+					f.run(o, p)
+					check(t, p, size, withMD5, o.finish())
+				})
+			}
+		}
+	}
+}
+
+func sizeName(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) <= 1:
+		return strconv.Itoa(n>>20) + "MiB" + plus(n%(1<<20))
+	case n >= 1<<10 && n%(1<<10) <= 1:
+		return strconv.Itoa(n>>10) + "KiB" + plus(n%(1<<10))
+	case n >= 1<<20 && (n+1)%(1<<20) == 0:
+		return strconv.Itoa((n+1)>>20) + "MiB-1"
+	case n >= 1<<10 && (n+1)%(1<<10) == 0:
+		return strconv.Itoa((n+1)>>10) + "KiB-1"
+	}
+	return strconv.Itoa(n)
+}
+
+func plus(r int) string {
+	if r == 0 {
+		return ""
+	}
+	return "+" + strconv.Itoa(r)
+}
+
+// TestPieces checks the per-piece CRC-32Cs of single chunks around MaxPiece.
+func TestPieces(t *testing.T) {
+	const m = chunker.MaxPiece
+	for _, tc := range []struct {
+		n          int
+		wantPieces int // 0: Pieces is nil
+	}{
+		{0, 0},
+		{1, 0},
+		{m - 1, 0},
+		{m, 0},
+		{m + 1, 2},
+		{2 * m, 2},
+		{2*m + 1, 3},
+		{5 << 20, 3},
+		{3 * m, 3},
+	} {
+		t.Run(sizeName(tc.n), func(t *testing.T) {
+			p := payload(tc.n)
+			o := newOwner(t, max(tc.n, 1))
+			o.c.Attach(o.bufs.get())
+			if k := o.c.Write(p); k != tc.n {
+				t.Fatalf("Write = %d, want %d", k, tc.n)
+			}
+			last, oneShot := o.c.Finish()
+			if !oneShot || len(last.Data) != tc.n {
+				t.Fatalf("Finish: %d bytes, oneShot %v", len(last.Data), oneShot)
+			}
+			if len(last.Pieces) != tc.wantPieces {
+				t.Errorf("%d Pieces, want %d", len(last.Pieces), tc.wantPieces)
+			}
+			checkChunk(t, o.c.ChunkSize(), last)
+			if got, want := o.c.CRC32C(), crc32c(p); got != want {
+				t.Errorf("object CRC32C %08x, want %08x", got, want)
+			}
+			o.bufs.put(last.Buf)
+		})
+	}
+}
+
+// TestChecksumsEachByteOnce counts the bytes that pass through the CRC-32C:
+// each payload byte exactly once, pieces and the object's checksum included.
+func TestChecksumsEachByteOnce(t *testing.T) {
+	for _, tc := range []struct {
+		size, n int
+	}{
+		{q, 3*q + 1},
+		{5 << 20, 11<<20 + 3},
+		{7, 100},
+	} {
+		for _, f := range []feed{feedWrite, feedFill} {
+			t.Run(sizeName(tc.size)+"/"+sizeName(tc.n)+"/"+f.name, func(t *testing.T) {
+				p := payload(tc.n)
+				o := newOwner(t, tc.size)
+				stop := crccount.Counting()
+				f.run(o, p)
+				r := o.finish()
+				if got := stop(); got != int64(tc.n) {
+					t.Errorf("%d bytes checksummed for a %d-byte object", got, tc.n)
 				}
+				check(t, p, tc.size, false, r)
 			})
 		}
 	}
 }
 
-func TestRandomWriteSplits(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	for round := range 40 {
-		size := 1 + rng.IntN(4096)
-		if round%8 == 0 {
-			size = q
-		}
-		n := rng.IntN(5*size + 2)
-		payload := pattern(n, rng.Uint64())
-		var lengths []int
-		for range 1 + rng.IntN(10) {
-			switch rng.IntN(3) {
-			case 0:
-				lengths = append(lengths, rng.IntN(8))
-			case 1:
-				lengths = append(lengths, rng.IntN(size+2))
-			default:
-				lengths = append(lengths, rng.IntN(3*size))
-			}
-		}
-		a := newTestAlloc(t, size, 1)
-		r := chunk(t, a, func(c *chunker.Chunker) error { return writeInPieces(c, payload, lengths) })
-		check(t, payload, size, false, r)
-		if t.Failed() {
-			t.Fatalf("round %d: size %d, payload %d, lengths %v", round, size, n, lengths)
-		}
-	}
-}
-
-// TestLazyEmit checks that a full chunk is emitted only when the next byte
-// arrives.
-func TestLazyEmit(t *testing.T) {
-	a := newTestAlloc(t, 8, 0)
-	var emitted int
-	c, err := chunker.New(context.Background(), a, func(ch chunker.Chunk) error {
-		emitted++
-		return a.Put(ch.Buf)
-	})
+// TestStates walks one Chunker through every state and checks what it
+// reports after each step.
+func TestStates(t *testing.T) {
+	b := newBufs(t, 4)
+	c, err := chunker.New(4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustWrite(t, c, "12345678")
-	if emitted != 0 {
-		t.Fatalf("a full chunk was emitted before the next byte: %d", emitted)
+	r := strings.NewReader("efg")
+	var sealed, last chunker.Chunk
+	var oneShot bool
+	steps := []struct {
+		name                 string
+		do                   func(t *testing.T)
+		holding, needs, full bool
+		size                 int64
+	}{
+		{"new", func(*testing.T) {}, false, true, false, 0},
+		{"Write without a buffer takes nothing", func(t *testing.T) { wantInt(t, "Write", c.Write([]byte("x")), 0) }, false, true, false, 0},
+		{"Attach", func(*testing.T) { c.Attach(b.get()) }, true, false, false, 0},
+		{"Write fills the buffer", func(t *testing.T) { wantInt(t, "Write", c.Write([]byte("abcdXYZ")), 4) }, true, false, true, 4},
+		{"Write into a full buffer takes nothing", func(t *testing.T) { wantInt(t, "Write", c.Write([]byte("x")), 0) }, true, false, true, 4},
+		{"Fill at the end of a reader keeps the full chunk", func(t *testing.T) {
+			n, err := c.Fill(strings.NewReader(""))
+			wantInt(t, "Fill", n, 0)
+			wantErr(t, err, io.EOF)
+		}, true, false, true, 4},
+		{"Fill reads one byte past the full chunk", func(t *testing.T) {
+			n, err := c.Fill(r)
+			wantInt(t, "Fill", n, 1)
+			wantErr(t, err, nil)
+		}, true, true, true, 5},
+		{"Write with a byte waiting takes nothing", func(t *testing.T) { wantInt(t, "Write", c.Write([]byte("x")), 0) }, true, true, true, 5},
+		{"Seal", func(*testing.T) { sealed = c.Seal() }, false, true, false, 5},
+		{"Attach puts the waiting byte first", func(*testing.T) { c.Attach(b.get()) }, true, false, false, 5},
+		{"Fill to the end", func(t *testing.T) {
+			n, err := c.Fill(r)
+			wantInt(t, "Fill", n, 2)
+			wantErr(t, err, io.EOF)
+		}, true, false, false, 7},
+		{"Finish", func(*testing.T) { last, oneShot = c.Finish() }, false, true, false, 7},
 	}
-	mustWrite(t, c, "")
-	if emitted != 0 {
-		t.Fatalf("an empty Write emitted a chunk")
+	for _, s := range steps {
+		s.do(t)
+		if c.Holding() != s.holding || c.NeedsBuffer() != s.needs || c.Full() != s.full || c.Size() != s.size {
+			t.Fatalf("after %q: Holding %v NeedsBuffer %v Full %v Size %d; want %v %v %v %d", s.name,
+				c.Holding(), c.NeedsBuffer(), c.Full(), c.Size(), s.holding, s.needs, s.full, s.size)
+		}
 	}
-	mustWrite(t, c, "9")
-	if emitted != 1 {
-		t.Fatalf("emitted %d chunks after the 9th byte, want 1", emitted)
+	if string(sealed.Data) != "abcd" || sealed.Offset != 0 || string(last.Data) != "efg" || last.Offset != 4 || oneShot {
+		t.Fatalf("chunks %q at %d and %q at %d, oneShot %v", sealed.Data, sealed.Offset, last.Data, last.Offset, oneShot)
 	}
-	last, oneShot, err := c.Finish()
-	if err != nil || oneShot || string(last.Data) != "9" || last.Offset != 8 {
-		t.Fatalf("Finish = %q at %d, oneShot %v, %v", last.Data, last.Offset, oneShot, err)
+	if got, want := c.CRC32C(), crc32c([]byte("abcdefg")); got != want {
+		t.Fatalf("CRC32C %08x, want %08x", got, want)
 	}
-	_ = a.Put(last.Buf)
+	b.put(sealed.Buf)
+	b.put(last.Buf)
 }
 
-func TestReadFromExactChunkFetchesOnce(t *testing.T) {
-	for _, f := range feeds {
-		t.Run(f.name, func(t *testing.T) {
-			a := newTestAlloc(t, q, 1)
-			payload := pattern(q, 7)
-			r := chunk(t, a, func(c *chunker.Chunker) error { return f.feed(c, payload) })
-			check(t, payload, q, false, r)
-			if !r.oneShot || len(r.emitted) != 0 || a.gets != 1 {
-				t.Fatalf("oneShot %v, emitted %d, gets %d; want true, 0, 1", r.oneShot, len(r.emitted), a.gets)
+func wantInt(t *testing.T, what string, got, want int) {
+	t.Helper()
+	if got != want {
+		t.Fatalf("%s = %d, want %d", what, got, want)
+	}
+}
+
+func wantErr(t *testing.T, got, want error) {
+	t.Helper()
+	if !errors.Is(got, want) || (want == nil && got != nil) {
+		t.Fatalf("error %v, want %v", got, want)
+	}
+}
+
+// lastReadErr returns its data and errRead in the same read, then errRead.
+type lastReadErr struct{ p []byte }
+
+var errRead = errors.New("read failed")
+
+func (r *lastReadErr) Read(b []byte) (int, error) {
+	n := copy(b, r.p)
+	r.p = r.p[n:]
+	if len(r.p) == 0 {
+		return n, errRead
+	}
+	return n, nil
+}
+
+// TestFillReaderErrors checks that an error of the reader is returned as it
+// is, with the bytes read before it kept, and that the Chunker then goes on
+// with the rest of the stream.
+func TestFillReaderErrors(t *testing.T) {
+	head, tail := payload(2500), pattern(700, 7)
+	all := append(bytes.Clone(head), tail...)
+	for _, tc := range []struct {
+		name string
+		size int
+		// setup returns the reader that fails and the one that gives the
+		// rest of the object (the same one if it goes on after its error)
+		setup func() (first, rest io.Reader)
+		want  []byte // the object
+		n     int    // bytes read before the error
+		err   error
+		full  bool // after the error, the held buffer is full and no byte waits
+	}{
+		{"ErrReader", 1000, func() (io.Reader, io.Reader) {
+			return iotest.ErrReader(errRead), bytes.NewReader(tail)
+		}, tail, 0, errRead, false},
+		{"data then ErrReader", 1000, func() (io.Reader, io.Reader) {
+			return io.MultiReader(bytes.NewReader(head), iotest.ErrReader(errRead)), bytes.NewReader(tail)
+		}, all, len(head), errRead, false},
+		{"data and error in one read", 1000, func() (io.Reader, io.Reader) {
+			return &lastReadErr{head}, bytes.NewReader(tail)
+		}, all, len(head), errRead, false},
+		{"error on the read past a full chunk", 500, func() (io.Reader, io.Reader) {
+			return io.MultiReader(bytes.NewReader(head), iotest.ErrReader(errRead)), bytes.NewReader(tail)
+		}, all, len(head), errRead, true},
+		{"TimeoutReader, then the same reader", 1000, func() (io.Reader, io.Reader) {
+			// The first read takes half of the 1000-byte buffer, the
+			// second times out, the next ones go on.
+			r := iotest.TimeoutReader(iotest.HalfReader(bytes.NewReader(head)))
+			return r, r
+		}, head, 500, iotest.ErrTimeout, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			first, rest := tc.setup()
+			o := newOwner(t, tc.size, chunker.WithMD5())
+			n, err := o.fill(first)
+			if n != int64(tc.n) || !errors.Is(err, tc.err) {
+				t.Fatalf("fill = %d, %v; want %d, %v", n, err, tc.n, tc.err)
 			}
+			if o.c.Size() != n {
+				t.Fatalf("Size = %d after %d bytes", o.c.Size(), n)
+			}
+			if tc.full && (!o.c.Full() || o.c.NeedsBuffer()) {
+				t.Fatalf("after an error on the read past a full chunk: Full %v NeedsBuffer %v", o.c.Full(), o.c.NeedsBuffer())
+			}
+			m, err := o.fill(rest)
+			if err != nil || n+m != int64(len(tc.want)) {
+				t.Fatalf("fill after the error = %d, %v; want %d bytes in all", m, err, len(tc.want))
+			}
+			check(t, tc.want, tc.size, true, o.finish())
 		})
 	}
 }
 
-func mustWrite(t *testing.T, c *chunker.Chunker, s string) {
-	t.Helper()
-	if n, err := c.Write([]byte(s)); err != nil || n != len(s) {
-		t.Fatalf("Write(%q) = %d, %v", s, n, err)
-	}
-}
-
-func TestReaderErrorsKeepTheStream(t *testing.T) {
-	errRead := errors.New("read failed")
-	a := newTestAlloc(t, 1000, 1)
-	head, tail := pattern(2500, 1), pattern(700, 2)
-	r := chunk(t, a, func(c *chunker.Chunker) error {
-		n, err := c.ReadFrom(iotest.ErrReader(errRead))
-		if n != 0 || !errors.Is(err, errRead) {
-			t.Errorf("ReadFrom(ErrReader) = %d, %v", n, err)
-		}
-		n, err = c.ReadFrom(io.MultiReader(bytes.NewReader(head), iotest.ErrReader(errRead)))
-		if n != int64(len(head)) || !errors.Is(err, errRead) {
-			t.Errorf("ReadFrom(data then error) = %d, %v", n, err)
-		}
-		// TimeoutReader fails its second read only; a later ReadFrom
-		// picks up where it stopped.
-		tr := iotest.TimeoutReader(iotest.HalfReader(bytes.NewReader(tail)))
-		n1, err := c.ReadFrom(tr)
-		if !errors.Is(err, iotest.ErrTimeout) {
-			t.Errorf("ReadFrom(TimeoutReader) = %d, %v", n1, err)
-		}
-		n2, err := c.ReadFrom(tr)
-		if err != nil || n1+n2 != int64(len(tail)) {
-			t.Errorf("ReadFrom after timeout = %d+%d, %v", n1, n2, err)
-		}
-		return nil
-	})
-	check(t, append(head, tail...), 1000, false, r)
-}
-
-// TestReaderErrorOnFullChunk fails the read that probes past a full chunk.
-func TestReaderErrorOnFullChunk(t *testing.T) {
-	errRead := errors.New("read failed")
-	a := newTestAlloc(t, 16, 1)
-	payload := pattern(16, 3)
-	r := chunk(t, a, func(c *chunker.Chunker) error {
-		n, err := c.ReadFrom(io.MultiReader(bytes.NewReader(payload), iotest.ErrReader(errRead)))
-		if n != 16 || !errors.Is(err, errRead) {
-			t.Errorf("ReadFrom = %d, %v", n, err)
-		}
-		return nil
-	})
-	check(t, payload, 16, false, r)
-}
-
-type badReader struct{ n int }
-
-func (r badReader) Read(p []byte) (int, error) { return r.n, nil }
-
+// TestBadReaders checks that a reader breaking the io.Reader contract gives
+// an error from Fill, that nothing it claims is taken, and that the Chunker
+// stays usable.
 func TestBadReaders(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		r    io.Reader
-		want error
-	}{
-		{"negative count", badReader{-1}, nil},
-		{"count beyond buffer", badReader{1 << 30}, nil},
-		{"no progress", badReader{0}, io.ErrNoProgress},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			a := newTestAlloc(t, 64, 1)
-			c, err := chunker.New(context.Background(), a, collector(t, a, &result{}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			n, err := c.ReadFrom(tc.r)
-			if err == nil || n != 0 || (tc.want != nil && !errors.Is(err, tc.want)) {
-				t.Fatalf("ReadFrom = %d, %v", n, err)
-			}
-			// A reader's fault does not break the chunker.
-			mustWrite(t, c, "ok")
-			last, _, err := c.Finish()
-			if err != nil || string(last.Data) != "ok" {
-				t.Fatalf("Finish = %q, %v", last.Data, err)
-			}
-			_ = a.Put(last.Buf)
-		})
-	}
-	t.Run("nil reader", func(t *testing.T) {
-		a := newTestAlloc(t, 64, 1)
-		c, _ := chunker.New(context.Background(), a, collector(t, a, &result{}))
-		if _, err := c.ReadFrom(nil); err == nil {
-			t.Fatal("ReadFrom(nil) succeeded")
-		}
-		c.Abort()
-	})
-	t.Run("probe count beyond 1", func(t *testing.T) {
-		a := newTestAlloc(t, 4, 1)
-		c, _ := chunker.New(context.Background(), a, collector(t, a, &result{}))
-		mustWrite(t, c, "full")
-		if n, err := c.ReadFrom(badReader{2}); err == nil || n != 0 {
-			t.Fatalf("ReadFrom = %d, %v", n, err)
-		}
-		c.Abort()
-	})
-}
-
-func TestEmitErrorBreaksTheChunker(t *testing.T) {
-	errEmit := errors.New("emit failed")
-	a := newTestAlloc(t, 10, 1)
-	c, err := chunker.New(context.Background(), a, func(ch chunker.Chunk) error {
-		_ = a.Put(ch.Buf) // the receiver owns the chunk even when failing
-		return errEmit
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := c.Write(pattern(25, 1))
-	if n != 10 || !errors.Is(err, errEmit) {
-		t.Fatalf("Write = %d, %v; want 10, errEmit", n, err)
-	}
-	if n, err := c.Write([]byte("x")); n != 0 || !errors.Is(err, errEmit) {
-		t.Errorf("Write after emit error = %d, %v", n, err)
-	}
-	if n, err := c.ReadFrom(strings.NewReader("x")); n != 0 || !errors.Is(err, errEmit) {
-		t.Errorf("ReadFrom after emit error = %d, %v", n, err)
-	}
-	if _, _, err := c.Finish(); !errors.Is(err, errEmit) {
-		t.Errorf("Finish after emit error = %v", err)
-	}
-	c.Abort()
-	c.Abort()
-	if a.outstanding() != 0 {
-		t.Errorf("%d buffers out after Abort", a.outstanding())
-	}
-}
-
-func TestEmitErrorFromReadFrom(t *testing.T) {
-	errEmit := errors.New("emit failed")
-	a := newTestAlloc(t, 10, 1)
-	c, _ := chunker.New(context.Background(), a, func(ch chunker.Chunk) error {
-		_ = a.Put(ch.Buf)
-		return errEmit
-	})
-	n, err := c.ReadFrom(readerOnly{bytes.NewReader(pattern(25, 1))})
-	if n != 10 || !errors.Is(err, errEmit) {
-		t.Fatalf("ReadFrom = %d, %v; want 10, errEmit", n, err)
-	}
-	c.Abort()
-}
-
-func TestAllocatorErrors(t *testing.T) {
-	errGet := errors.New("no buffer today")
-	put := func(*[]byte) error { return nil }
-	for _, tc := range []struct {
-		name string
-		a    pool.Allocator
-		is   error
-	}{
-		{"Get error", funcAlloc{get: func(context.Context) (*[]byte, error) { return nil, errGet }, put: put, size: 8}, errGet},
-		{"nil buffer", funcAlloc{get: func(context.Context) (*[]byte, error) { return nil, nil }, put: put, size: 8}, nil},
-		{"short buffer", funcAlloc{get: func(context.Context) (*[]byte, error) {
-			b := make([]byte, 7)
-			return &b, nil
-		}, put: put, size: 8}, nil},
-		{"long buffer", funcAlloc{get: func(context.Context) (*[]byte, error) {
-			b := make([]byte, 9)
-			return &b, nil
-		}, put: put, size: 8}, nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c, err := chunker.New(context.Background(), tc.a, func(chunker.Chunk) error { return nil })
-			if err != nil {
-				t.Fatal(err)
-			}
-			n, err := c.Write([]byte("x"))
-			if n != 0 || err == nil || (tc.is != nil && !errors.Is(err, tc.is)) {
-				t.Fatalf("Write = %d, %v", n, err)
-			}
-			t.Log(err)
-			if _, err2 := c.ReadFrom(strings.NewReader("y")); !errors.Is(err2, err) {
-				t.Errorf("ReadFrom after allocator error = %v, want %v", err2, err)
-			}
-			if _, _, err2 := c.Finish(); !errors.Is(err2, err) {
-				t.Errorf("Finish after allocator error = %v, want %v", err2, err)
-			}
-			c.Abort()
-		})
-	}
-	t.Run("wrong-length buffer goes back", func(t *testing.T) {
-		var put int
-		a := funcAlloc{
-			get:  func(context.Context) (*[]byte, error) { b := make([]byte, 3); return &b, nil },
-			put:  func(*[]byte) error { put++; return nil },
-			size: 8,
-		}
-		c, _ := chunker.New(context.Background(), a, func(chunker.Chunk) error { return nil })
-		if _, err := c.Write([]byte("x")); err == nil || put != 1 {
-			t.Fatalf("Write err %v, %d Puts; want an error and 1 Put", err, put)
-		}
-	})
-}
-
-// TestBudgetBlocksAndCancels feeds a chunker from a pool with a budget of one
-// buffer while emit keeps the chunks: the next Get must block until ctx is
-// cancelled, and Write must then return ctx.Err().
-func TestBudgetBlocksAndCancels(t *testing.T) {
-	p, err := pool.New(pool.WithBudget(q))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var kept []*[]byte
-	c, err := chunker.New(ctx, p, func(ch chunker.Chunk) error {
-		kept = append(kept, ch.Buf) // not put back: the budget is spent
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustWrite(t, c, strings.Repeat("a", q))
-
-	type res struct {
-		n   int
-		err error
-	}
-	done := make(chan res, 1)
-	go func() {
-		n, err := c.Write([]byte("b"))
-		done <- res{n, err}
-	}()
-	for i := 0; p.Stats().BudgetWaits == 0; i++ {
-		if i > 20000 {
-			t.Fatal("Write never waited for the budget")
-		}
-		runtime.Gosched()
-		time.Sleep(100 * time.Microsecond)
-	}
-	select {
-	case r := <-done:
-		t.Fatalf("Write returned %d, %v beyond the budget", r.n, r.err)
-	default:
-	}
-	cancel()
-	r := <-done
-	if r.n != 0 || !errors.Is(r.err, context.Canceled) {
-		t.Fatalf("Write = %d, %v; want 0, context.Canceled", r.n, r.err)
-	}
-	if len(kept) != 1 {
-		t.Fatalf("emitted %d chunks, want 1", len(kept))
-	}
-	for _, b := range kept {
-		if err := p.Put(b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c.Abort()
-	if st := p.Stats(); st.InUseBytes != 0 || st.Gets != st.Puts {
-		t.Fatalf("pool Stats after Abort = %+v", st)
-	}
-}
-
-func TestNewErrors(t *testing.T) {
-	ok := newTestAlloc(t, 8, 0)
-	emit := func(chunker.Chunk) error { return nil }
-	sized := func(n int) pool.Allocator { return funcAlloc{size: n} }
-	for _, tc := range []struct {
-		name string
-		ctx  context.Context
-		a    pool.Allocator
-		emit func(chunker.Chunk) error
-	}{
-		{"nil context", nil, ok, emit},
-		{"nil allocator", context.Background(), nil, emit},
-		{"nil emit", context.Background(), ok, nil},
-		{"zero buffer size", context.Background(), sized(0), emit},
-		{"negative buffer size", context.Background(), sized(-1), emit},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c, err := chunker.New(tc.ctx, tc.a, tc.emit)
-			if err == nil || c != nil {
-				t.Fatalf("New = %v, %v; want an error", c, err)
-			}
-			t.Log(err)
-		})
-	}
-}
-
-func TestFinishAndAbortLifecycle(t *testing.T) {
-	a := newTestAlloc(t, 8, 1)
-	c, _ := chunker.New(context.Background(), a, collector(t, a, &result{}), chunker.WithMD5())
-	if c.ChunkSize() != 8 {
-		t.Fatalf("ChunkSize = %d", c.ChunkSize())
-	}
-	mustWrite(t, c, "abc")
-	if c.Size() != 3 || c.MD5() != nil {
-		t.Fatalf("before Finish: Size %d, MD5 %x", c.Size(), c.MD5())
-	}
-	last, oneShot, err := c.Finish()
-	if err != nil || !oneShot || string(last.Data) != "abc" {
-		t.Fatalf("Finish = %q, %v, %v", last.Data, oneShot, err)
-	}
-	c.Abort() // after Finish: nothing held, nothing changes
-	if _, err := c.Write([]byte("d")); err == nil {
-		t.Error("Write after Finish succeeded")
-	}
-	if _, err := c.ReadFrom(strings.NewReader("d")); err == nil {
-		t.Error("ReadFrom after Finish succeeded")
-	}
-	if _, _, err := c.Finish(); err == nil {
-		t.Error("second Finish succeeded")
-	}
-	if c.Size() != 3 || c.CRC32C() != crc32c([]byte("abc")) || len(c.MD5()) != 16 {
-		t.Errorf("after Finish: Size %d CRC32C %08x MD5 %x", c.Size(), c.CRC32C(), c.MD5())
-	}
-	m := c.MD5()
-	m[0] ^= 0xFF
-	if bytes.Equal(m, c.MD5()) {
-		t.Error("MD5 returned the Chunker's own slice")
-	}
-	_ = a.Put(last.Buf)
-
-	// Abort while holding a buffer puts it back and breaks the chunker.
-	c2, _ := chunker.New(context.Background(), a, collector(t, a, &result{}))
-	mustWrite(t, c2, "abc")
-	if a.outstanding() != 1 {
-		t.Fatalf("%d buffers out while writing", a.outstanding())
-	}
-	c2.Abort()
-	c2.Abort()
-	if a.outstanding() != 0 {
-		t.Fatalf("%d buffers out after Abort", a.outstanding())
-	}
-	if _, err := c2.Write([]byte("d")); err == nil {
-		t.Error("Write after Abort succeeded")
-	}
-	if _, _, err := c2.Finish(); err == nil {
-		t.Error("Finish after Abort succeeded")
-	}
-}
-
-func TestEmptyReadFromPutsItsBufferBack(t *testing.T) {
-	a := newTestAlloc(t, 8, 1)
-	r := chunk(t, a, func(c *chunker.Chunker) error {
-		_, err := c.ReadFrom(readerOnly{strings.NewReader("")})
-		return err
-	})
-	check(t, nil, 8, false, r)
-	if a.gets != 1 {
-		t.Fatalf("gets = %d", a.gets)
-	}
-}
-
-func TestZeroChunker(t *testing.T) {
-	var c chunker.Chunker
-	if _, err := c.Write([]byte("x")); err == nil {
-		t.Error("Write on a zero Chunker succeeded")
-	}
-	if _, err := c.ReadFrom(strings.NewReader("x")); err == nil {
-		t.Error("ReadFrom on a zero Chunker succeeded")
-	}
-	if _, _, err := c.Finish(); err == nil {
-		t.Error("Finish on a zero Chunker succeeded")
-	}
-	c.Abort()
-}
-
-// TestCallerBuffer runs the chunker on pool.Fixed, as the uploader does with a
-// caller's own buffer.
-func TestCallerBuffer(t *testing.T) {
-	for _, tc := range []struct {
 		name    string
-		bufLen  int
-		payload int
+		n       int  // what the reader returns on every read
+		fullBuf bool // the buffer is full, so Fill reads one byte past it
+		err     error
+		calls   int // reads Fill makes (0: not checked)
 	}{
-		{"small buffer, object fits", 1000, 1000},
-		{"small buffer, empty object", 1000, 0},
-		{"small buffer, object too big", 1000, 2500},
-		{"one quantum, exact object", q, q},
-		{"two quanta, many chunks", 2*q + 17, 5*q + 3},
+		{"negative count", -1, false, nil, 1},
+		{"count beyond the buffer", 1 << 30, false, nil, 1},
+		{"negative count past a full chunk", -1, true, nil, 1},
+		{"count beyond one byte past a full chunk", 2, true, nil, 1},
+		{"no data and no error forever", 0, false, io.ErrNoProgress, 100},
+		{"no data and no error forever past a full chunk", 0, true, io.ErrNoProgress, 100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			buf := make([]byte, tc.bufLen)
-			f, err := pool.NewFixed(buf)
+			const size = 64
+			o := newOwner(t, size)
+			var want []byte
+			o.c.Attach(o.bufs.get())
+			if tc.fullBuf {
+				want = pattern(size, 1)
+				o.write(want)
+			}
+			r := &badReader{n: tc.n}
+			n, err := o.c.Fill(r)
+			if err == nil || n != 0 || (tc.err != nil && !errors.Is(err, tc.err)) {
+				t.Fatalf("Fill = %d, %v; want 0 and an error (%v)", n, err, tc.err)
+			}
+			if tc.calls > 0 && r.calls != tc.calls {
+				t.Errorf("Fill read %d times, want %d", r.calls, tc.calls)
+			}
+			if o.c.Size() != int64(len(want)) || o.c.NeedsBuffer() {
+				t.Fatalf("after the bad reader: Size %d, NeedsBuffer %v", o.c.Size(), o.c.NeedsBuffer())
+			}
+			o.write([]byte("ok"))
+			want = append(want, "ok"...)
+			check(t, want, size, false, o.finish())
+		})
+	}
+}
+
+// TestMisusePanics checks that each programming error of an owner panics
+// with a message that names the package, and that the Chunker is left as it
+// was.
+func TestMisusePanics(t *testing.T) {
+	type env struct {
+		c *chunker.Chunker
+		b *bufs
+	}
+	const size = 4
+	attach := func(e *env) { e.c.Attach(e.b.get()) }
+	finish := func(e *env) {
+		last, _ := e.c.Finish()
+		if last.Buf != nil {
+			e.b.put(last.Buf)
+		}
+	}
+	abort := func(e *env) {
+		if b := e.c.Abort(); b != nil {
+			e.b.put(b)
+		}
+	}
+	pending := func(e *env) { // a full chunk and a byte read past it
+		attach(e)
+		e.c.Write([]byte("abcd"))
+		if n, err := e.c.Fill(strings.NewReader("ef")); n != 1 || err != nil {
+			panic("setup: Fill did not read past the chunk")
+		}
+	}
+	stranger := func(n int) *[]byte { b := make([]byte, n); return &b }
+	for _, tc := range []struct {
+		name   string
+		setup  func(e *env)
+		misuse func(e *env)
+		want   string
+	}{
+		{"Attach while holding", attach, func(e *env) { e.c.Attach(stranger(size)) }, "while a buffer is held"},
+		{"Attach of nil", func(*env) {}, func(e *env) { e.c.Attach(nil) }, "not 4 bytes"},
+		{"Attach of a short buffer", func(*env) {}, func(e *env) { e.c.Attach(stranger(size - 1)) }, "not 4 bytes"},
+		{"Attach of a long buffer", func(*env) {}, func(e *env) { e.c.Attach(stranger(size + 1)) }, "not 4 bytes"},
+		{"Attach after Finish", finish, func(e *env) { e.c.Attach(stranger(size)) }, "after Finish"},
+		{"Attach after Abort", func(e *env) { attach(e); abort(e) }, func(e *env) { e.c.Attach(stranger(size)) }, "Abort"},
+		{"Fill without a buffer", func(*env) {}, func(e *env) { e.c.Fill(strings.NewReader("x")) }, "Fill"},
+		{"Fill after Finish", finish, func(e *env) { e.c.Fill(strings.NewReader("x")) }, "Fill"},
+		{"Fill with a byte waiting", pending, func(e *env) { e.c.Fill(strings.NewReader("x")) }, "Fill"},
+		{"Seal without a buffer", func(*env) {}, func(e *env) { e.c.Seal() }, "Seal without a buffer"},
+		{"Seal after Finish", func(e *env) { attach(e); finish(e) }, func(e *env) { e.c.Seal() }, "Seal without a buffer"},
+		{"Finish twice", finish, func(e *env) { e.c.Finish() }, "Finish after Finish"},
+		{"Finish after Abort", abort, func(e *env) { e.c.Finish() }, "Abort"},
+		{"Finish with a byte waiting", pending, func(e *env) { e.c.Finish() }, "byte waiting"},
+		{"Reset while holding", attach, func(e *env) { e.c.Reset(size) }, "Reset while a buffer is held"},
+		{"PieceCRC32C beyond a one-piece chunk", func(*env) {}, func(e *env) {
+			ch := chunker.Chunk{CRC32C: 1}
+			ch.PieceCRC32C(1)
+		}, "piece 1 of a one-piece chunk"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := chunker.New(size)
 			if err != nil {
 				t.Fatal(err)
 			}
-			payload := pattern(tc.payload, 9)
-			for _, fd := range feeds {
-				// A Fixed blocks when all slots are out; wrap it so a
-				// chunker that needs one slot too many fails instead.
-				a := &slotGuard{Fixed: f, free: f.Slots()}
-				r := chunk(t, a, func(c *chunker.Chunker) error { return fd.feed(c, payload) })
-				check(t, payload, f.BufferSize(), false, r)
-				if t.Failed() {
-					t.Fatalf("feed %s", fd.name)
-				}
-				if a.free != f.Slots() {
-					t.Fatalf("feed %s: %d of %d slots free at the end", fd.name, a.free, f.Slots())
-				}
+			e := &env{c, newBufs(t, size)}
+			defer abort(e)
+			tc.setup(e)
+			holding, needs, full, n := c.Holding(), c.NeedsBuffer(), c.Full(), c.Size()
+			msg := panicMessage(func() { tc.misuse(e) })
+			if !strings.HasPrefix(msg, "chunker: ") || !strings.Contains(msg, tc.want) {
+				t.Fatalf("panic %q, want a chunker panic about %q", msg, tc.want)
+			}
+			if c.Holding() != holding || c.NeedsBuffer() != needs || c.Full() != full || c.Size() != n {
+				t.Fatalf("the panic changed the Chunker: Holding %v NeedsBuffer %v Full %v Size %d, was %v %v %v %d",
+					c.Holding(), c.NeedsBuffer(), c.Full(), c.Size(), holding, needs, full, n)
 			}
 		})
 	}
 }
 
-// slotGuard fails a Get that would block on its Fixed. It is used from one
-// goroutine only.
-type slotGuard struct {
-	*pool.Fixed
-	free int
-}
-
-func (g *slotGuard) Get(ctx context.Context) (*[]byte, error) {
-	if g.free == 0 {
-		return nil, errExhausted
-	}
-	b, err := g.Fixed.Get(ctx)
-	if err == nil {
-		g.free--
-	}
-	return b, err
-}
-
-func (g *slotGuard) Put(b *[]byte) error {
-	err := g.Fixed.Put(b)
-	if err == nil {
-		g.free++
-	}
-	return err
-}
-
-// TestAllocations checks that a chunker allocates only itself, however many
-// chunks it cuts: the buffers come from the allocator (here a Fixed, which
-// never allocates).
-func TestAllocations(t *testing.T) {
-	f, err := pool.NewFixed(make([]byte, q))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	emit := func(ch chunker.Chunk) error { return f.Put(ch.Buf) }
-	for _, n := range []int{0, 1024, 3*q + 1} {
-		payload := pattern(n, 1)
-		allocs := testing.AllocsPerRun(20, func() {
-			c, err := chunker.New(ctx, f, emit)
-			if err != nil {
-				panic(err)
-			}
-			if _, err := c.Write(payload); err != nil {
-				panic(err)
-			}
-			last, _, err := c.Finish()
-			if err != nil {
-				panic(err)
-			}
-			if last.Buf != nil {
-				if err := f.Put(last.Buf); err != nil {
-					panic(err)
-				}
-			}
-		})
-		if allocs > 1 {
-			t.Errorf("%d-byte object: %.0f allocations, want 1 (the Chunker)", n, allocs)
+// panicMessage runs f and returns the string it panicked with, or "" if it
+// did not panic.
+func panicMessage(f func()) (msg string) {
+	defer func() {
+		switch v := recover().(type) {
+		case nil:
+		case string:
+			msg = v
+		case error:
+			msg = v.Error()
+		default:
+			msg = "unexpected panic value"
 		}
+	}()
+	f()
+	return ""
+}
+
+// TestFinishWithAByteWaitingCanGoOn checks that after the panic of Finish on
+// a byte read past a full chunk, the owner can still Seal, Attach and Finish.
+func TestFinishWithAByteWaitingCanGoOn(t *testing.T) {
+	o := newOwner(t, 4)
+	o.write([]byte("abcd"))
+	if n, err := o.c.Fill(strings.NewReader("e")); n != 1 || err != nil {
+		t.Fatalf("Fill = %d, %v", n, err)
+	}
+	if msg := panicMessage(func() { o.c.Finish() }); msg == "" {
+		t.Fatal("Finish with a byte waiting did not panic")
+	}
+	check(t, []byte("abcde"), 4, false, o.finish())
+}
+
+// TestAbort checks that Abort hands back the buffer held, whatever the
+// state, and ends the Chunker.
+func TestAbort(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(o *owner)
+		held  bool
+	}{
+		{"nothing attached", func(*owner) {}, false},
+		{"empty buffer", func(o *owner) { o.c.Attach(o.bufs.get()) }, true},
+		{"partial buffer", func(o *owner) { o.write([]byte("ab")) }, true},
+		{"full buffer", func(o *owner) { o.write([]byte("abcd")) }, true},
+		{"full buffer and a byte waiting", func(o *owner) {
+			o.write([]byte("abcd"))
+			o.c.Fill(strings.NewReader("e"))
+		}, true},
+		{"after Seal", func(o *owner) { o.write([]byte("abcd")); o.bufs.put(o.c.Seal().Buf) }, false},
+		{"after Finish", func(o *owner) { o.write([]byte("ab")); o.finish() }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := newOwner(t, 4)
+			tc.setup(o)
+			var held *[]byte
+			for b := range o.bufs.out {
+				held = b
+			}
+			b := o.c.Abort()
+			if tc.held && (b == nil || b != held) {
+				t.Fatalf("Abort = %p, want the held buffer %p", b, held)
+			}
+			if !tc.held && b != nil {
+				t.Fatalf("Abort = %p, want nil", b)
+			}
+			if b != nil {
+				o.bufs.put(b)
+			}
+			if o.c.Holding() {
+				t.Fatal("Holding after Abort")
+			}
+			if b := o.c.Abort(); b != nil {
+				t.Fatal("a second Abort handed back a buffer")
+			}
+		})
+	}
+}
+
+// TestReset checks that a Chunker can be reused through Reset, with other
+// options and another size, after Finish or Abort, and from its zero value.
+func TestReset(t *testing.T) {
+	var c chunker.Chunker
+	for i, tc := range []struct {
+		size    int
+		opts    []chunker.Option
+		withMD5 bool
+		n       int
+		abort   bool // abort half way, then Reset and run again
+	}{
+		{8, []chunker.Option{chunker.WithMD5()}, true, 20, false},
+		{16, nil, false, 16, false},
+		{3, []chunker.Option{nil, chunker.WithMD5()}, true, 10, true},
+		{q, nil, false, q + 1, false},
+		{1, nil, false, 0, false},
+	} {
+		if err := c.Reset(tc.size, tc.opts...); err != nil {
+			t.Fatalf("run %d: Reset(%d): %v", i, tc.size, err)
+		}
+		if c.ChunkSize() != tc.size || c.Size() != 0 || c.Holding() || c.MD5() != nil {
+			t.Fatalf("run %d: after Reset: ChunkSize %d Size %d Holding %v MD5 %x", i, c.ChunkSize(), c.Size(), c.Holding(), c.MD5())
+		}
+		p := pattern(tc.n, uint64(i))
+		o := &owner{t: t, c: &c, bufs: newBufs(t, tc.size)}
+		if tc.abort {
+			o.write(p[:tc.n/2])
+			o.bufs.put(c.Abort())
+			if err := c.Reset(tc.size, tc.opts...); err != nil {
+				t.Fatal(err)
+			}
+			o = &owner{t: t, c: &c, bufs: o.bufs}
+		}
+		o.write(p)
+		check(t, p, tc.size, tc.withMD5, o.finish())
+	}
+}
+
+func TestNewAndResetErrors(t *testing.T) {
+	for _, size := range []int{0, -1, -q} {
+		c, err := chunker.New(size)
+		if err == nil || c != nil {
+			t.Errorf("New(%d) = %v, %v; want an error", size, c, err)
+		}
+		var z chunker.Chunker
+		if err := z.Reset(size); err == nil {
+			t.Errorf("Reset(%d) succeeded", size)
+		}
+	}
+	c, err := chunker.New(1, nil)
+	if err != nil || c.ChunkSize() != 1 {
+		t.Fatalf("New(1, nil) = %v, %v", c, err)
+	}
+}
+
+func TestMD5IsACopy(t *testing.T) {
+	o := newOwner(t, 8, chunker.WithMD5())
+	if o.c.MD5() != nil {
+		t.Fatal("MD5 before Finish")
+	}
+	o.write([]byte("abc"))
+	o.finish()
+	m := o.c.MD5()
+	m[0] ^= 0xFF
+	if bytes.Equal(m, o.c.MD5()) {
+		t.Fatal("MD5 returned the Chunker's own slice")
+	}
+}
+
+// TestAllocations checks what a Chunker allocates per object: itself (New)
+// and the Pieces of each chunk longer than MaxPiece, nothing else, through
+// Write and Fill alike.
+func TestAllocations(t *testing.T) {
+	ring := [2][]byte{}
+	for _, tc := range []struct {
+		name  string
+		reset bool
+		size  int
+		n     int
+		fill  bool
+		want  float64
+	}{
+		{"New, small object", false, q, 1024, false, 1},
+		{"New, Write", false, q, 3*q + 1, false, 1},
+		{"New, Fill", false, q, 3*q + 1, true, 1},
+		{"Reset, Write", true, q, 3*q + 1, false, 0},
+		{"Reset, Fill", true, q, 3*q + 1, true, 0},
+		{"Reset, empty", true, q, 0, false, 0},
+		{"Reset, 2 MiB chunks", true, chunker.MaxPiece, 5 << 20, true, 0},
+		// 5, 5 and 1 MiB: two chunks carry Pieces.
+		{"Reset, 5 MiB chunks", true, 5 << 20, 11 << 20, false, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ring[0], ring[1] = make([]byte, tc.size), make([]byte, tc.size)
+			p := payload(tc.n)
+			r := bytes.NewReader(p)
+			var c chunker.Chunker
+			allocs := testing.AllocsPerRun(5, func() {
+				cc := &c
+				if tc.reset {
+					if err := c.Reset(tc.size); err != nil {
+						panic(err)
+					}
+				} else {
+					var err error
+					if cc, err = chunker.New(tc.size); err != nil {
+						panic(err)
+					}
+				}
+				r.Reset(p)
+				chunkInto(cc, &ring, p, r, tc.fill)
+			})
+			if allocs != tc.want {
+				t.Errorf("%.1f allocations per object, want %.0f", allocs, tc.want)
+			}
+		})
+	}
+}
+
+// chunkInto runs p through c with two alternating buffers, by Write or by
+// Fill from r (which holds p), and panics if the object's CRC-32C is wrong.
+// It allocates nothing of its own.
+func chunkInto(c *chunker.Chunker, ring *[2][]byte, p []byte, r io.Reader, fill bool) {
+	next := 0
+	attach := func() {
+		if c.Holding() {
+			c.Seal()
+		}
+		c.Attach(&ring[next])
+		next ^= 1
+	}
+	for i := 0; ; i++ {
+		if i == maxRounds {
+			panic("chunkInto: no end")
+		}
+		if fill {
+			if c.NeedsBuffer() {
+				attach()
+			}
+			if _, err := c.Fill(r); err == io.EOF {
+				break
+			} else if err != nil {
+				panic(err)
+			}
+			continue
+		}
+		if len(p) == 0 {
+			break
+		}
+		if c.NeedsBuffer() || c.Full() {
+			attach()
+		}
+		p = p[c.Write(p):]
+	}
+	if c.Holding() && c.NeedsBuffer() {
+		attach()
+	}
+	c.Finish()
+	if c.Size() != r.(*bytes.Reader).Size() {
+		panic("chunkInto: wrong size")
+	}
+}
+
+func TestCombineCRC32C(t *testing.T) {
+	a, b := payload(1000), pattern(333, 5)
+	ca, cb := crc32c(a), crc32c(b)
+	for _, tc := range []struct {
+		name       string
+		crc1, crc2 uint32
+		len2       int64
+		want       uint32
+	}{
+		{"a+b", ca, cb, int64(len(b)), crc32c(append(bytes.Clone(a), b...))},
+		{"a+empty", ca, 0, 0, ca},
+		{"empty+b", 0, cb, int64(len(b)), cb},
+		{"negative length", ca, cb, -1, ca},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := chunker.CombineCRC32C(tc.crc1, tc.crc2, tc.len2); got != tc.want {
+				t.Fatalf("CombineCRC32C = %08x, want %08x", got, tc.want)
+			}
+		})
 	}
 }
