@@ -2,55 +2,73 @@ package uploader
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"google.golang.org/api/option"
 	"google.golang.org/api/option/internaloption"
 	gtransport "google.golang.org/api/transport/grpc"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
 
 	"github.com/objup/objup/internal/wire"
 	"github.com/objup/objup/pool"
 )
 
 // EmulatorEnv names the environment variable that points the client at a GCS
-// emulator's gRPC endpoint (host:port), as the official client does: plaintext,
-// no authentication.
+// emulator's gRPC endpoint, as the official client does: host:port (or
+// http://host:port) is dialled in plaintext, https://host:port with TLS, and
+// neither sends credentials.
 const EmulatorEnv = "STORAGE_EMULATOR_HOST_GRPC"
+
+var errClientClosed = errors.New("client is closed")
 
 // Client uploads objects to GCS over its gRPC API. It is safe for concurrent use;
 // create one per process and share it.
 type Client struct {
-	conn     *grpc.ClientConn
-	alloc    pool.Allocator
-	inFlight int
-	retry    RetryPolicy
-	callOpts []grpc.CallOption
+	conn      *grpc.ClientConn
+	alloc     pool.Allocator
+	chunkSize int
+	inFlight  int
+	retry     retryConfig
+	callOpts  []grpc.CallOption
+	pools     sync.Map // chunk size -> *pool.Pool, for Writers with their own chunk size
+	closed    atomic.Bool
 }
 
 // NewClient dials GCS over gRPC. opts mixes the options of
 // google.golang.org/api/option (option.WithCredentialsFile, option.WithEndpoint,
 // option.WithGRPCConn, option.WithoutAuthentication, ...) with objup's own
-// (WithPool, WithChunkSize, WithChunksInFlight, WithRetry).
+// (WithPool, WithChunkSize, WithChunksInFlight, WithRetry, WithKeepalive).
+// Invalid objup options are reported before anything is dialled.
 //
 // Without options it uses Application Default Credentials and TLS to
-// storage.googleapis.com:443. When STORAGE_EMULATOR_HOST_GRPC is set (host:port),
-// it dials that address in plaintext without authentication, exactly like the
-// official client; options given explicitly still win. The OpenTelemetry stats
-// handler that google.golang.org/api would install is left out (it costs about a
-// quarter of a small upload's allocations); add your own with
+// storage.googleapis.com:443, with gRPC keepalive (see WithKeepalive). When
+// STORAGE_EMULATOR_HOST_GRPC is set it dials that emulator without
+// authentication, exactly like the official client (see EmulatorEnv); options
+// given explicitly still win. The OpenTelemetry stats handler that
+// google.golang.org/api would install is left out (it costs about a quarter of
+// a small upload's allocations); add your own with
 // option.WithGRPCDialOption(grpc.WithStatsHandler(...)).
 //
 // Call Close when done.
 func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error) {
-	cfg := clientConfig{inFlight: 4}
+	cfg := clientConfig{
+		inFlight:  4,
+		retry:     defaultRetryConfig(),
+		keepalive: keepaliveConfig{time: DefaultKeepaliveTime, timeout: DefaultKeepaliveTimeout},
+	}
 	var apiOpts []option.ClientOption
 	for _, o := range opts {
-		if co, ok := o.(clientOption); ok {
+		if co, ok := o.(interface{ applyClient(*clientConfig) }); ok {
 			co.applyClient(&cfg)
 			continue
 		}
@@ -59,51 +77,52 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 	if err := cfg.validate(); err != nil {
 		return nil, &Error{Op: "NewClient", Code: invalidCode, Err: err}
 	}
-	if cfg.alloc == nil {
-		if cfg.chunkSize == 0 || cfg.chunkSize == pool.Quantum {
-			cfg.alloc = pool.Default()
-		} else {
-			p, err := pool.New(pool.WithBufferSize(cfg.chunkSize))
-			if err != nil {
-				return nil, &Error{Op: "NewClient", Code: invalidCode, Err: err}
-			}
-			cfg.alloc = p
-		}
-	}
-	conn, err := gtransport.Dial(ctx, append(defaultDialOptions(), apiOpts...)...)
-	if err != nil {
-		return nil, newError("NewClient", "", "", fmt.Errorf("dial: %w", err))
-	}
-	return &Client{
-		conn:     conn,
-		alloc:    cfg.alloc,
-		inFlight: cfg.inFlight,
-		retry:    cfg.retry.withDefaults(),
+	c := &Client{
+		inFlight:  cfg.inFlight,
+		retry:     cfg.retry,
+		chunkSize: cfg.chunkSize,
+		alloc:     cfg.alloc,
 		callOpts: []grpc.CallOption{
 			wire.CallOption(),
 			// objup retries itself, resuming sessions; gRPC's own replay
 			// buffer would only hold chunk references longer.
 			grpc.MaxRetryRPCBufferSize(0),
 		},
-	}, nil
+	}
+	if c.alloc == nil {
+		c.alloc = c.poolFor(cfg.chunkSize)
+	}
+	dial := defaultDialOptions()
+	if !cfg.keepalive.off {
+		dial = append(dial, option.WithGRPCDialOption(grpc.WithKeepaliveParams(keepalive.ClientParameters{
+			Time:    cfg.keepalive.time,
+			Timeout: cfg.keepalive.timeout,
+		})))
+	}
+	conn, err := gtransport.Dial(ctx, append(dial, apiOpts...)...)
+	if err != nil {
+		return nil, newError("NewClient", "", "", fmt.Errorf("dial: %w", err))
+	}
+	c.conn = conn
+	return c, nil
 }
 
-func (c *clientConfig) validate() error {
-	if c.alloc != nil && c.chunkSize != 0 {
-		return fmt.Errorf("WithChunkSize and WithPool exclude each other: the pool's BufferSize is the chunk size")
+// poolFor returns the pool of buffers of size bytes (0: pool.Quantum) that
+// the client's Writers share: pool.Default() for the quantum, else one pool
+// per size, made on first use.
+func (c *Client) poolFor(size int) pool.Allocator {
+	if size == 0 || size == pool.Quantum {
+		return pool.Default()
 	}
-	if c.chunkSize < 0 || c.chunkSize%pool.Quantum != 0 {
-		return fmt.Errorf("chunk size %d is not a positive multiple of %d (256 KiB)", c.chunkSize, pool.Quantum)
+	if p, ok := c.pools.Load(size); ok {
+		return p.(*pool.Pool)
 	}
-	if c.alloc != nil {
-		if n := c.alloc.BufferSize(); n <= 0 || n%pool.Quantum != 0 {
-			return fmt.Errorf("pool buffer size %d is not a positive multiple of %d (256 KiB)", n, pool.Quantum)
-		}
+	p, err := pool.New(pool.WithBufferSize(size))
+	if err != nil {
+		panic(fmt.Sprintf("uploader: chunk size %d passed validation: %v", size, err))
 	}
-	if c.inFlight < 1 {
-		return fmt.Errorf("chunks in flight %d must be at least 1", c.inFlight)
-	}
-	return nil
+	actual, _ := c.pools.LoadOrStore(size, p)
+	return actual.(*pool.Pool)
 }
 
 // defaultDialOptions mirror the official client's: its endpoint, scopes and
@@ -127,21 +146,44 @@ func defaultDialOptions() []option.ClientOption {
 		option.WithTelemetryDisabled(),
 	}
 	if host := os.Getenv(EmulatorEnv); host != "" {
-		if i := strings.Index(host, "://"); i >= 0 {
-			host = host[i+3:]
-		}
-		opts = append(opts,
-			option.WithEndpoint(host),
-			option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
-			option.WithoutAuthentication(),
-		)
+		opts = append(opts, emulatorOptions(host)...)
 	}
 	return opts
 }
 
+// emulatorOptions dial the emulator at host (see EmulatorEnv).
+func emulatorOptions(host string) []option.ClientOption {
+	var creds credentials.TransportCredentials = insecure.NewCredentials()
+	switch {
+	case strings.HasPrefix(host, "https://"):
+		host = strings.TrimPrefix(host, "https://")
+		creds = credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12})
+	case strings.HasPrefix(host, "http://"):
+		host = strings.TrimPrefix(host, "http://")
+	}
+	return []option.ClientOption{
+		option.WithEndpoint(strings.TrimSuffix(host, "/")),
+		option.WithGRPCDialOption(grpc.WithTransportCredentials(creds)),
+		option.WithoutAuthentication(),
+	}
+}
+
 // Close closes the client's gRPC connection (also one passed with
-// option.WithGRPCConn, as the official clients do). Writers still open fail.
-func (c *Client) Close() error { return c.conn.Close() }
+// option.WithGRPCConn, as the official clients do). Writers still open fail,
+// and NewWriter returns an error. A second Close returns nil.
+func (c *Client) Close() error {
+	if c.closed.Swap(true) {
+		return nil
+	}
+	return c.conn.Close()
+}
+
+func (c *Client) closedErr() error {
+	if c.closed.Load() {
+		return errClientClosed
+	}
+	return nil
+}
 
 // Allocator returns the allocator the client's Writers take chunk buffers from.
 func (c *Client) Allocator() pool.Allocator { return c.alloc }

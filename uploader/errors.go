@@ -4,6 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -30,14 +35,27 @@ type Error struct {
 	Err error
 }
 
-// Error implements error.
+// Error implements error. Names that are not valid UTF-8 or hold control
+// characters are quoted with Go escapes, so the text is always valid UTF-8
+// and one line.
 func (e *Error) Error() string {
 	obj := ""
 	if e.Bucket != "" || e.Object != "" {
-		obj = fmt.Sprintf(" gs://%s/%s", e.Bucket, e.Object)
+		obj = " gs://" + printable(e.Bucket) + "/" + printable(e.Object)
 	}
 	return fmt.Sprintf("objup: %s%s: %v", e.Op, obj, e.Err)
 }
+
+// printable returns s, or s quoted with Go escapes if it is not valid UTF-8
+// or holds a character that is not printable.
+func printable(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+const invalidCode = codes.InvalidArgument
 
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
@@ -63,6 +81,10 @@ func codeOf(err error) codes.Code {
 		return codes.Canceled
 	case errors.Is(err, context.DeadlineExceeded):
 		return codes.DeadlineExceeded
+	}
+	if _, ok := status.FromError(err); !ok && errors.Is(err, io.ErrUnexpectedEOF) {
+		// A stream the service or the network broke.
+		return codes.Unavailable
 	}
 	return status.Code(err)
 }

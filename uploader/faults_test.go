@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
@@ -35,7 +36,7 @@ func TestResumableFaults(t *testing.T) {
 			e.srv.BreakStream("BidiWriteObject", 1*mib, codes.Unavailable)
 			e.srv.FailCall("QueryWriteStatus", 1, codes.Unavailable)
 		}, 4 * mib, true},
-		{"broken at finish", func(e *env) { e.srv.BreakStream("BidiWriteObject", 3*q, codes.Aborted) }, 3 * q, true},
+		{"broken at finish", func(e *env) { e.srv.BreakStream("BidiWriteObject", 3*q, codes.Internal) }, 3 * q, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,7 +75,7 @@ func TestResumableFaults(t *testing.T) {
 func TestOneShotRetryFollowsIdempotency(t *testing.T) {
 	tests := []struct {
 		name      string
-		policy    uploader.Idempotency
+		policy    uploader.RetryPolicy
 		opts      []uploader.WriterOption
 		wantRetry bool
 	}{
@@ -86,9 +87,7 @@ func TestOneShotRetryFollowsIdempotency(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := fastRetry
-			p.Idempotency = tc.policy
-			e := newEnv(t, uploader.WithRetry(p))
+			e := newEnv(t, retryWith(uploader.WithPolicy(tc.policy)))
 			e.srv.FailCall("WriteObject", 1, codes.Unavailable)
 			data := payload(3*kib, 1)
 			_, err := e.c.Upload(context.Background(), bucket, "once", bytes.NewReader(data), tc.opts...)
@@ -161,9 +160,7 @@ func TestChecksumMismatchStoresNothing(t *testing.T) {
 }
 
 func TestChunkTimeoutResumes(t *testing.T) {
-	p := fastRetry
-	p.ChunkTimeout = 200e6 // 200ms
-	e := newEnv(t, uploader.WithRetry(p))
+	e := newEnv(t, retryWith(uploader.WithAttemptTimeout(200*time.Millisecond)))
 	// The first stream hangs on every message for longer than the chunk
 	// timeout; the writer must give up on it and resume on a new stream.
 	e.srv.Delay("BidiWriteObject", 2e9)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/googleapis/gax-go/v2"
 	"go.uber.org/goleak"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
@@ -33,7 +34,15 @@ type env struct {
 }
 
 // fastRetry keeps fault tests quick.
-var fastRetry = uploader.RetryPolicy{Initial: time.Millisecond, Max: 20 * time.Millisecond, MaxElapsed: 10 * time.Second}
+var fastRetry = []uploader.RetryOption{
+	uploader.WithBackoff(gax.Backoff{Initial: time.Millisecond, Max: 20 * time.Millisecond}),
+	uploader.WithRetryDeadline(10 * time.Second),
+}
+
+// retryWith is fastRetry plus more.
+func retryWith(opts ...uploader.RetryOption) uploader.SharedOption {
+	return uploader.WithRetry(append(append([]uploader.RetryOption(nil), fastRetry...), opts...)...)
+}
 
 func dialOptions(srv *fakes.Server) []option.ClientOption {
 	return []option.ClientOption{
@@ -52,7 +61,7 @@ func newEnv(t *testing.T, opts ...option.ClientOption) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := uploader.NewClient(context.Background(), append(append(dialOptions(srv), uploader.WithRetry(fastRetry)), opts...)...)
+	c, err := uploader.NewClient(context.Background(), append(append(dialOptions(srv), uploader.WithRetry(fastRetry...)), opts...)...)
 	if err != nil {
 		srv.Close()
 		t.Fatal(err)

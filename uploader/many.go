@@ -15,17 +15,19 @@ import (
 
 // Upload writes r to gs://bucket/object and returns the stored object's
 // attributes. It reads r with the Writer's ReadFrom (straight into chunk
-// buffers). On error nothing is stored.
+// buffers). A nil r is an InvalidArgument error (an empty object comes from
+// an empty reader). On error nothing is stored, and the error is an *Error.
 func (c *Client) Upload(ctx context.Context, bucket, object string, r io.Reader, opts ...WriterOption) (*ObjectAttrs, error) {
+	if r == nil {
+		return nil, invalid("Upload", bucket, object, "%w", errNilReader)
+	}
 	w, err := c.NewWriter(ctx, bucket, object, opts...)
 	if err != nil {
 		return nil, err
 	}
-	if r != nil {
-		if _, err := w.ReadFrom(r); err != nil {
-			_ = w.CloseWithError(err)
-			return nil, w.err
-		}
+	if _, err := w.ReadFrom(r); err != nil {
+		_ = w.CloseWithError(err)
+		return nil, w.err
 	}
 	if err := w.Close(); err != nil {
 		return nil, err
@@ -42,7 +44,8 @@ type Item struct {
 	// does not keep it after the item's result is reported.
 	Data []byte
 	// Open, when set, opens the content when the item's turn comes; the reader
-	// is closed after the upload.
+	// is closed after the upload. Returning a nil reader without an error is
+	// an error for that item (nothing is stored).
 	Open func() (io.ReadCloser, error)
 	// Tenant, when set, is sent as the item's x-scope-orgid header (see
 	// header.WithTenant), overriding a tenant in UploadMany's context.
@@ -57,8 +60,10 @@ type Result struct {
 	Name string
 	// Attrs are the stored object's attributes, nil on failure.
 	Attrs *ObjectAttrs
-	// Err is the item's error: nil on success; ErrSkipped (wrapped) for an item
-	// not attempted because a StopOnError run had already failed.
+	// Err is the item's error: nil on success; an *Error for an item that
+	// failed (its Op is "Open" when Item.Open failed); for an item that was
+	// not attempted because a StopOnError run had already failed or the
+	// context ended, an error wrapping ErrSkipped (and the cause's text).
 	Err error
 	// Duration is the item's upload time, from open to stored.
 	Duration time.Duration
@@ -133,8 +138,12 @@ func OnResult(f func(i int, r Result)) ManyOption {
 // client's pool, or the WithWorkerBuffers buffers.
 //
 // Names, tenants and options of every item are validated before anything is
-// sent; an invalid item fails the whole call with an InvalidArgument error and
-// no RPC. The returned error is nil if every item succeeded.
+// sent; an invalid item fails the whole call with an InvalidArgument *Error
+// and no RPC (and no results). Otherwise the returned error is nil if every
+// item succeeded; under StopOnError it is the first failed item's *Error;
+// without it, errors.Join of every failed item's *Error, plus an *Error for
+// the context if it ended (errors.As and the Is predicates look at the first
+// of them; read each Result.Err for the others).
 func (c *Client) UploadMany(ctx context.Context, bucket string, items []Item, opts ...ManyOption) ([]Result, error) {
 	cfg := manyConfig{concurrency: 16}
 	for _, o := range opts {
@@ -250,6 +259,9 @@ func (c *Client) uploadItem(ctx context.Context, bucket string, it *Item, buf []
 	var r io.Reader
 	if it.Open != nil {
 		rc, err := it.Open()
+		if err == nil && rc == nil {
+			err = invalid("Open", bucket, it.Name, "Item.Open returned a nil reader and no error")
+		}
 		if err != nil {
 			res.Err = newError("Open", bucket, it.Name, err)
 			res.Duration = time.Since(start)

@@ -3,41 +3,299 @@ package uploader
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
+	"fmt"
+	"io"
 	"time"
+
+	"github.com/googleapis/gax-go/v2"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
-// errChunkTimeout cancels a stream on which a sent chunk saw no acknowledgement
-// within RetryPolicy.ChunkTimeout.
-var errChunkTimeout = errors.New("no acknowledgement from the service within the chunk timeout")
+// RetryPolicy says which uploads are retried after a transient failure. It
+// has the meaning of the official client's storage.RetryPolicy.
+type RetryPolicy int
 
-// backoff is exponential backoff with full jitter, bounded by MaxElapsed.
-type backoff struct {
-	p     RetryPolicy
-	next  time.Duration
-	start time.Time
+const (
+	// RetryIdempotent retries only what is safe to repeat: a resumable upload
+	// (its session resumes where the service left off, so a retry never
+	// writes twice), and a one-shot upload whose precondition
+	// (WithDoesNotExist, WithGenerationMatch, ...) makes it idempotent. It is
+	// the default, as in the official client.
+	RetryIdempotent RetryPolicy = iota
+	// RetryAlways retries every upload, including unconditional one-shot ones
+	// (a retried one-shot upload may then overwrite a concurrent writer's
+	// object).
+	RetryAlways
+	// RetryNever never retries.
+	RetryNever
+)
+
+// Retry defaults. The backoff is shorter than the official client's (1 s
+// initial, 30 s cap), because objup's uploads are mostly small and a quick
+// second attempt usually succeeds; the deadlines are the official Writer's.
+const (
+	defaultBackoffInitial  = 100 * time.Millisecond
+	defaultBackoffMax      = 5 * time.Second
+	defaultBackoffMultiply = 2
+	defaultRetryDeadline   = 32 * time.Second
+	defaultAttemptTimeout  = 32 * time.Second
+)
+
+// RetryOption configures retries; pass it to WithRetry. Each option is
+// validated when NewClient or NewWriter applies it.
+type RetryOption interface {
+	applyRetry(*retryConfig) error
 }
 
-func newBackoff(p RetryPolicy) backoff {
-	return backoff{p: p, next: p.Initial, start: time.Now()}
+type retryOptionFunc func(*retryConfig) error
+
+func (f retryOptionFunc) applyRetry(c *retryConfig) error { return f(c) }
+
+// retryConfig is the retry behaviour of one upload.
+type retryConfig struct {
+	backoff        gax.Backoff
+	policy         RetryPolicy
+	shouldRetry    func(error) bool
+	maxAttempts    int
+	deadline       time.Duration
+	attemptTimeout time.Duration
 }
 
-var errRetryBudget = errors.New("retry time exhausted")
-
-// wait sleeps for the next backoff, or returns an error when ctx is done or the
-// time budget is spent.
-func (b *backoff) wait(ctx context.Context) error {
-	if time.Since(b.start) >= b.p.MaxElapsed {
-		return errRetryBudget
+func defaultRetryConfig() retryConfig {
+	return retryConfig{
+		backoff:        gax.Backoff{Initial: defaultBackoffInitial, Max: defaultBackoffMax, Multiplier: defaultBackoffMultiply},
+		deadline:       defaultRetryDeadline,
+		attemptTimeout: defaultAttemptTimeout,
 	}
-	d := time.Duration(rand.Int64N(int64(b.next) + 1))
-	b.next = min(time.Duration(float64(b.next)*b.p.Multiplier), b.p.Max)
-	t := time.NewTimer(d)
+}
+
+// WithBackoff sets the exponential backoff between attempts, with full
+// jitter (gax.Backoff: each pause is random between 0 and the current
+// period, which starts at Initial and grows by Multiplier up to Max). Zero
+// fields keep their defaults (100 ms, 5 s, 2); negative ones, or a
+// Multiplier below 1, are rejected.
+func WithBackoff(b gax.Backoff) RetryOption {
+	return retryOptionFunc(func(c *retryConfig) error {
+		if b.Initial < 0 || b.Max < 0 || b.Multiplier < 0 || (b.Multiplier != 0 && b.Multiplier < 1) {
+			return fmt.Errorf("backoff %+v: durations must not be negative and Multiplier must be at least 1", b)
+		}
+		if b.Initial > 0 {
+			c.backoff.Initial = b.Initial
+		}
+		if b.Max > 0 {
+			c.backoff.Max = b.Max
+		}
+		if b.Multiplier > 0 {
+			c.backoff.Multiplier = b.Multiplier
+		}
+		if c.backoff.Max < c.backoff.Initial {
+			return fmt.Errorf("backoff Max %v is below Initial %v", c.backoff.Max, c.backoff.Initial)
+		}
+		return nil
+	})
+}
+
+// WithPolicy sets which uploads are retried (default RetryIdempotent).
+func WithPolicy(p RetryPolicy) RetryOption {
+	return retryOptionFunc(func(c *retryConfig) error {
+		if p < RetryIdempotent || p > RetryNever {
+			return fmt.Errorf("unknown retry policy %d", p)
+		}
+		c.policy = p
+		return nil
+	})
+}
+
+// WithErrorFunc replaces objup's decision whether an error from the service
+// or the network is transient: f receives the cause (a gRPC status error, or
+// an error wrapping io.ErrUnexpectedEOF for a broken stream) and returns true
+// to retry it. As with the official client's WithErrorFunc, f decides alone;
+// the retry policy, the deadline and the attempt limit still apply, and errors
+// that never left the process (an invalid header, a cancelled context) are
+// never retried. f must be safe for concurrent use. The default is
+// ShouldRetry.
+func WithErrorFunc(f func(err error) bool) RetryOption {
+	return retryOptionFunc(func(c *retryConfig) error {
+		c.shouldRetry = f
+		return nil
+	})
+}
+
+// WithMaxAttempts bounds the attempts of one failure episode (the first try
+// included), as the official client's WithMaxAttempts. 0, the default, leaves
+// only the retry deadline; a negative n is rejected.
+func WithMaxAttempts(n int) RetryOption {
+	return retryOptionFunc(func(c *retryConfig) error {
+		if n < 0 {
+			return fmt.Errorf("max attempts %d is negative", n)
+		}
+		c.maxAttempts = n
+		return nil
+	})
+}
+
+// WithRetryDeadline bounds how long an upload keeps retrying one failure
+// episode: from the first failed attempt until an attempt makes progress (a
+// call succeeds, or the service acknowledges data), like the official
+// Writer's ChunkRetryDeadline. When it is spent, the upload fails with the
+// last attempt's error and code. Default 32 s; 0 keeps the default; negative
+// is rejected.
+func WithRetryDeadline(d time.Duration) RetryOption {
+	return retryOptionFunc(func(c *retryConfig) error {
+		if d < 0 {
+			return fmt.Errorf("retry deadline %v is negative", d)
+		}
+		if d > 0 {
+			c.deadline = d
+		}
+		return nil
+	})
+}
+
+// WithAttemptTimeout bounds one attempt: a unary call (the one-shot
+// WriteObject, StartResumableWrite, QueryWriteStatus) must complete, and a sent
+// chunk of a resumable stream must be acknowledged, within d, or the attempt
+// is abandoned and retried (like the official Writer's ChunkTransferTimeout,
+// which only covers chunks). A connection that stops answering therefore costs
+// at most d per attempt, never the whole context. Default 32 s; 0 keeps the
+// default; negative is rejected.
+func WithAttemptTimeout(d time.Duration) RetryOption {
+	return retryOptionFunc(func(c *retryConfig) error {
+		if d < 0 {
+			return fmt.Errorf("attempt timeout %v is negative", d)
+		}
+		if d > 0 {
+			c.attemptTimeout = d
+		}
+		return nil
+	})
+}
+
+// ShouldRetry reports whether err, from the service or the network, is
+// transient: codes UNAVAILABLE, RESOURCE_EXHAUSTED, INTERNAL and
+// DEADLINE_EXCEEDED, and a stream that broke (io.ErrUnexpectedEOF), as the
+// official client's ShouldRetry for gRPC. It is the default of WithErrorFunc,
+// and a custom function may call it.
+func ShouldRetry(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.ResourceExhausted, codes.Internal, codes.DeadlineExceeded:
+		return true
+	}
+	return false
+}
+
+// errRetryExhausted marks the error of an upload that ran out of retries.
+var errRetryExhausted = errors.New("retries exhausted")
+
+// errChunkTimeout is the cause of a stream cancelled because a sent chunk saw
+// no acknowledgement within the attempt timeout. It carries
+// DEADLINE_EXCEEDED, so ShouldRetry (and the official client's) retries it.
+var errChunkTimeout = status.Error(codes.DeadlineExceeded, "no acknowledgement from the service within the attempt timeout")
+
+// retrier is the one retry engine of an upload: every RPC of the upload
+// (one-shot WriteObject, StartResumableWrite, the stream, QueryWriteStatus)
+// reports its failures to it, and it decides, with one classification, one
+// backoff and one deadline, whether to try again. A failure episode starts
+// with a failed attempt and ends with progress.
+type retrier struct {
+	cfg      *retryConfig
+	bo       gax.Backoff
+	start    time.Time // first failure of the current episode; zero if none
+	attempts int       // failed attempts in the episode
+}
+
+func (r *retrier) init(cfg *retryConfig) {
+	r.cfg = cfg
+	r.bo = cfg.backoff
+}
+
+// progress ends a failure episode: the next failure gets a fresh deadline,
+// attempt count and backoff.
+func (r *retrier) progress() {
+	if !r.start.IsZero() {
+		r.start, r.attempts, r.bo = time.Time{}, 0, r.cfg.backoff
+	}
+}
+
+// attemptTimeout is the time the next attempt may take: the attempt timeout,
+// cut to what is left of the episode's retry deadline.
+func (r *retrier) attemptTimeout() time.Duration {
+	d := r.cfg.attemptTimeout
+	if !r.start.IsZero() {
+		if left := r.cfg.deadline - time.Since(r.start); left < d {
+			d = max(left, time.Millisecond)
+		}
+	}
+	return d
+}
+
+// retryable reports whether a failed attempt may be repeated. sent says
+// whether the request may have left the process; a request that did not
+// (gRPC refused it locally, for example for an invalid header) is retried
+// only for network codes, which mean no connection was ready yet.
+func (r *retrier) retryable(err error, sent, idempotent bool) bool {
+	switch {
+	case r.cfg.policy == RetryNever:
+		return false
+	case !idempotent && r.cfg.policy != RetryAlways:
+		return false
+	case !sent && !isNetworkCode(status.Code(err)):
+		return false
+	case r.cfg.shouldRetry != nil:
+		return r.cfg.shouldRetry(err)
+	}
+	return ShouldRetry(err)
+}
+
+func isNetworkCode(c codes.Code) bool {
+	return c == codes.Unavailable || c == codes.DeadlineExceeded
+}
+
+// retry handles a failed attempt: it returns nil, after the backoff, if the
+// caller should try again, and otherwise the error to report. The error of
+// an exhausted episode wraps the last cause, so its code and message survive
+// (status.Code and codeOf read them).
+func (r *retrier) retry(ctx context.Context, err error, sent, idempotent bool) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return contextError(ctx, err)
+	}
+	if !r.retryable(err, sent, idempotent) {
+		return err
+	}
+	now := time.Now()
+	if r.start.IsZero() {
+		r.start = now
+	}
+	r.attempts++
+	if r.cfg.maxAttempts > 0 && r.attempts >= r.cfg.maxAttempts {
+		return fmt.Errorf("%w after %d attempts: %w", errRetryExhausted, r.attempts, err)
+	}
+	pause := r.bo.Pause()
+	if now.Add(pause).Sub(r.start) >= r.cfg.deadline {
+		return fmt.Errorf("%w: retry deadline of %v reached after %d attempts: %w", errRetryExhausted, r.cfg.deadline, r.attempts, err)
+	}
+	t := time.NewTimer(pause)
 	defer t.Stop()
 	select {
 	case <-t.C:
 		return nil
 	case <-ctx.Done():
+		return contextError(ctx, err)
+	}
+}
+
+// contextError is the error of an upload whose context ended while it was
+// retrying cause: the context's error, with the cause named.
+func contextError(ctx context.Context, cause error) error {
+	if cause == nil {
 		return ctx.Err()
 	}
+	return fmt.Errorf("%w (while retrying: %v)", ctx.Err(), cause)
 }

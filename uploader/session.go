@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"sync"
 	"time"
@@ -12,32 +11,51 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 
+	"github.com/objup/objup/chunker"
+	"github.com/objup/objup/internal/crc32c"
 	"github.com/objup/objup/internal/wire"
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 type bidiStream = grpc.BidiStreamingClient[wire.BidiWriteObjectRequest, wire.BidiWriteObjectResponse]
 
-// session is a resumable upload: chunks stream on BidiWriteObject, each flushed
-// with a state lookup, and a receiver goroutine turns the service's persisted
-// sizes into released chunks. After a transient failure the session asks
-// QueryWriteStatus where the service stands and resends what it still holds.
+// doneCtx is an already cancelled context.
+var doneCtx = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+// session is a resumable upload: chunks stream on BidiWriteObject, each
+// flushed with a state lookup, and a receiver goroutine turns the service's
+// persisted sizes into released chunks. After a transient failure the session
+// asks QueryWriteStatus where the service stands and resends what it still
+// holds.
+//
+// The session owns its streams and the chunks it was handed; it shares with
+// its Writer only what the Writer passes in: the RPC target, the chunk
+// lifetimes, the retry engine and the progress callback. Its methods run on
+// the Writer's goroutine; the receiver touches only the fields under mu.
 type session struct {
-	w        *Writer
+	t        *target
+	life     *lifetime
+	retry    *retrier
+	progress func(int64) // nil, or called with each new persisted size
+	window   int         // chunks that may be in flight
+	noCRC    bool
 	uploadID string
 
 	// Stream state, owned by the Writer's goroutine.
 	stream    bidiStream
-	sctx      context.Context // the stream's context; its cause tells a chunk timeout
+	sctx      context.Context // the stream's context; its cause tells an attempt timeout
 	cancel    context.CancelCauseFunc
-	getCtx    context.Context // cancelled when the stream fails: see getter
-	getCancel context.CancelFunc
+	broken    context.Context // done when the stream fails: see waitContext
+	setBroken context.CancelFunc
 	recvDone  chan struct{}
-	fresh     bool // the next message is the stream's first: it names the upload
-	finishing bool // the final chunk was pushed: a resumed stream must finish
+	fresh     bool      // the next message is the stream's first: it names the upload
+	final     *chunkRef // the last chunk, once finish pushed it
+	checksums *wire.ObjectChecksums
 	timer     *time.Timer
-	sent      []*outMsg // messages with data on this stream, not yet acknowledged
+	seen      int64 // persisted size at the last progress report to the retrier
 
 	mu        sync.Mutex
 	pending   []*chunkRef // not yet persisted, in offset order
@@ -48,49 +66,68 @@ type session struct {
 	closed    bool
 }
 
-// startSession opens a resumable session for the Writer's object.
+// startSession opens a resumable session for the Writer's object; first is
+// the start of the data, for content sniffing.
 func (w *Writer) startSession(first []byte) (*session, error) {
+	s := &session{
+		t:        &w.target,
+		life:     &w.life,
+		retry:    &w.retry,
+		progress: w.cfg.progress,
+		window:   w.c.inFlight,
+		noCRC:    w.cfg.noCRC32C,
+		acked:    make(chan struct{}, 1),
+	}
 	req := &wire.StartResumableWriteRequest{WriteObjectSpec: w.spec(first, -1)}
-	bo := newBackoff(w.c.retry)
 	for {
 		var resp wire.StartResumableWriteResponse
-		err := w.c.conn.Invoke(w.outgoing(w.ctx), wire.MethodStartResumableWrite, req, &resp, w.c.callOpts...)
+		err := w.invoke(wire.MethodStartResumableWrite, req, &resp, w.retry.attemptTimeout())
 		if err == nil {
-			s := &session{w: w, uploadID: resp.GetUploadId(), acked: make(chan struct{}, 1)}
-			if err := s.open(); err != nil {
-				return nil, err
-			}
-			return s, nil
+			w.retry.progress()
+			s.uploadID = resp.GetUploadId()
+			break
 		}
-		if !w.retryable(err) {
-			return nil, newError("StartResumableWrite", w.bucket, w.object, err)
-		}
-		if berr := bo.wait(w.ctx); berr != nil {
-			return nil, newError("StartResumableWrite", w.bucket, w.object, fmt.Errorf("%w (retrying after: %v)", berr, err))
+		if err = w.retry.retry(w.ctx, err, true, true); err != nil {
+			return nil, w.target.err("StartResumableWrite", err)
 		}
 	}
+	if err := s.open(); err != nil {
+		// A stream that cannot open is resumed like a broken one.
+		if err := s.recoverFrom("BidiWriteObject", err); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // open opens a new BidiWriteObject stream and its receiver.
 func (s *session) open() error {
-	ctx, cancel := context.WithCancelCause(s.w.ctx)
-	st, err := wire.NewBidiWriteObjectStream(s.w.outgoing(ctx), s.w.c.conn, s.w.c.callOpts...)
+	ctx, cancel := context.WithCancelCause(s.t.ctx)
+	st, err := wire.NewBidiWriteObjectStream(s.t.outgoing(ctx), s.t.conn, s.t.opts...)
 	if err != nil {
 		cancel(err)
-		return newError("BidiWriteObject", s.w.bucket, s.w.object, err)
+		return err
 	}
 	s.stream, s.sctx, s.cancel, s.fresh = st, ctx, cancel, true
-	s.getCtx, s.getCancel = context.WithCancel(s.w.ctx)
+	s.broken, s.setBroken = context.WithCancel(s.t.ctx)
 	s.recvDone = make(chan struct{})
 	s.mu.Lock()
 	s.recvErr = nil
 	s.mu.Unlock()
-	if t := s.w.c.retry.ChunkTimeout; t > 0 {
-		s.timer = time.AfterFunc(t, func() { cancel(errChunkTimeout) })
-		s.timer.Stop()
-	}
-	go s.receive(st, s.recvDone, s.getCancel)
+	s.timer = time.AfterFunc(s.retry.cfg.attemptTimeout, func() { cancel(errChunkTimeout) })
+	s.timer.Stop()
+	go s.receive(st, s.recvDone, s.setBroken)
 	return nil
+}
+
+// waitContext returns a context that ends when the current stream fails (or
+// the upload's context ends), for the Writer's waits for a buffer: while the
+// stream is broken, chunks come back only after recover.
+func (s *session) waitContext() context.Context {
+	if s.stream == nil {
+		return doneCtx
+	}
+	return s.broken
 }
 
 // teardown cancels the current stream and waits for its receiver.
@@ -98,32 +135,26 @@ func (s *session) teardown(cause error) {
 	if s.stream == nil {
 		return
 	}
-	if s.timer != nil {
-		s.timer.Stop()
-	}
+	s.timer.Stop()
 	s.cancel(cause)
 	<-s.recvDone
-	s.getCancel()
-	s.stream, s.getCtx = nil, nil
-	for _, m := range s.sent {
-		s.w.orphan(m)
-	}
-	s.sent = nil
+	s.setBroken()
+	s.stream, s.broken = nil, nil
 }
 
 // receive reads the service's answers until the stream ends.
-func (s *session) receive(st bidiStream, done chan struct{}, failed context.CancelFunc) {
+func (s *session) receive(st bidiStream, done chan struct{}, broken context.CancelFunc) {
 	defer close(done)
 	for {
 		resp, err := st.Recv()
 		s.mu.Lock()
 		if err != nil {
 			if err == io.EOF && s.resource == nil {
-				err = &Error{Op: "BidiWriteObject", Code: codes.Unavailable, Err: io.ErrUnexpectedEOF}
+				err = fmt.Errorf("the service ended the stream before the upload finished: %w", io.ErrUnexpectedEOF)
 			}
 			s.recvErr = err
 			s.mu.Unlock()
-			failed()
+			broken()
 			s.signal()
 			return
 		}
@@ -162,43 +193,50 @@ func (s *session) ackLocked(persisted int64) {
 		if len(s.pending) == 0 {
 			s.timer.Stop()
 		} else {
-			s.timer.Reset(s.w.c.retry.ChunkTimeout)
+			s.timer.Reset(s.retry.cfg.attemptTimeout)
 		}
 	}
-	if p := s.w.cfg.progress; p != nil {
-		p(persisted)
+	if s.progress != nil {
+		s.progress(persisted)
 	}
 }
 
-// push sends a chunk and then waits while more than the allowed chunks are in
-// flight. A transient failure is recovered from before push returns.
+// push takes over r, sends it, and then waits while more than the window of
+// chunks is in flight. A transient failure is recovered from before push
+// returns.
 func (s *session) push(r *chunkRef) error {
 	s.mu.Lock()
 	s.pending = append(s.pending, r)
-	from := max(s.persisted, r.off)
+	from := max(s.persisted, r.Offset)
 	s.mu.Unlock()
-	if err := s.send(r, from); err != nil {
-		if err := s.recover(err); err != nil {
+	if s.stream == nil {
+		if err := s.recover(); err != nil {
+			return err
+		}
+	} else if err := s.send(r, from); err != nil {
+		if err := s.recoverFrom("BidiWriteObject", err); err != nil {
 			return err
 		}
 	}
-	return s.waitFor(func() bool { return len(s.pending) <= s.w.c.inFlight })
+	return s.waitFor(func() bool { return len(s.pending) <= s.window })
 }
 
-// finish sends the last chunk with finish_write and waits for the object.
-func (s *session) finish(r *chunkRef) error {
-	r.final = true
-	s.finishing = true
+// finish takes over the last chunk r, sends it with finish_write and the
+// object's checksums, and returns the object the service stored.
+func (s *session) finish(r *chunkRef, checksums *wire.ObjectChecksums) (*wire.Object, error) {
+	s.final, s.checksums = r, checksums
 	if err := s.push(r); err != nil {
-		return err
+		return nil, err
 	}
-	if err := s.stream.CloseSend(); err != nil {
-		if err := s.recover(err); err != nil {
-			return err
+	if s.stream != nil {
+		if err := s.stream.CloseSend(); err != nil {
+			if err := s.recoverFrom("BidiWriteObject", err); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := s.waitFor(func() bool { return s.resource != nil }); err != nil {
-		return err
+		return nil, err
 	}
 	s.mu.Lock()
 	o := s.resource
@@ -208,110 +246,87 @@ func (s *session) finish(r *chunkRef) error {
 	if s.stream != nil {
 		select {
 		case <-s.recvDone:
-		case <-s.w.ctx.Done():
+		case <-s.t.ctx.Done():
 		}
 	}
-	return s.w.finished(o, s.w.ch.Size())
+	return o, nil
 }
 
-// waitFor waits until cond holds (evaluated under s.mu), recovering from stream
-// failures on the way.
+// waitFor waits until cond holds (evaluated under s.mu), recovering from
+// stream failures on the way.
 func (s *session) waitFor(cond func() bool) error {
 	for {
 		s.mu.Lock()
-		ok, rerr := cond(), s.recvErr
+		ok, rerr, persisted := cond(), s.recvErr, s.persisted
 		s.mu.Unlock()
+		if persisted > s.seen {
+			s.seen = persisted
+			s.retry.progress()
+		}
 		if ok {
 			return nil
 		}
-		if rerr != nil {
-			if err := s.recover(rerr); err != nil {
+		if rerr != nil || s.stream == nil {
+			if err := s.recover(); err != nil {
 				return err
 			}
 			continue
 		}
 		select {
 		case <-s.acked:
-		case <-s.w.ctx.Done():
-			return newError("BidiWriteObject", s.w.bucket, s.w.object, s.w.ctx.Err())
+		case <-s.t.ctx.Done():
+			return s.t.err("BidiWriteObject", s.t.ctx.Err())
 		}
 	}
 }
 
-// send writes r's bytes from offset from on the current stream, in messages of
-// at most maxMessage bytes; the chunk's last message asks for a flush and the
-// persisted size, or finishes the upload.
+// send writes r's bytes from offset from on the current stream, one message
+// per 2 MiB piece of the chunk, each with its CRC32C; the chunk's last
+// message asks for a flush and the persisted size, or finishes the upload.
 func (s *session) send(r *chunkRef, from int64) error {
-	data := r.data[from-r.off:]
-	whole := from == r.off
+	rel := int(from - r.Offset)
 	for {
-		n := min(len(data), maxMessage)
-		last := n == len(data)
-		req := s.newRequest(from)
+		piece := rel / chunker.MaxPiece
+		end := min((piece+1)*chunker.MaxPiece, len(r.Data))
+		data := r.Data[rel:end]
+		req := s.newRequest(r.Offset + int64(rel))
+		last := end == len(r.Data)
 		if last {
-			if r.final {
-				req.FinishWrite = true
-				req.ObjectChecksums = s.w.checksums()
+			if r == s.final {
+				req.FinishWrite, req.ObjectChecksums = true, s.checksums
 			} else {
 				req.Flush, req.StateLookup = true, true
 			}
 		}
-		msg := newOutMsg(r)
+		msg := s.life.newMsg(r, data)
 		msg.Req = req
-		switch {
-		case s.w.cfg.noCRC32C:
-		case n == len(r.data):
-			// The message is the whole chunk: its CRC is the chunk's.
-			msg.CRC32C, msg.HasCRC = r.crc, true
-		case !whole && last:
-			// A resent tail: checksum it afresh (a rare path). The
-			// messages of a chunk over maxMessage go without one.
-			msg.CRC32C, msg.HasCRC = crc32.Checksum(data[:n], castagnoli), true
-		}
-		if n == len(r.data) {
-			msg.Data = &r.data
-		} else if n > 0 {
-			p := data[:n:n]
-			msg.Data = &p
-		}
-		if msg.Data != nil {
-			msg.hold()
-			s.track(msg)
-			s.w.trackMsg(msg)
+		if !s.noCRC && len(data) > 0 {
+			msg.HasCRC = true
+			if rel == piece*chunker.MaxPiece {
+				msg.CRC32C = r.PieceCRC32C(piece)
+			} else {
+				// A tail resent after a resume: checksum it afresh (the
+				// fault path only).
+				msg.CRC32C = crc32c.Checksum(data)
+			}
 		}
 		s.armTimer()
 		err := s.stream.SendMsg(&msg.WriteMsg)
-		if msg.Data != nil {
-			msg.sent()
-		}
+		s.life.sent(msg)
 		if err != nil {
 			return err
 		}
-		data, from = data[n:], from+int64(n)
 		if last {
 			return nil
 		}
+		rel = end
 	}
-}
-
-// track remembers a message sent on the current stream, and forgets those of
-// chunks the service has acknowledged: gRPC has written them, so it releases
-// them on its own.
-func (s *session) track(m *outMsg) {
-	s.mu.Lock()
-	persisted := s.persisted
-	s.mu.Unlock()
-	i := 0
-	for ; i < len(s.sent) && (s.sent[i].done.Load() || s.sent[i].ref.end() <= persisted); i++ {
-		s.sent[i] = nil
-	}
-	s.sent = append(s.sent[i:], m)
 }
 
 // sendFinish sends a finish_write message without data at offset.
 func (s *session) sendFinish(offset int64) error {
 	req := s.newRequest(offset)
-	req.FinishWrite, req.ObjectChecksums = true, s.w.checksums()
+	req.FinishWrite, req.ObjectChecksums = true, s.checksums
 	s.armTimer()
 	return s.stream.SendMsg(req)
 }
@@ -326,52 +341,58 @@ func (s *session) newRequest(offset int64) *wire.BidiWriteObjectRequest {
 	return req
 }
 
-// armTimer restarts the chunk timeout before a send.
+// armTimer restarts the attempt timeout before a send.
 func (s *session) armTimer() {
-	if s.timer != nil {
-		s.mu.Lock()
-		s.timer.Reset(s.w.c.retry.ChunkTimeout)
-		s.mu.Unlock()
-	}
+	s.mu.Lock()
+	s.timer.Reset(s.retry.cfg.attemptTimeout)
+	s.mu.Unlock()
 }
 
-// recover resumes the session after cause broke the stream: backoff, ask the
-// service how much it persisted, release that, open a new stream and resend the
-// rest. It gives up on non-transient errors and after the retry budget.
-func (s *session) recover(cause error) error {
-	w := s.w
-	bo := newBackoff(w.c.retry)
+// recover resumes the session after its stream failed.
+func (s *session) recover() error {
+	s.mu.Lock()
+	cause := s.recvErr
+	s.mu.Unlock()
+	if cause == nil {
+		cause = fmt.Errorf("stream closed: %w", io.ErrUnexpectedEOF)
+	}
+	return s.recoverFrom("BidiWriteObject", cause)
+}
+
+// recoverFrom resumes the session after cause, an error of op, broke the
+// stream: it waits out the backoff, asks the service how much it persisted,
+// releases that, opens a new stream and resends the rest. It gives up on
+// errors the retrier does not retry, and when the retry budget is spent,
+// with an error that names the operation that failed last.
+func (s *session) recoverFrom(op string, cause error) error {
+	t := s.t
 	for {
-		if s.stream != nil && errors.Is(context.Cause(s.sctx), errChunkTimeout) && !errors.Is(cause, errChunkTimeout) {
-			// gRPC reports our own cancellation as a plain Canceled.
-			cause = fmt.Errorf("%w: %w", errChunkTimeout, cause)
-		}
-		if cause == io.EOF {
-			// SendMsg reports a broken stream as io.EOF; the reason is the
-			// stream's status, which the receiver gets.
-			<-s.recvDone
-			s.mu.Lock()
-			cause = s.recvErr
-			s.mu.Unlock()
+		if s.stream != nil {
+			if errors.Is(context.Cause(s.sctx), errChunkTimeout) {
+				// gRPC reports our own cancellation as a plain Canceled.
+				cause = errChunkTimeout
+			} else if cause == io.EOF {
+				// SendMsg reports a broken stream as io.EOF; the reason is
+				// the stream's status, which the receiver gets.
+				<-s.recvDone
+				s.mu.Lock()
+				cause = s.recvErr
+				s.mu.Unlock()
+			}
 		}
 		s.teardown(cause)
-		if !w.retryable(cause) {
-			return newError("BidiWriteObject", w.bucket, w.object, cause)
-		}
-		if err := bo.wait(w.ctx); err != nil {
-			return newError("BidiWriteObject", w.bucket, w.object, fmt.Errorf("%w (retrying after: %v)", err, cause))
+		if err := s.retry.retry(t.ctx, cause, true, true); err != nil {
+			return t.err(op, err)
 		}
 		var st wire.QueryWriteStatusResponse
-		err := w.c.conn.Invoke(w.outgoing(w.ctx), wire.MethodQueryWriteStatus, &wire.QueryWriteStatusRequest{UploadId: s.uploadID}, &st, w.c.callOpts...)
+		err := t.invoke(wire.MethodQueryWriteStatus, &wire.QueryWriteStatusRequest{UploadId: s.uploadID}, &st, s.retry.attemptTimeout())
 		if err != nil {
-			cause = err
+			op, cause = "QueryWriteStatus", err
 			continue
 		}
 		// A call that completed after the old stream was torn down proves
-		// gRPC's writer went past that stream's messages: what it did not
-		// release by now, it never will.
-		releaseOrphans(w.orphans)
-		w.orphans = w.orphans[:0]
+		// gRPC's writer went past that stream's messages.
+		s.life.forceRelease()
 		s.mu.Lock()
 		if o := st.GetResource(); o != nil {
 			s.resource = o
@@ -383,25 +404,26 @@ func (s *session) recover(cause error) error {
 		persisted := s.persisted
 		resend := append([]*chunkRef(nil), s.pending...)
 		s.mu.Unlock()
-		if len(resend) > 0 && persisted < resend[0].off {
-			return &Error{Op: "QueryWriteStatus", Bucket: w.bucket, Object: w.object, Code: codes.DataLoss,
-				Err: fmt.Errorf("the service reports %d bytes persisted, below %d it had acknowledged", persisted, resend[0].off)}
+		if len(resend) > 0 && persisted < resend[0].Offset {
+			return &Error{Op: "QueryWriteStatus", Bucket: t.bucket, Object: t.object, Code: codes.DataLoss,
+				Err: fmt.Errorf("the service reports %d bytes persisted, below the %d it had acknowledged", persisted, resend[0].Offset)}
+		}
+		if persisted > s.seen {
+			s.seen = persisted
+			s.retry.progress()
 		}
 		if err := s.open(); err != nil {
-			cause = err
+			op, cause = "BidiWriteObject", err
 			continue
 		}
+		op = "BidiWriteObject"
 		for _, r := range resend {
-			if err = s.send(r, max(persisted, r.off)); err != nil {
+			if err = s.send(r, max(persisted, r.Offset)); err != nil {
 				break
 			}
 		}
-		if err != nil {
-			cause = err
-			continue
-		}
-		if s.finishing {
-			if len(resend) == 0 || !resend[len(resend)-1].final {
+		if err == nil && s.final != nil {
+			if len(resend) == 0 || resend[len(resend)-1] != s.final {
 				// Everything is persisted but the service never saw
 				// finish_write: finish with an empty message.
 				err = s.sendFinish(persisted)
@@ -409,10 +431,10 @@ func (s *session) recover(cause error) error {
 			if err == nil {
 				err = s.stream.CloseSend()
 			}
-			if err != nil {
-				cause = err
-				continue
-			}
+		}
+		if err != nil {
+			cause = err
+			continue
 		}
 		return nil
 	}
@@ -423,8 +445,8 @@ func (s *session) abort(cause error) {
 	s.teardown(cause)
 }
 
-// close ends the session's stream and drops the service's hold on every chunk
-// still pending; gRPC lets go of its own when the stream is torn down.
+// close ends the session's stream and drops the session's hold on every
+// chunk still pending; gRPC lets go of its own when the stream is torn down.
 func (s *session) close() {
 	s.teardown(errors.New("upload closed"))
 	s.mu.Lock()
