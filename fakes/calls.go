@@ -55,49 +55,117 @@ func mustMethod(op, method string, writeOnly bool) string {
 	return m
 }
 
-// Call is one gRPC call as the request log records it.
+// Call is one call as the request log records it: a gRPC call, or a
+// request to the JSON API.
 type Call struct {
-	// Method is the short method name, e.g. "BidiWriteObject".
+	// Method is the short gRPC method name, e.g. "BidiWriteObject", or the
+	// JSON API method, e.g. "objects.insert" (see the package
+	// documentation for the list).
 	Method string
-	// Tenant is the last value of the x-scope-orgid request metadata, or ""
-	// if the request had none.
+	// Tenant is the last value of the x-scope-orgid request metadata (HTTP
+	// header for the JSON API), or "" if the request had none.
 	Tenant string
 	// Bucket is the bare bucket name and Object the object name, when the
 	// call got far enough to name them ("" otherwise; Object is "" for
-	// ListObjects).
+	// listings and bucket calls).
 	Bucket, Object string
-	// Code is the status the call ended with.
+	// Code is the status the call ended with; for the JSON API, the gRPC
+	// code that matches its HTTP status.
 	Code codes.Code
 }
 
-// callLog is the request log: a mutex-protected slice, appended to once per
-// call after the call ended.
+// CallCount is how many calls of one method, from one tenant, ended with
+// one code.
+type CallCount struct {
+	Method string
+	Tenant string
+	Code   codes.Code
+	Count  int64
+}
+
+type countKey struct {
+	method, tenant string
+	code           codes.Code
+}
+
+// callLog is the request log: a ring of the most recent calls and a counter
+// per method, tenant and code. Recording a call is one short critical
+// section (a copy into the ring and a map increment), on the goroutine that
+// served the call, after it ended.
 type callLog struct {
-	mu    sync.Mutex
-	calls []Call
+	mu     sync.Mutex
+	size   int    // capacity of the ring
+	ring   []Call // grows up to size, then wraps
+	n      int    // calls added since the last reset
+	counts map[countKey]int64
+}
+
+func (l *callLog) init(size int) {
+	l.size = size
+	l.counts = make(map[countKey]int64)
 }
 
 func (l *callLog) add(c *Call) {
 	l.mu.Lock()
-	l.calls = append(l.calls, *c)
+	switch {
+	case len(l.ring) < l.size:
+		l.ring = append(l.ring, *c)
+	case l.size > 0:
+		l.ring[l.n%l.size] = *c
+	}
+	l.n++
+	l.counts[countKey{c.Method, c.Tenant, c.Code}]++
 	l.mu.Unlock()
 }
 
-// Calls returns a copy of the request log: every gRPC call that ended since
-// the server started or since the last [Server.ResetCalls], in the order they
-// ended. A call still running is not in it.
+// Calls returns a copy of the request log: the most recent calls that ended
+// since the server started or since the last [Server.ResetCalls], at most
+// the size set by [WithCallLog], oldest first. A call still running is not
+// in it.
 func (s *Server) Calls() []Call {
-	s.calls.mu.Lock()
-	defer s.calls.mu.Unlock()
-	return slices.Clone(s.calls.calls)
+	l := &s.calls
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.ring) < l.size || l.size == 0 {
+		return slices.Clone(l.ring)
+	}
+	i := l.n % l.size
+	return append(slices.Clone(l.ring[i:]), l.ring[:i]...)
 }
 
-// ResetCalls empties the request log. Long benchmarks call it now and then to
-// keep the log from growing.
+// CallCounts returns the number of calls that ended since the server started
+// or since the last [Server.ResetCalls], per method, tenant and code, sorted
+// by method, then tenant, then code. Unlike [Server.Calls] they count every
+// call.
+func (s *Server) CallCounts() []CallCount {
+	l := &s.calls
+	l.mu.Lock()
+	out := make([]CallCount, 0, len(l.counts))
+	for k, n := range l.counts {
+		out = append(out, CallCount{Method: k.method, Tenant: k.tenant, Code: k.code, Count: n})
+	}
+	l.mu.Unlock()
+	slices.SortFunc(out, func(a, b CallCount) int {
+		if c := strings.Compare(a.Method, b.Method); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Tenant, b.Tenant); c != 0 {
+			return c
+		}
+		return int(a.Code) - int(b.Code)
+	})
+	return out
+}
+
+// ResetCalls empties the request log and zeroes its counters.
 func (s *Server) ResetCalls() {
-	s.calls.mu.Lock()
-	s.calls.calls = nil
-	s.calls.mu.Unlock()
+	l := &s.calls
+	l.mu.Lock()
+	clear(l.ring)
+	l.ring = l.ring[:0]
+	l.n = 0
+	clear(l.counts)
+	l.mu.Unlock()
 }
 
 type callKey struct{}
@@ -109,10 +177,19 @@ func noteTarget(ctx context.Context, bucket, object string) {
 	}
 }
 
+// tenantOf returns the tenant of the call running in ctx.
+func tenantOf(ctx context.Context) string {
+	if c, ok := ctx.Value(callKey{}).(*Call); ok {
+		return c.Tenant
+	}
+	return ""
+}
+
 func newCall(ctx context.Context, fullMethod string) (*Call, context.Context) {
 	c := &Call{
 		Method: shortMethod(fullMethod),
-		// One key, read without copying the rest of the incoming metadata.
+		// One key, read with metadata.ValueFromIncomingContext without
+		// copying the rest of the incoming metadata.
 		Tenant: header.FromIncoming(ctx, header.TenantKey),
 	}
 	return c, context.WithValue(ctx, callKey{}, c)

@@ -18,7 +18,7 @@ import (
 )
 
 // An object uploaded over the JSON API is read back over gRPC by the
-// official client, and the request log shows the call.
+// official client, and the request log shows both calls.
 func Example() {
 	srv, err := fakes.New(fakes.WithBucket("logs"))
 	if err != nil {
@@ -60,6 +60,7 @@ func Example() {
 	}
 	// Output:
 	// hello, gcs
+	// objects.insert logs hello.txt OK
 	// ReadObject logs hello.txt OK
 }
 
@@ -71,12 +72,10 @@ func ExampleServer_FailCall() {
 		log.Fatal(err)
 	}
 	defer srv.Close()
-	resp, err := http.Post(srv.HTTPURL()+"/upload/storage/v1/b/logs/o?uploadType=media&name=a",
-		"text/plain", strings.NewReader("abc"))
-	if err != nil {
+	// Seed the store directly: no request.
+	if _, err := srv.PutObject(fakes.Object{ObjectAttrs: fakes.ObjectAttrs{Bucket: "logs", Name: "a"}, Content: []byte("abc")}); err != nil {
 		log.Fatal(err)
 	}
-	resp.Body.Close()
 
 	ctx := context.Background()
 	client, err := storage.NewGRPCClient(ctx,

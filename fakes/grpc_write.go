@@ -1,47 +1,22 @@
 package fakes
 
 import (
-	"bytes"
 	"context"
-	"crypto/md5"
 	"crypto/rand"
-	"encoding/base64"
 	"errors"
-	"hash"
 	"hash/crc32"
 
-	"github.com/objup/objup/internal/crc32c"
 	"io"
 	"maps"
-	"sync"
-	"time"
 
-	"github.com/fsouza/fake-gcs-server/fakestorage"
+	"github.com/objup/objup/internal/crc32c"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/objup/objup/internal/wire"
 )
-
-// upload is an object being written: a one-shot write (id == ""), which
-// lives as long as its stream, or a resumable session, which lives in
-// Server.uploads until it fails for good, or until keepFinalized sessions
-// were finalized after it.
-type upload struct {
-	id             string
-	bucket, object string
-	spec           *wire.WriteObjectSpec
-
-	mu     sync.Mutex
-	sums   *wire.ObjectChecksums // declared whole-object checksums, if any
-	chunks [][]byte              // the content of each accepted message, as received
-	size   int64
-	crc    uint32
-	md5    hash.Hash
-	result *wire.Object // set once finalized
-	gone   bool         // resumable session removed after a final failure
-}
 
 // newUpload validates a WriteObjectSpec and returns an upload for it.
 func (s *Server) newUpload(ctx context.Context, spec *wire.WriteObjectSpec, common *wire.CommonObjectRequestParams) (*upload, error) {
@@ -66,57 +41,35 @@ func (s *Server) newUpload(ctx context.Context, spec *wire.WriteObjectSpec, comm
 	if err := checkCommon(common); err != nil {
 		return nil, err
 	}
-	if _, err := s.checkBucket(res.GetBucket()); err != nil {
+	b, err := s.store.bucket(bucket)
+	if err != nil {
 		return nil, err
 	}
-	return &upload{bucket: bucket, object: res.GetName(), spec: spec, md5: md5.New()}, nil
+	return newUpload(b, specTemplate(spec), specConditions(spec), spec.ObjectSize), nil
 }
 
-// session returns the resumable session id.
-func (s *Server) session(ctx context.Context, id string) (*upload, error) {
-	s.mu.Lock()
-	up := s.uploads[id]
-	s.mu.Unlock()
-	if up == nil {
-		return nil, status.Errorf(codes.NotFound, "upload %q not found", id)
+// specTemplate returns the attributes a write's spec gives its object.
+func specTemplate(spec *wire.WriteObjectSpec) *object {
+	res := spec.GetResource()
+	o := &object{
+		name:               res.GetName(),
+		contentType:        res.GetContentType(),
+		contentEncoding:    res.GetContentEncoding(),
+		contentDisposition: res.GetContentDisposition(),
+		contentLanguage:    res.GetContentLanguage(),
+		cacheControl:       res.GetCacheControl(),
+		storageClass:       res.GetStorageClass(),
+		metadata:           maps.Clone(res.GetMetadata()),
 	}
-	noteTarget(ctx, up.bucket, up.object)
-	return up, nil
+	if ct := res.GetCustomTime(); ct != nil {
+		o.customTime = ct.AsTime().UnixMicro()
+	}
+	return o
 }
 
-// keepFinalized is how many finalized sessions the server remembers, for
-// QueryWriteStatus and retried finish_writes; older ones are forgotten (the
-// service keeps them for a week), which bounds the memory of long runs.
-var keepFinalized = 4096
-
-// retire records that a session was finalized, and forgets the oldest
-// finalized sessions beyond keepFinalized.
-func (s *Server) retire(up *upload) {
-	if up.id == "" {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.finalized = append(s.finalized, up.id)
-	if n := len(s.finalized) - keepFinalized; n > 0 {
-		for _, id := range s.finalized[:n] {
-			delete(s.uploads, id)
-		}
-		s.finalized = append(s.finalized[:0], s.finalized[n:]...)
-	}
-}
-
-// drop removes a resumable session after a failure it cannot recover from.
-// up.mu must be held.
-func (s *Server) drop(up *upload) {
-	if up.id == "" {
-		return
-	}
-	up.gone = true
-	up.chunks = nil
-	s.mu.Lock()
-	delete(s.uploads, up.id)
-	s.mu.Unlock()
+// specConditions returns the preconditions of a write.
+func specConditions(spec *wire.WriteObjectSpec) *conditions {
+	return readConditions(spec.IfGenerationMatch, spec.IfGenerationNotMatch, spec.IfMetagenerationMatch, spec.IfMetagenerationNotMatch)
 }
 
 // writeMsg is what WriteObjectRequest and BidiWriteObjectRequest have in
@@ -226,7 +179,7 @@ func (w *writeStream) handle(m *writeMsg) (*wire.Object, int64, error) {
 	if !m.finish {
 		return nil, up.size, nil
 	}
-	obj, err := w.s.finalize(up)
+	obj, err := w.s.finalize(up, tenantOf(w.ctx))
 	return obj, up.size, err
 }
 
@@ -262,7 +215,7 @@ func (w *writeStream) accept(m *writeMsg) error {
 	if m.offset != up.size {
 		return offsetError(m.offset, up.size, "write_offset")
 	}
-	if lim := up.spec.ObjectSize; lim != nil && up.size+n > *lim {
+	if lim := up.limit; lim != nil && up.size+n > *lim {
 		return status.Errorf(codes.InvalidArgument, "data beyond object_size: %d bytes received, then %d more, object_size is %d", up.size, n, *lim)
 	}
 	if n > 0 && w.s.faults.takeCorrupt(w.method) {
@@ -285,13 +238,10 @@ func (w *writeStream) accept(m *writeMsg) error {
 		return nil
 	}
 	if hasCRC {
-		up.crc = crc32c.Combine(up.crc, crc, n)
+		up.add(content, crc)
 	} else {
-		up.crc = crc32.Update(up.crc, crc32c.Table, content)
+		up.addUnchecked(content)
 	}
-	up.md5.Write(content)
-	up.chunks = append(up.chunks, content)
-	up.size += n
 	w.received += n
 	return nil
 }
@@ -337,119 +287,6 @@ func (w *writeStream) end() (*wire.Object, int64, error) {
 		return nil, 0, status.Errorf(codes.NotFound, "upload %q no longer exists", w.up.id)
 	}
 	return w.up.result, w.up.size, nil
-}
-
-// finalize verifies a complete upload and stores it. up.mu is held.
-func (s *Server) finalize(up *upload) (*wire.Object, error) {
-	if lim := up.spec.ObjectSize; lim != nil && *lim != up.size {
-		return nil, status.Errorf(codes.InvalidArgument, "finish_write after %d bytes, but object_size is %d", up.size, *lim)
-	}
-	sum := up.md5.Sum(nil)
-	if want := up.sums; want != nil {
-		if want.Crc32C != nil && *want.Crc32C != up.crc {
-			s.drop(up)
-			return nil, status.Errorf(codes.DataLoss, "object CRC32C mismatch: sent %#08x, computed %#08x over %d bytes; nothing stored", *want.Crc32C, up.crc, up.size)
-		}
-		if len(want.Md5Hash) > 0 && !bytes.Equal(want.Md5Hash, sum) {
-			s.drop(up)
-			return nil, status.Errorf(codes.DataLoss, "object MD5 mismatch: sent %x, computed %x over %d bytes; nothing stored", want.Md5Hash, sum, up.size)
-		}
-	}
-	obj, err := s.store(up, sum)
-	if err != nil {
-		s.drop(up)
-		return nil, err
-	}
-	up.result, up.chunks, up.md5 = obj, nil, nil
-	s.retire(up)
-	return obj, nil
-}
-
-// store writes a verified upload into fake-gcs-server's backend, checking the
-// preconditions under the backend's lock, and returns the stored object. The
-// backend copies the content once (into one slice); the chunks are not
-// joined before.
-func (s *Server) store(up *upload, md5sum []byte) (*wire.Object, error) {
-	res := up.spec.GetResource()
-	now := time.Now().UTC().Truncate(time.Microsecond)
-	attrs := fakestorage.ObjectAttrs{
-		BucketName:         up.bucket,
-		Name:               up.object,
-		Size:               up.size,
-		StorageClass:       res.GetStorageClass(),
-		ContentType:        res.GetContentType(),
-		ContentEncoding:    res.GetContentEncoding(),
-		ContentDisposition: res.GetContentDisposition(),
-		ContentLanguage:    res.GetContentLanguage(),
-		CacheControl:       res.GetCacheControl(),
-		Crc32c:             encodeCRC32C(up.crc),
-		Md5Hash:            base64.StdEncoding.EncodeToString(md5sum),
-		Created:            now,
-		Updated:            now,
-		Generation:         s.nextGeneration(now),
-		Metadata:           maps.Clone(res.GetMetadata()),
-	}
-	if attrs.StorageClass == "" {
-		attrs.StorageClass = "STANDARD"
-	}
-	attrs.Etag = attrs.Md5Hash
-	if ct := res.GetCustomTime(); ct != nil {
-		attrs.CustomTime = ct.AsTime()
-	}
-
-	be := s.fs.Backend()
-	obj := zeroResult(be.GetObject)
-	obj.BucketName = attrs.BucketName
-	obj.Name = attrs.Name
-	obj.Size = attrs.Size
-	obj.StorageClass = attrs.StorageClass
-	obj.ContentType = attrs.ContentType
-	obj.ContentEncoding = attrs.ContentEncoding
-	obj.ContentDisposition = attrs.ContentDisposition
-	obj.ContentLanguage = attrs.ContentLanguage
-	obj.CacheControl = attrs.CacheControl
-	obj.Crc32c = attrs.Crc32c
-	obj.Md5Hash = attrs.Md5Hash
-	obj.Etag = attrs.Etag
-	obj.Metadata = attrs.Metadata
-	obj.Created = now.Format(timestampFormat)
-	obj.Updated = obj.Created
-	if !attrs.CustomTime.IsZero() {
-		obj.CustomTime = attrs.CustomTime.Format(timestampFormat)
-	}
-	obj.Generation = attrs.Generation
-	obj.Content = newChunkReader(up.chunks, up.size)
-
-	cond := &preconditions{
-		genMatch:     up.spec.IfGenerationMatch,
-		genNotMatch:  up.spec.IfGenerationNotMatch,
-		metaMatch:    up.spec.IfMetagenerationMatch,
-		metaNotMatch: up.spec.IfMetagenerationNotMatch,
-	}
-	stored, err := be.CreateObject(obj, cond)
-	if err != nil {
-		if cond.err != nil {
-			return nil, cond.err
-		}
-		return nil, status.Errorf(codes.Internal, "storing object: %v", err)
-	}
-	stored.Close()
-	return toObject(&attrs), nil
-}
-
-// nextGeneration returns a new generation number: the time in microseconds,
-// as GCS and fake-gcs-server use, made strictly increasing.
-func (s *Server) nextGeneration(now time.Time) int64 {
-	g := now.UnixMicro()
-	for {
-		last := s.lastGen.Load()
-		if g <= last {
-			g = last + 1
-		}
-		if s.lastGen.CompareAndSwap(last, g) {
-			return g
-		}
-	}
 }
 
 // WriteObject implements the client-streaming write.

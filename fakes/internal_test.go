@@ -2,7 +2,6 @@ package fakes
 
 import (
 	"bytes"
-	"io"
 	"strings"
 	"testing"
 
@@ -10,45 +9,32 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-func TestChunkReader(t *testing.T) {
-	chunks := [][]byte{[]byte("hello"), nil, []byte(", "), []byte("world"), {}}
+func TestObjectContent(t *testing.T) {
+	parts := [][]byte{[]byte("hello"), []byte(", "), []byte("world")}
 	const all = "hello, world"
-	r := newChunkReader(chunks, int64(len(all)))
-	got, err := io.ReadAll(r)
-	if err != nil || string(got) != all {
-		t.Fatalf("ReadAll = %q, %v", got, err)
+	o := &object{content: parts, size: int64(len(all))}
+	if got := string(o.bytes()); got != all {
+		t.Fatalf("bytes = %q", got)
 	}
-	for off := 0; off <= len(all)+1; off++ {
-		if _, err := r.Seek(int64(off), io.SeekStart); err != nil {
-			t.Fatal(err)
+	for start := 0; start <= len(all); start++ {
+		for end := start; end <= len(all); end++ {
+			var buf bytes.Buffer
+			if err := o.writeRange(&buf, int64(start), int64(end)); err != nil || buf.String() != all[start:end] {
+				t.Fatalf("writeRange(%d, %d) = %q, %v", start, end, buf.String(), err)
+			}
+			b := make([]byte, end-start)
+			if n := o.read(b, int64(start)); n != end-start || string(b) != all[start:end] {
+				t.Fatalf("read(%d) of %d = %d %q", start, end-start, n, b)
+			}
+			p := o.part(int64(start), int64(end-start))
+			inOnePart := start < 5 && end <= 5 || start >= 5 && start < 7 && end <= 7 || start >= 7 && start < 12
+			if (p != nil) != (inOnePart && end > start) && !(end == start && p != nil) {
+				t.Fatalf("part(%d, %d) = %q, in one part: %v", start, end-start, p, inOnePart)
+			}
+			if p != nil && string(p) != all[start:end] {
+				t.Fatalf("part(%d, %d) = %q", start, end-start, p)
+			}
 		}
-		got, _ := io.ReadAll(r)
-		if want := all[min(off, len(all)):]; string(got) != want {
-			t.Fatalf("after Seek(%d): %q, want %q", off, got, want)
-		}
-	}
-	if p, _ := r.Seek(-3, io.SeekEnd); p != int64(len(all)-3) {
-		t.Fatalf("Seek from end: %d", p)
-	}
-	if p, _ := r.Seek(1, io.SeekCurrent); p != int64(len(all)-2) {
-		t.Fatalf("Seek from current: %d", p)
-	}
-	if _, err := r.Seek(-1, io.SeekStart); err == nil {
-		t.Fatal("negative Seek accepted")
-	}
-	// Reads of one byte at a time cross chunk boundaries correctly.
-	r.Seek(0, io.SeekStart)
-	var out bytes.Buffer
-	one := make([]byte, 1)
-	for range 100 {
-		n, err := r.Read(one)
-		out.Write(one[:n])
-		if err == io.EOF {
-			break
-		}
-	}
-	if out.String() != all {
-		t.Fatalf("byte reads: %q", out.String())
 	}
 }
 

@@ -3,13 +3,10 @@ package fakes
 import (
 	"encoding/base64"
 	"encoding/binary"
-	"errors"
-	"io"
 	"strings"
 	"time"
 	"unicode/utf8"
 
-	"github.com/fsouza/fake-gcs-server/fakestorage"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -20,9 +17,6 @@ import (
 // maxChunk is the service's limit on the content of one message, both ways
 // (MAX_WRITE_CHUNK_BYTES and MAX_READ_CHUNK_BYTES).
 const maxChunk = 2 << 20
-
-// timestampFormat is how fake-gcs-server's backend stores times.
-const timestampFormat = "2006-01-02T15:04:05.999999Z07:00"
 
 const bucketPrefix = "projects/_/buckets/"
 
@@ -36,16 +30,13 @@ func parseBucket(resource string) (string, error) {
 	return name, nil
 }
 
-// checkBucket parses a bucket resource name and checks that the bucket exists.
-func (s *Server) checkBucket(resource string) (string, error) {
+// bucketOf parses a bucket resource name and returns the bucket.
+func (s *Server) bucketOf(resource string) (*bucket, error) {
 	name, err := parseBucket(resource)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	if _, err := s.fs.Backend().GetBucket(name); err != nil {
-		return "", status.Errorf(codes.NotFound, "bucket %q not found", name)
-	}
-	return name, nil
+	return s.store.bucket(name)
 }
 
 // checkObjectName applies the GCS object naming rules.
@@ -79,107 +70,52 @@ func checkCommon(p *wire.CommonObjectRequestParams) error {
 	return nil
 }
 
-// metageneration is the metageneration of every object: the fake's store
-// does not track metadata updates.
-const metageneration = 1
-
-// preconditions are a request's if_* fields. It is also the
-// fake-gcs-server backend's Conditions, so a write checks them atomically
-// with the store.
-type preconditions struct {
-	genMatch, genNotMatch, metaMatch, metaNotMatch *int64
-
-	err error // why ConditionsMet last failed
+// toObject converts a stored object into the API's Object. The Object shares
+// o's metadata map, which is never written once stored: the caller may
+// marshal it but must not change it.
+func (b *bucket) toObject(o *object) *wire.Object {
+	crc := o.crc32c
+	w := &wire.Object{
+		Name:                   o.name,
+		Bucket:                 b.resName,
+		Etag:                   etag(o),
+		Generation:             o.generation,
+		Metageneration:         o.metageneration,
+		StorageClass:           o.storageClass,
+		Size:                   o.size,
+		ContentEncoding:        o.contentEncoding,
+		ContentDisposition:     o.contentDisposition,
+		CacheControl:           o.cacheControl,
+		ContentLanguage:        o.contentLanguage,
+		ContentType:            o.contentType,
+		CreateTime:             timestamp(o.created),
+		UpdateTime:             timestamp(o.updated),
+		FinalizeTime:           timestamp(o.created),
+		UpdateStorageClassTime: timestamp(o.created),
+		CustomTime:             timestamp(o.customTime),
+		Metadata:               o.metadata,
+		Checksums:              &wire.ObjectChecksums{Crc32C: &crc, Md5Hash: o.md5[:]},
+	}
+	return w
 }
 
-// check evaluates the preconditions against the live object (gen 0: none).
-func (p *preconditions) check(gen int64) error {
-	exists := gen != 0
-	switch {
-	case p.genMatch != nil && *p.genMatch != gen:
-		if *p.genMatch == 0 {
-			return status.Errorf(codes.FailedPrecondition, "precondition failed: if_generation_match=0 but the object exists (generation %d)", gen)
-		}
-		return status.Errorf(codes.FailedPrecondition, "precondition failed: if_generation_match=%d, live generation is %d", *p.genMatch, gen)
-	case p.genNotMatch != nil && exists && *p.genNotMatch == gen:
-		return status.Errorf(codes.FailedPrecondition, "precondition failed: if_generation_not_match=%d is the live generation", gen)
-	case p.metaMatch != nil && (!exists || *p.metaMatch != metageneration):
-		return status.Errorf(codes.FailedPrecondition, "precondition failed: if_metageneration_match=%d, object %s", *p.metaMatch, describeMeta(exists))
-	case p.metaNotMatch != nil && exists && *p.metaNotMatch == metageneration:
-		return status.Errorf(codes.FailedPrecondition, "precondition failed: if_metageneration_not_match=%d is the live metageneration", metageneration)
-	}
-	return nil
+// etag is an object's ETag as GCS forms it: base64 of a small message
+// holding the generation (field 1) and the metageneration (field 2).
+func etag(o *object) string {
+	b := make([]byte, 0, 24)
+	b = append(b, 0x08)
+	b = binary.AppendUvarint(b, uint64(o.generation))
+	b = append(b, 0x10)
+	b = binary.AppendUvarint(b, uint64(o.metageneration))
+	return base64.StdEncoding.EncodeToString(b)
 }
 
-func describeMeta(exists bool) string {
-	if exists {
-		return "has metageneration 1"
-	}
-	return "does not exist"
-}
-
-// ConditionsMet implements the fake-gcs-server backend's Conditions.
-func (p *preconditions) ConditionsMet(activeGeneration int64) bool {
-	p.err = p.check(activeGeneration)
-	return p.err == nil
-}
-
-// lookup returns the live object, or the given generation.
-func (s *Server) lookup(bucket, name string, generation int64) (fakestorage.StreamingObject, error) {
-	var (
-		obj fakestorage.StreamingObject
-		err error
-	)
-	if generation != 0 {
-		obj, err = s.fs.GetObjectWithGenerationStreaming(bucket, name, generation)
-	} else {
-		obj, err = s.fs.GetObjectStreaming(bucket, name)
-	}
-	if err != nil {
-		if generation != 0 {
-			return obj, status.Errorf(codes.NotFound, "object %q generation %d not found in bucket %q", name, generation, bucket)
-		}
-		return obj, status.Errorf(codes.NotFound, "object %q not found in bucket %q", name, bucket)
-	}
-	return obj, nil
-}
-
-// toObject converts fake-gcs-server's attributes into the API's Object.
-func toObject(a *fakestorage.ObjectAttrs) *wire.Object {
-	o := &wire.Object{
-		Name:               a.Name,
-		Bucket:             bucketPrefix + a.BucketName,
-		Generation:         a.Generation,
-		Metageneration:     metageneration,
-		StorageClass:       a.StorageClass,
-		Size:               a.Size,
-		ContentEncoding:    a.ContentEncoding,
-		ContentDisposition: a.ContentDisposition,
-		CacheControl:       a.CacheControl,
-		ContentLanguage:    a.ContentLanguage,
-		ContentType:        a.ContentType,
-		CreateTime:         timestamp(a.Created),
-		UpdateTime:         timestamp(a.Updated),
-		FinalizeTime:       timestamp(a.Created),
-		CustomTime:         timestamp(a.CustomTime),
-		Metadata:           a.Metadata,
-		Etag:               a.Etag,
-		Checksums:          &wire.ObjectChecksums{},
-	}
-	if c, ok := decodeCRC32C(a.Crc32c); ok {
-		o.Checksums.Crc32C = &c
-	}
-	if m, err := base64.StdEncoding.DecodeString(a.Md5Hash); err == nil && len(m) > 0 {
-		o.Checksums.Md5Hash = m
-	}
-	return o
-}
-
-func timestamp(t time.Time) *timestamppb.Timestamp {
-	if t.IsZero() {
+// timestamp converts Unix microseconds (0: unset) into a Timestamp.
+func timestamp(us int64) *timestamppb.Timestamp {
+	if us == 0 {
 		return nil
 	}
-	return timestamppb.New(t)
+	return timestamppb.New(time.UnixMicro(us))
 }
 
 // encodeCRC32C is fake-gcs-server's (and the JSON API's) form of a CRC32C:
@@ -200,66 +136,3 @@ func decodeCRC32C(s string) (uint32, bool) {
 	}
 	return binary.BigEndian.Uint32(b[:]), true
 }
-
-// zeroResult returns the zero value of f's first result. It names
-// fake-gcs-server's internal object type without importing it (Go forbids
-// importing an internal package, not using its values), so writes can go to
-// the backend directly: with precomputed checksums, and with preconditions
-// checked under the backend's lock.
-func zeroResult[T any](f func(string, string) (T, error)) (zero T) { return zero }
-
-// chunkReader reads the chunks of an upload in sequence, without joining
-// them first.
-type chunkReader struct {
-	chunks [][]byte
-	i      int   // current chunk
-	off    int   // offset in the current chunk
-	pos    int64 // absolute offset
-	size   int64
-}
-
-func newChunkReader(chunks [][]byte, size int64) *chunkReader {
-	return &chunkReader{chunks: chunks, size: size}
-}
-
-func (r *chunkReader) Read(p []byte) (int, error) {
-	n := 0
-	for n < len(p) && r.i < len(r.chunks) {
-		c := copy(p[n:], r.chunks[r.i][r.off:])
-		n += c
-		r.off += c
-		if r.off == len(r.chunks[r.i]) {
-			r.i++
-			r.off = 0
-		}
-	}
-	r.pos += int64(n)
-	if n == 0 && len(p) > 0 {
-		return 0, io.EOF
-	}
-	return n, nil
-}
-
-func (r *chunkReader) Seek(offset int64, whence int) (int64, error) {
-	switch whence {
-	case io.SeekCurrent:
-		offset += r.pos
-	case io.SeekEnd:
-		offset += r.size
-	}
-	if offset < 0 {
-		return r.pos, errors.New("fakes: negative seek")
-	}
-	r.i, r.off, r.pos = 0, 0, offset
-	rest := offset
-	for r.i < len(r.chunks) && rest >= int64(len(r.chunks[r.i])) {
-		rest -= int64(len(r.chunks[r.i]))
-		r.i++
-	}
-	if r.i < len(r.chunks) {
-		r.off = int(rest)
-	}
-	return offset, nil
-}
-
-func (r *chunkReader) Close() error { return nil }

@@ -20,14 +20,19 @@ func (f optionFunc) apply(c *config) { f(c) }
 // free port on the IPv4 loopback interface.
 const DefaultAddr = "127.0.0.1:0"
 
+// DefaultCallLog is the number of recent calls a server keeps for
+// [Server.Calls] unless [WithCallLog] says otherwise.
+const DefaultCallLog = 10000
+
 type config struct {
 	buckets  []string
 	grpcAddr string
 	httpAddr string
+	callLog  int
 }
 
 func newConfig(opts []Option) (*config, error) {
-	c := &config{grpcAddr: DefaultAddr, httpAddr: DefaultAddr}
+	c := &config{grpcAddr: DefaultAddr, httpAddr: DefaultAddr, callLog: DefaultCallLog}
 	for _, o := range opts {
 		o.apply(c)
 	}
@@ -50,10 +55,19 @@ func WithGRPCAddr(addr string) Option {
 	return optionFunc(func(c *config) { c.grpcAddr = addr })
 }
 
-// WithHTTPAddr sets the TCP address of the JSON/XML API server, with the same
+// WithHTTPAddr sets the TCP address of the JSON API server, with the same
 // rules as [WithGRPCAddr].
 func WithHTTPAddr(addr string) Option {
 	return optionFunc(func(c *config) { c.httpAddr = addr })
+}
+
+// WithCallLog sets how many recent calls the server keeps for
+// [Server.Calls]: a ring of n records, so the log's memory stays bounded
+// however long the server runs. 0 keeps none; the counters of
+// [Server.CallCounts] count every call either way. The default is
+// [DefaultCallLog].
+func WithCallLog(n int) Option {
+	return optionFunc(func(c *config) { c.callLog = n })
 }
 
 func (c *config) validate() error {
@@ -62,6 +76,9 @@ func (c *config) validate() error {
 		if err := checkBucketName(b); err != nil {
 			errs = append(errs, err.Error())
 		}
+	}
+	if c.callLog < 0 {
+		errs = append(errs, fmt.Sprintf("call log size %d is negative", c.callLog))
 	}
 	for _, a := range []struct{ name, addr string }{{"gRPC", c.grpcAddr}, {"HTTP", c.httpAddr}} {
 		if _, _, err := net.SplitHostPort(a.addr); err != nil {

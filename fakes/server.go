@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/fsouza/fake-gcs-server/fakestorage"
 	"google.golang.org/grpc"
 
 	"github.com/objup/objup/internal/wire"
@@ -21,12 +18,11 @@ import (
 // them.
 const closeGrace = 5 * time.Second
 
-// Server is a running fake GCS: fake-gcs-server for the JSON/XML API and a
-// storage v2 gRPC server on the same store. Create it with [New] or
-// [NewTest]; the zero value is not usable. All methods are safe for
-// concurrent use.
+// Server is a running fake GCS: a storage v2 gRPC server and a JSON API
+// server over HTTP on one object store. Create it with [New] or [NewTest];
+// the zero value is not usable. All methods are safe for concurrent use.
 type Server struct {
-	fs       *fakestorage.Server
+	store    *store
 	grpc     *grpc.Server
 	http     *http.Server
 	grpcAddr string
@@ -36,9 +32,8 @@ type Server struct {
 	uploads   map[string]*upload // resumable sessions by upload ID
 	finalized []string           // IDs of finalized sessions, oldest first
 
-	lastGen atomic.Int64
-	faults  faults
-	calls   callLog
+	faults faults
+	calls  callLog
 
 	serving   sync.WaitGroup
 	serveErr  error // first unexpected error of a Serve loop; guarded by mu
@@ -63,26 +58,15 @@ func New(opts ...Option) (*Server, error) {
 		grpcLis.Close()
 		return nil, fmt.Errorf("fakes: HTTP listener: %w", err)
 	}
-	httpHost := dialAddr(httpLis.Addr())
-	fs, err := fakestorage.NewServerWithOptions(fakestorage.Options{
-		NoListener:  true, // we serve its handler on our own listener
-		Scheme:      "http",
-		ExternalURL: "http://" + httpHost, // the Location of resumable uploads
-	})
-	if err != nil {
-		grpcLis.Close()
-		httpLis.Close()
-		return nil, fmt.Errorf("fakes: fake-gcs-server: %w", err)
-	}
-	for _, b := range cfg.buckets {
-		fs.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: b})
-	}
-
 	s := &Server{
-		fs:       fs,
+		store:    newStore(),
 		grpcAddr: dialAddr(grpcLis.Addr()),
-		httpURL:  "http://" + httpHost,
+		httpURL:  "http://" + dialAddr(httpLis.Addr()),
 		uploads:  make(map[string]*upload),
+	}
+	s.calls.init(cfg.callLog)
+	for _, b := range cfg.buckets {
+		s.store.createBucket(b, false, true) // names were validated
 	}
 	s.faults.stop = make(chan struct{})
 	s.grpc = grpc.NewServer(
@@ -94,7 +78,7 @@ func New(opts ...Option) (*Server, error) {
 		grpc.ChainStreamInterceptor(s.streamInterceptor),
 	)
 	wire.RegisterStorageServer(s.grpc, &service{s: s})
-	s.http = &http.Server{Handler: publicHost(fs.HTTPHandler()), ReadHeaderTimeout: 30 * time.Second}
+	s.http = &http.Server{Handler: http.HandlerFunc(s.serveHTTP), ReadHeaderTimeout: 30 * time.Second}
 
 	s.serving.Add(2)
 	go func() {
@@ -124,27 +108,6 @@ func (s *Server) noteServeErr(err error) {
 	s.mu.Unlock()
 }
 
-// publicHost serves h, presenting the path-style XML API requests
-// (GET /BUCKET/OBJECT, which the official HTTP client uses for reads) as if
-// they had been sent to storage.googleapis.com, fake-gcs-server's default
-// public host: it matches those routes on the Host header. The JSON API
-// paths keep their Host, from which fake-gcs-server builds the Location of
-// resumable uploads. Leaving its public host at the default keeps its
-// in-process client (Backend().Client()) working too.
-func publicHost(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		for _, p := range []string{"/storage/v1/", "/upload/", "/download/", "/batch/", "/_internal/"} {
-			if strings.HasPrefix(r.URL.Path, p) {
-				h.ServeHTTP(w, r)
-				return
-			}
-		}
-		r2 := *r
-		r2.Host = "storage.googleapis.com"
-		h.ServeHTTP(w, &r2)
-	})
-}
-
 // dialAddr is the host:port a client dials to reach a listener: the listener's
 // own address, or loopback when it listens on every interface.
 func dialAddr(a net.Addr) string {
@@ -163,18 +126,13 @@ func dialAddr(a net.Addr) string {
 // HTTP/2: dial it with insecure transport credentials.
 func (s *Server) GRPCAddr() string { return s.grpcAddr }
 
-// HTTPURL returns the base URL of the JSON/XML API server, e.g.
+// HTTPURL returns the base URL of the JSON API server, e.g.
 // "http://127.0.0.1:40124". The JSON API lives under HTTPURL()+"/storage/v1/"
-// (the endpoint to give the official HTTP client) and uploads under
-// HTTPURL()+"/upload/storage/v1/".
+// (the endpoint to give the official HTTP client, or HTTPURL without its
+// scheme as STORAGE_EMULATOR_HOST), uploads under
+// HTTPURL()+"/upload/storage/v1/", and path-style reads at
+// HTTPURL()+"/BUCKET/OBJECT".
 func (s *Server) HTTPURL() string { return s.httpURL }
-
-// Backend returns the fake-gcs-server instance that stores the objects, for
-// tests that seed or inspect the store directly; objects it holds are
-// visible over gRPC as well. It has no listener of its own: its URL is
-// [Server.HTTPURL], and its Client and HTTPClient reach it in process,
-// without the network.
-func (s *Server) Backend() *fakestorage.Server { return s.fs }
 
 // Close shuts both servers down: it stops accepting connections, ends the
 // waits of [Server.Delay] rules, waits up to 5 seconds for calls in flight to
@@ -204,7 +162,6 @@ func (s *Server) Close() error {
 			s.http.Close()
 		}
 		cancel()
-		s.fs.Stop()
 		s.serving.Wait()
 
 		s.mu.Lock()

@@ -1,10 +1,12 @@
 package fakes_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/md5"
 	"encoding/base64"
 	"encoding/json"
-	"io"
+	"fmt"
 	"net"
 	"net/http"
 	"strconv"
@@ -12,11 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsouza/fake-gcs-server/fakestorage"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/objup/objup/fakes"
@@ -141,39 +143,81 @@ func TestClose(t *testing.T) {
 	tr.CloseIdleConnections()
 }
 
-func TestBackendSharesTheStore(t *testing.T) {
+func TestAccessors(t *testing.T) {
 	srv, cc := start(t)
+	custom := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 
-	// Seeded through fake-gcs-server's API: visible over gRPC.
-	srv.Backend().CreateObject(fakestorage.Object{
-		ObjectAttrs: fakestorage.ObjectAttrs{BucketName: bucket, Name: "seeded", ContentType: "text/plain"},
-		Content:     []byte("seed"),
+	// Seeded straight into the store: visible over gRPC and over HTTP.
+	seeded, err := srv.PutObject(fakes.Object{
+		ObjectAttrs: fakes.ObjectAttrs{Bucket: bucket, Name: "seeded", ContentType: "text/plain",
+			Metadata: map[string]string{"k": "v"}, CustomTime: custom, Tenant: "seeder"},
+		Content: []byte("seed"),
 	})
-	obj := mustGet(t, cc, "seeded")
-	if obj.GetContentType() != "text/plain" || obj.GetSize() != 4 || obj.GetChecksums().GetCrc32C() != crcOf([]byte("seed")) {
-		t.Fatalf("seeded object over gRPC: %v", obj)
-	}
-
-	// Written over gRPC: visible through fake-gcs-server, and through its
-	// in-process client.
-	put(t, cc, "from-grpc", []byte("grpc"))
-	got, err := srv.Backend().GetObject(bucket, "from-grpc")
-	if err != nil || string(got.Content) != "grpc" {
-		t.Fatalf("Backend().GetObject = %q, %v", got.Content, err)
-	}
-	client := srv.Backend().Client()
-	defer client.Close()
-	r, err := client.Bucket(bucket).Object("from-grpc").NewReader(ctxT(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := io.ReadAll(r)
-	r.Close()
-	if err != nil || string(b) != "grpc" {
-		t.Fatalf("Backend().Client() read %q, %v", b, err)
+	if seeded.Generation == 0 || seeded.Metageneration != 1 || seeded.Size != 4 || seeded.CRC32C != crcOf([]byte("seed")) || seeded.StorageClass != "STANDARD" {
+		t.Fatalf("PutObject = %+v", seeded)
 	}
-	if srv.Backend().URL() != srv.HTTPURL() {
-		t.Fatalf("Backend().URL() = %q, HTTPURL() = %q", srv.Backend().URL(), srv.HTTPURL())
+	obj := mustGet(t, cc, "seeded")
+	if obj.GetContentType() != "text/plain" || obj.GetSize() != 4 || obj.GetChecksums().GetCrc32C() != crcOf([]byte("seed")) ||
+		obj.GetGeneration() != seeded.Generation || !obj.GetCustomTime().AsTime().Equal(custom) {
+		t.Fatalf("seeded object over gRPC: %v", obj)
+	}
+	if got, code := httpGet(t, srv, "seeded"); code != http.StatusOK || string(got) != "seed" {
+		t.Fatalf("seeded object over HTTP: %d %q", code, got)
+	}
+
+	// Written over gRPC, with a tenant: Object returns it, with a copy of
+	// its content.
+	ctx := metadata.AppendToOutgoingContext(ctxT(t), "x-scope-orgid", "acme")
+	data := payload(3*mib+5, 31)
+	if _, err := writeObject(ctx, cc, chunks(data, mib, withSpec(spec("from-grpc")))...); err != nil {
+		t.Fatal(err)
+	}
+	got, err := srv.Object(bucket, "from-grpc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameBytes(t, "Object content", got.Content, data)
+	sum := md5.Sum(data)
+	if got.Size != int64(len(data)) || got.CRC32C != crcOf(data) || !bytes.Equal(got.MD5, sum[:]) || got.Tenant != "acme" || got.Bucket != bucket {
+		t.Fatalf("Object attrs %+v", got.ObjectAttrs)
+	}
+	got.Content[0] ^= 0xff
+	sameBytes(t, "content after the caller changed its copy", get(t, cc, "from-grpc"), data)
+
+	for _, tc := range []struct{ bucket, name string }{{bucket, "missing"}, {"no-such-bucket", "x"}} {
+		if _, err := srv.Object(tc.bucket, tc.name); status.Code(err) != codes.NotFound {
+			t.Errorf("Object(%q, %q): %v, want NotFound", tc.bucket, tc.name, err)
+		}
+	}
+	if _, err := srv.PutObject(fakes.Object{ObjectAttrs: fakes.ObjectAttrs{Bucket: bucket, Name: ".."}}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("PutObject with a bad name: %v", err)
+	}
+
+	list, err := srv.ListObjects(bucket, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, a := range list {
+		names = append(names, a.Name)
+	}
+	if fmt.Sprint(names) != "[from-grpc seeded]" {
+		t.Fatalf("ListObjects = %v", names)
+	}
+	if list, _ := srv.ListObjects(bucket, "s"); len(list) != 1 || list[0].Name != "seeded" {
+		t.Fatalf("ListObjects with a prefix = %+v", list)
+	}
+	if _, err := srv.ListObjects("no-such-bucket", ""); status.Code(err) != codes.NotFound {
+		t.Fatalf("ListObjects of a missing bucket: %v", err)
+	}
+
+	// Usage counts what each tenant stored.
+	want := []fakes.Usage{{Tenant: "acme", Objects: 1, Bytes: int64(len(data))}, {Tenant: "seeder", Objects: 1, Bytes: 4}}
+	if u := srv.Usage(); fmt.Sprint(u) != fmt.Sprint(want) {
+		t.Fatalf("Usage = %v, want %v", u, want)
 	}
 }
 

@@ -91,7 +91,7 @@ func TestWriteAttributes(t *testing.T) {
 		if got.GetChecksums().GetCrc32C() != crcOf(data) || len(got.GetChecksums().GetMd5Hash()) != 16 || got.Etag == "" {
 			t.Errorf("checksums %v etag %q", got.Checksums, got.Etag)
 		}
-		got.Generation, got.CreateTime, got.UpdateTime, got.FinalizeTime, got.CustomTime, got.Checksums, got.Etag = 0, nil, nil, nil, nil, nil, ""
+		got.Generation, got.CreateTime, got.UpdateTime, got.FinalizeTime, got.UpdateStorageClassTime, got.CustomTime, got.Checksums, got.Etag = 0, nil, nil, nil, nil, nil, nil, ""
 		if !proto.Equal(got, want) {
 			t.Errorf("got %v\nwant %v", got, want)
 		}

@@ -28,7 +28,7 @@ func TestEmulatorEnv(t *testing.T) {
 			t.Fatalf("%s=%s: %v", uploader.EmulatorEnv, v, err)
 		}
 		c.Close()
-		o, err := srv.Backend().GetObject(bucket, "emu")
+		o, err := srv.Object(bucket, "emu")
 		if err != nil {
 			t.Fatal(err)
 		}

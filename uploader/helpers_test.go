@@ -16,8 +16,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/fsouza/fake-gcs-server/fakestorage"
-
 	"github.com/objup/objup/fakes"
 	"github.com/objup/objup/uploader"
 )
@@ -78,7 +76,7 @@ func newEnv(t *testing.T, opts ...option.ClientOption) *env {
 // missing.
 func (e *env) content(name string) []byte {
 	e.t.Helper()
-	o, err := e.srv.Backend().GetObject(bucket, name)
+	o, err := e.srv.Object(bucket, name)
 	if err != nil {
 		e.t.Fatalf("stored object %q: %v", name, err)
 	}
@@ -88,7 +86,7 @@ func (e *env) content(name string) []byte {
 // absent fails the test if the object exists.
 func (e *env) absent(name string) {
 	e.t.Helper()
-	if o, err := e.srv.Backend().GetObject(bucket, name); err == nil {
+	if o, err := e.srv.Object(bucket, name); err == nil {
 		e.t.Fatalf("object %q was stored (%d bytes) but must not exist", name, len(o.Content))
 	}
 }
@@ -96,7 +94,7 @@ func (e *env) absent(name string) {
 // count returns how many objects the bucket holds.
 func (e *env) count() int {
 	e.t.Helper()
-	objs, _, err := e.srv.Backend().ListObjectsWithOptions(bucket, fakestorage.ListOptions{})
+	objs, err := e.srv.ListObjects(bucket, "")
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -116,7 +116,7 @@ func TestUploadOptionsReachObject(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o, err := e.srv.Backend().GetObject(bucket, name)
+		o, err := e.srv.Object(bucket, name)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,341 @@
+package fakes
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"google.golang.org/grpc/status"
+
+	"github.com/objup/objup/header"
+)
+
+// httpRoute is what the router made of a request: the JSON API method it
+// names (for the log and for error messages), its bucket and object, and the
+// handler that serves it. Handlers return an error rather than writing it,
+// so errors are written and logged in one place.
+type httpRoute struct {
+	method         string
+	bucket, object string
+	xml            bool // path-style (XML API) read: errors in XML
+	serve          func(w http.ResponseWriter, r *http.Request) error
+}
+
+// serveHTTP is the JSON API server: it routes the request, serves it, writes
+// the error if it failed, and records the call.
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.EscapedPath()
+	if path == statsPath {
+		s.serveStats(w, r)
+		return
+	}
+	rt := s.route(r, path)
+	c := &Call{Method: rt.method, Bucket: rt.bucket, Object: rt.object, Tenant: lastValue(r.Header, header.TenantKey)}
+	err := rt.serve(w, r)
+	if err != nil {
+		writeError(w, rt, err)
+		c.Code = status.Code(err)
+	}
+	s.calls.add(c)
+}
+
+// lastValue returns the last value of the header key, or "".
+func lastValue(h http.Header, key string) string {
+	v := h.Values(key)
+	if len(v) == 0 {
+		return ""
+	}
+	return v[len(v)-1]
+}
+
+// unimplemented is the route of a request the fake does not serve.
+func unimplemented(method, what string) *httpRoute {
+	return &httpRoute{method: method, serve: func(http.ResponseWriter, *http.Request) error {
+		return newError(kindUnimplemented, "fakes: %s is not implemented by the fake", what)
+	}}
+}
+
+// route maps a request to its handler. path is the escaped path, so that an
+// object name's escaped slashes stay inside its segment.
+func (s *Server) route(r *http.Request, path string) *httpRoute {
+	m := r.Method
+	switch {
+	case strings.HasPrefix(path, "/storage/v1/"):
+		return s.routeJSON(r, strings.TrimPrefix(path, "/storage/v1/"), false)
+	case strings.HasPrefix(path, "/download/storage/v1/"):
+		if m != http.MethodGet && m != http.MethodHead {
+			return unimplemented(m+" download", m+" "+path)
+		}
+		return s.routeJSON(r, strings.TrimPrefix(path, "/download/storage/v1/"), true)
+	case strings.HasPrefix(path, "/upload/storage/v1/"):
+		return s.routeUpload(r, strings.TrimPrefix(path, "/upload/storage/v1/"))
+	case strings.HasPrefix(path, "/batch/"):
+		return unimplemented("batch", "the batch API ("+m+" "+path+")")
+	}
+	return s.routeXML(r, path)
+}
+
+// segment cuts the first segment off an escaped path and unescapes it.
+func segment(path string) (seg, rest string, ok bool) {
+	raw, rest, _ := strings.Cut(path, "/")
+	seg, err := url.PathUnescape(raw)
+	return seg, rest, err == nil
+}
+
+// objectActions are the object methods named by a path segment after the
+// object name, by HTTP method; the fake implements none of them.
+var objectActions = map[string]string{
+	"compose":   "objects.compose",
+	"copyTo":    "objects.copy",
+	"rewriteTo": "objects.rewrite",
+	"restore":   "objects.restore",
+	"moveTo":    "objects.move",
+	"acl":       "objectAccessControls",
+}
+
+// bucketMethods are the bucket sub-resources the fake does not implement.
+var bucketMethods = map[string]string{
+	"acl":                 "bucketAccessControls",
+	"defaultObjectAcl":    "defaultObjectAccessControls",
+	"iam":                 "buckets.iam",
+	"notificationConfigs": "notifications",
+	"lockRetentionPolicy": "buckets.lockRetentionPolicy",
+	"storageLayout":       "buckets.getStorageLayout",
+	"operations":          "operations",
+	"anywhereCaches":      "anywhereCaches",
+	"managedFolders":      "managedFolders",
+	"folders":             "folders",
+}
+
+// routeJSON routes a JSON API request; path follows "/storage/v1/". With
+// download, only objects.get for content is served.
+func (s *Server) routeJSON(r *http.Request, path string, download bool) *httpRoute {
+	m := r.Method
+	whole := m + " " + r.URL.Path
+	first, rest, _ := strings.Cut(path, "/")
+	if first != "b" {
+		return unimplemented(m+" "+first, whole)
+	}
+	if rest == "" && !strings.HasSuffix(path, "/") && !download {
+		switch m {
+		case http.MethodGet:
+			return &httpRoute{method: "buckets.list", serve: s.listBuckets}
+		case http.MethodPost:
+			return &httpRoute{method: "buckets.insert", serve: s.insertBucket}
+		}
+		return unimplemented(m+" buckets", whole)
+	}
+	bkt, rest, ok := segment(rest)
+	if !ok || bkt == "" {
+		return unimplemented(m+" buckets", whole)
+	}
+	sub, objPath, hasSub := strings.Cut(rest, "/")
+	switch {
+	case !hasSub && sub == "" && !download:
+		rt := &httpRoute{bucket: bkt}
+		switch m {
+		case http.MethodGet:
+			rt.method, rt.serve = "buckets.get", func(w http.ResponseWriter, r *http.Request) error { return s.getBucket(w, r, bkt) }
+		case http.MethodDelete:
+			rt.method, rt.serve = "buckets.delete", func(w http.ResponseWriter, r *http.Request) error { return s.deleteBucket(w, r, bkt) }
+		case http.MethodPatch, http.MethodPut:
+			rt = unimplemented("buckets.patch", "buckets.patch and buckets.update")
+			rt.bucket = bkt
+		default:
+			return unimplemented(m+" bucket", whole)
+		}
+		return rt
+	case sub != "o":
+		name := bucketMethods[sub]
+		if name == "" {
+			name = m + " " + sub
+		}
+		rt := unimplemented(name, name+" ("+whole+")")
+		rt.bucket = bkt
+		return rt
+	case !hasSub && !download: // "b/BUCKET/o"
+		rt := &httpRoute{bucket: bkt}
+		switch m {
+		case http.MethodGet:
+			rt.method, rt.serve = "objects.list", func(w http.ResponseWriter, r *http.Request) error { return s.listObjects(w, r, bkt) }
+		case http.MethodPost:
+			rt = unimplemented("objects.insert", "objects.insert outside the upload path (use /upload/storage/v1/b/BUCKET/o)")
+			rt.bucket = bkt
+		default:
+			return unimplemented(m+" objects", whole)
+		}
+		return rt
+	}
+	if objPath == "" {
+		return unimplemented(m+" objects", whole)
+	}
+	if m == http.MethodPost && objPath == "watch" {
+		rt := unimplemented("objects.watchAll", "objects.watchAll")
+		rt.bucket = bkt
+		return rt
+	}
+	name, action := objectName(objPath)
+	rt := &httpRoute{bucket: bkt, object: name}
+	if action != "" {
+		rt.method = action
+		rt.serve = unimplemented(action, action).serve
+		return rt
+	}
+	if download {
+		rt.method = "objects.get"
+		rt.serve = func(w http.ResponseWriter, r *http.Request) error { return s.getObject(w, r, bkt, name, true) }
+		return rt
+	}
+	switch m {
+	case http.MethodGet, http.MethodHead:
+		rt.method = "objects.get"
+		rt.serve = func(w http.ResponseWriter, r *http.Request) error { return s.getObject(w, r, bkt, name, false) }
+	case http.MethodDelete:
+		rt.method = "objects.delete"
+		rt.serve = func(w http.ResponseWriter, r *http.Request) error { return s.deleteObject(w, r, bkt, name) }
+	case http.MethodPatch:
+		rt.method = "objects.patch"
+		rt.serve = func(w http.ResponseWriter, r *http.Request) error { return s.updateObject(w, r, bkt, name, true) }
+	case http.MethodPut:
+		rt.method = "objects.update"
+		rt.serve = func(w http.ResponseWriter, r *http.Request) error { return s.updateObject(w, r, bkt, name, false) }
+	default:
+		rt.method = m + " object"
+		rt.serve = unimplemented(rt.method, whole).serve
+	}
+	return rt
+}
+
+// objectName reads the object name of an escaped path that follows "/o/".
+// Clients escape the slashes of a name, so a name is one segment; a second
+// segment names an action (compose, copyTo, acl, ...) unless it is none
+// of those, in which case the unescaped slashes are taken as part of the
+// name, as some tools send them.
+func objectName(objPath string) (name, action string) {
+	first, rest, more := strings.Cut(objPath, "/")
+	if more {
+		verb, _, _ := strings.Cut(rest, "/")
+		if a, ok := objectActions[verb]; ok {
+			n, _ := url.PathUnescape(first)
+			return n, a
+		}
+	}
+	n, err := url.PathUnescape(objPath)
+	if err != nil {
+		return objPath, ""
+	}
+	return n, ""
+}
+
+// jsonError is the GCS JSON API's error body.
+type jsonError struct {
+	Error jsonErrorBody `json:"error"`
+}
+
+type jsonErrorBody struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Errors  []jsonErrorItem `json:"errors"`
+}
+
+type jsonErrorItem struct {
+	Message string `json:"message"`
+	Domain  string `json:"domain"`
+	Reason  string `json:"reason"`
+}
+
+// writeError writes err in the format of the route's API: the GCS JSON
+// error body, or the XML API's Error document for path-style reads.
+func writeError(w http.ResponseWriter, rt *httpRoute, err error) {
+	st, reason := httpKindOf(err)
+	msg := err.Error()
+	if st == http.StatusNotModified {
+		w.WriteHeader(st)
+		return
+	}
+	if rt.xml {
+		writeXMLError(w, st, reason, msg)
+		return
+	}
+	writeJSON(w, st, &jsonError{Error: jsonErrorBody{
+		Code: st, Message: msg,
+		Errors: []jsonErrorItem{{Message: msg, Domain: "global", Reason: reason}},
+	}})
+}
+
+// writeJSON writes v as the JSON body of a response with status st.
+func writeJSON(w http.ResponseWriter, st int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		st = http.StatusInternalServerError
+		b = fmt.Appendf(nil, `{"error":{"code":500,"message":%q}}`, err.Error())
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json; charset=UTF-8")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(st)
+	w.Write(b)
+}
+
+// queryInt parses the integer query parameter key; absent is 0.
+func queryInt(q url.Values, key string) (int64, error) {
+	v := q.Get(key)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, newError(kindInvalid, "invalid value %q for query parameter %s", v, key)
+	}
+	return n, nil
+}
+
+// queryConditions reads the JSON API's precondition parameters.
+func queryConditions(q url.Values) (*conditions, error) {
+	var c conditions
+	set := false
+	for _, p := range []struct {
+		key string
+		dst **int64
+	}{
+		{"ifGenerationMatch", &c.genMatch},
+		{"ifGenerationNotMatch", &c.genNotMatch},
+		{"ifMetagenerationMatch", &c.metaMatch},
+		{"ifMetagenerationNotMatch", &c.metaNotMatch},
+	} {
+		if !q.Has(p.key) {
+			continue
+		}
+		n, err := queryInt(q, p.key)
+		if err != nil {
+			return nil, err
+		}
+		*p.dst, set = &n, true
+	}
+	if !set {
+		return nil, nil
+	}
+	return &c, nil
+}
+
+// queryBool reads a boolean query parameter; absent is false.
+func queryBool(q url.Values, key string) (bool, error) {
+	v := q.Get(key)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, newError(kindInvalid, "invalid value %q for query parameter %s", v, key)
+	}
+	return b, nil
+}
+
+// baseURL is the scheme and host a client used to reach the server, for the
+// links and session URIs the server hands out.
+func baseURL(r *http.Request) string {
+	return "http://" + r.Host
+}

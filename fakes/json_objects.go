@@ -1,0 +1,289 @@
+package fakes
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxMetadataBody bounds the JSON body of a metadata request.
+const maxMetadataBody = 1 << 20
+
+// objectOf reads the generation and preconditions of an object request and
+// returns the object they select, checked.
+func (s *Server) objectOf(r *http.Request, bkt, name string) (*bucket, *object, error) {
+	if err := checkObjectName(name); err != nil {
+		return nil, nil, err
+	}
+	q := r.URL.Query()
+	gen, err := queryInt(q, "generation")
+	if err != nil {
+		return nil, nil, err
+	}
+	cond, err := queryConditions(q)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := s.store.bucket(bkt)
+	if err != nil {
+		return nil, nil, err
+	}
+	o, err := b.get(name, gen)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cond.check(o); err != nil {
+		return nil, nil, err
+	}
+	return b, o, nil
+}
+
+// getObject serves objects.get: the object resource, or its content with
+// alt=media (always on the download path).
+func (s *Server) getObject(w http.ResponseWriter, r *http.Request, bkt, name string, media bool) error {
+	q := r.URL.Query()
+	switch alt := q.Get("alt"); alt {
+	case "media":
+		media = true
+	case "", "json":
+	default:
+		return newError(kindInvalid, "alt=%q is not supported; use json or media", alt)
+	}
+	if q.Get("softDeleted") == "true" {
+		return newError(kindUnimplemented, "fakes: soft-deleted objects are not implemented by the fake")
+	}
+	b, o, err := s.objectOf(r, bkt, name)
+	if err != nil {
+		return err
+	}
+	if media {
+		return serveContent(w, r, o, false)
+	}
+	writeJSON(w, http.StatusOK, b.resource(o, baseURL(r)))
+	return nil
+}
+
+// serveContent writes an object's content, or the byte range the Range
+// header asks for, with the headers GCS sends: the generation,
+// metageneration and hashes (x-goog-hash) and the stored length and
+// encoding. xml selects the XML API's form of x-goog-hash (one header per
+// hash) and of metadata (x-goog-meta-*).
+func serveContent(w http.ResponseWriter, r *http.Request, o *object, xml bool) error {
+	start, end, partial, err := parseRange(r.Header.Get("Range"), o.size)
+	if err != nil {
+		w.Header().Set("Content-Range", "bytes */"+strconv.FormatInt(o.size, 10))
+		return err
+	}
+	h := w.Header()
+	ct := o.contentType
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	h.Set("Content-Type", ct)
+	h.Set("X-Goog-Generation", strconv.FormatInt(o.generation, 10))
+	h.Set("X-Goog-Metageneration", strconv.FormatInt(o.metageneration, 10))
+	crc, sum := "crc32c="+encodeCRC32C(o.crc32c), "md5="+base64.StdEncoding.EncodeToString(o.md5[:])
+	if xml {
+		h.Add("X-Goog-Hash", crc)
+		h.Add("X-Goog-Hash", sum)
+	} else {
+		h.Set("X-Goog-Hash", crc+","+sum)
+	}
+	h.Set("X-Goog-Stored-Content-Length", strconv.FormatInt(o.size, 10))
+	enc := o.contentEncoding
+	if enc == "" {
+		enc = "identity"
+	}
+	h.Set("X-Goog-Stored-Content-Encoding", enc)
+	if enc != "identity" {
+		h.Set("Content-Encoding", enc)
+	}
+	h.Set("X-Goog-Storage-Class", o.storageClass)
+	h.Set("Etag", `"`+etag(o)+`"`)
+	h.Set("Last-Modified", time.UnixMicro(o.updated).UTC().Format(http.TimeFormat))
+	h.Set("Accept-Ranges", "bytes")
+	for _, kv := range [][2]string{{"Cache-Control", o.cacheControl}, {"Content-Disposition", o.contentDisposition}, {"Content-Language", o.contentLanguage}} {
+		if kv[1] != "" {
+			h.Set(kv[0], kv[1])
+		}
+	}
+	if xml {
+		for k, v := range o.metadata {
+			h.Set("X-Goog-Meta-"+k, v)
+		}
+	}
+	h.Set("Content-Length", strconv.FormatInt(end-start, 10))
+	st := http.StatusOK
+	if partial {
+		st = http.StatusPartialContent
+		h.Set("Content-Range", "bytes "+strconv.FormatInt(start, 10)+"-"+strconv.FormatInt(end-1, 10)+"/"+strconv.FormatInt(o.size, 10))
+	}
+	w.WriteHeader(st)
+	if r.Method == http.MethodHead {
+		return nil
+	}
+	// A failed write means the client went away; the status is sent.
+	o.writeRange(w, start, end)
+	return nil
+}
+
+// parseRange reads a Range header for an object of size bytes: one range,
+// "bytes=A-B", "bytes=A-" or "bytes=-N". A header the fake cannot parse, or
+// with several ranges, is ignored, as HTTP allows; a range that starts past
+// the end is 416.
+func parseRange(h string, size int64) (start, end int64, partial bool, err error) {
+	spec, ok := strings.CutPrefix(h, "bytes=")
+	if h == "" || !ok || strings.Contains(spec, ",") {
+		return 0, size, false, nil
+	}
+	a, b, ok := strings.Cut(strings.TrimSpace(spec), "-")
+	if !ok {
+		return 0, size, false, nil
+	}
+	if a == "" { // suffix: the last N bytes
+		n, err := strconv.ParseInt(b, 10, 64)
+		if err != nil || n < 0 {
+			return 0, size, false, nil
+		}
+		if n == 0 {
+			return 0, 0, false, newError(kindRange, "range %q is not satisfiable", h)
+		}
+		return max(0, size-n), size, true, nil
+	}
+	start, err1 := strconv.ParseInt(a, 10, 64)
+	end = size
+	var err2 error
+	if b != "" {
+		var last int64
+		last, err2 = strconv.ParseInt(b, 10, 64)
+		end = min(last+1, size)
+		if err2 == nil && last < start {
+			return 0, size, false, nil
+		}
+	}
+	if err1 != nil || err2 != nil || start < 0 {
+		return 0, size, false, nil
+	}
+	if start >= size {
+		if size == 0 && start == 0 {
+			return 0, 0, false, nil
+		}
+		return 0, 0, false, newError(kindRange, "range %q is not satisfiable: the object has %d bytes", h, size)
+	}
+	return start, end, true, nil
+}
+
+// deleteObject serves objects.delete.
+func (s *Server) deleteObject(w http.ResponseWriter, r *http.Request, bkt, name string) error {
+	if err := checkObjectName(name); err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	gen, err := queryInt(q, "generation")
+	if err != nil {
+		return err
+	}
+	cond, err := queryConditions(q)
+	if err != nil {
+		return err
+	}
+	b, err := s.store.bucket(bkt)
+	if err != nil {
+		return err
+	}
+	if err := b.remove(name, gen, cond); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// updateObject serves objects.patch (patch) and objects.update: a metadata
+// change, which bumps the metageneration.
+func (s *Server) updateObject(w http.ResponseWriter, r *http.Request, bkt, name string, patch bool) error {
+	if err := checkObjectName(name); err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	gen, err := queryInt(q, "generation")
+	if err != nil {
+		return err
+	}
+	cond, err := queryConditions(q)
+	if err != nil {
+		return err
+	}
+	var m objectMetadata
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxMetadataBody)).Decode(&m); err != nil {
+		return newError(kindInvalid, "the request body is not a JSON object resource: %v", err)
+	}
+	b, err := s.store.bucket(bkt)
+	if err != nil {
+		return err
+	}
+	o, err := b.update(name, gen, cond, func(o *object) error { return m.apply(o, patch) })
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, b.resource(o, baseURL(r)))
+	return nil
+}
+
+// listObjects serves objects.list.
+func (s *Server) listObjects(w http.ResponseWriter, r *http.Request, bkt string) error {
+	q := r.URL.Query()
+	if q.Get("matchGlob") != "" {
+		return newError(kindUnimplemented, "fakes: objects.list with matchGlob is not implemented by the fake")
+	}
+	for _, p := range []string{"softDeleted", "includeFoldersAsPrefixes"} {
+		if v, err := queryBool(q, p); err != nil || v {
+			return newError(kindUnimplemented, "fakes: objects.list with %s is not implemented by the fake", p)
+		}
+	}
+	size, err := queryInt(q, "maxResults")
+	switch {
+	case err != nil:
+		return err
+	case size < 0:
+		return newError(kindInvalid, "maxResults is %d", size)
+	case size == 0:
+		size = defaultPageSize
+	}
+	versions, err := queryBool(q, "versions")
+	if err != nil {
+		return err
+	}
+	trailing, err := queryBool(q, "includeTrailingDelimiter")
+	if err != nil {
+		return err
+	}
+	b, err := s.store.bucket(bkt)
+	if err != nil {
+		return err
+	}
+	page, err := b.list(&listQuery{
+		prefix:                   q.Get("prefix"),
+		delimiter:                q.Get("delimiter"),
+		startOffset:              q.Get("startOffset"),
+		endOffset:                q.Get("endOffset"),
+		includeTrailingDelimiter: trailing,
+		versions:                 versions,
+		pageSize:                 int(min(size, maxPageSize)),
+		token:                    q.Get("pageToken"),
+	})
+	if err != nil {
+		return err
+	}
+	out := &objectList{Kind: "storage#objects", NextPageToken: page.next, Prefixes: page.prefixes}
+	base := baseURL(r)
+	out.Items = make([]*objectResource, len(page.objects))
+	for i, o := range page.objects {
+		out.Items[i] = b.resource(o, base)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}

@@ -1,0 +1,241 @@
+package fakes
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// jsonTime is the JSON API's time format: RFC 3339 in UTC, milliseconds.
+const jsonTime = "2006-01-02T15:04:05.000Z07:00"
+
+func formatTime(us int64) string {
+	if us == 0 {
+		return ""
+	}
+	return time.UnixMicro(us).UTC().Format(jsonTime)
+}
+
+// objectResource is the JSON API's object resource.
+type objectResource struct {
+	Kind                    string            `json:"kind"`
+	ID                      string            `json:"id"`
+	SelfLink                string            `json:"selfLink"`
+	MediaLink               string            `json:"mediaLink"`
+	Name                    string            `json:"name"`
+	Bucket                  string            `json:"bucket"`
+	Generation              string            `json:"generation"`
+	Metageneration          string            `json:"metageneration"`
+	ContentType             string            `json:"contentType,omitempty"`
+	ContentEncoding         string            `json:"contentEncoding,omitempty"`
+	ContentDisposition      string            `json:"contentDisposition,omitempty"`
+	ContentLanguage         string            `json:"contentLanguage,omitempty"`
+	CacheControl            string            `json:"cacheControl,omitempty"`
+	StorageClass            string            `json:"storageClass"`
+	Size                    string            `json:"size"`
+	MD5Hash                 string            `json:"md5Hash"`
+	CRC32C                  string            `json:"crc32c"`
+	Etag                    string            `json:"etag"`
+	TimeCreated             string            `json:"timeCreated"`
+	Updated                 string            `json:"updated"`
+	TimeStorageClassUpdated string            `json:"timeStorageClassUpdated"`
+	TimeFinalized           string            `json:"timeFinalized"`
+	TimeDeleted             string            `json:"timeDeleted,omitempty"`
+	CustomTime              string            `json:"customTime,omitempty"`
+	Metadata                map[string]string `json:"metadata,omitempty"`
+}
+
+// resource returns o as the JSON API's object resource; base is the
+// server's URL as the client reached it.
+func (b *bucket) resource(o *object, base string) *objectResource {
+	gen := strconv.FormatInt(o.generation, 10)
+	path := "/b/" + url.PathEscape(b.name) + "/o/" + url.PathEscape(o.name)
+	return &objectResource{
+		Kind:                    "storage#object",
+		ID:                      b.name + "/" + o.name + "/" + gen,
+		SelfLink:                base + "/storage/v1" + path,
+		MediaLink:               base + "/download/storage/v1" + path + "?generation=" + gen + "&alt=media",
+		Name:                    o.name,
+		Bucket:                  b.name,
+		Generation:              gen,
+		Metageneration:          strconv.FormatInt(o.metageneration, 10),
+		ContentType:             o.contentType,
+		ContentEncoding:         o.contentEncoding,
+		ContentDisposition:      o.contentDisposition,
+		ContentLanguage:         o.contentLanguage,
+		CacheControl:            o.cacheControl,
+		StorageClass:            o.storageClass,
+		Size:                    strconv.FormatInt(o.size, 10),
+		MD5Hash:                 base64.StdEncoding.EncodeToString(o.md5[:]),
+		CRC32C:                  encodeCRC32C(o.crc32c),
+		Etag:                    etag(o),
+		TimeCreated:             formatTime(o.created),
+		Updated:                 formatTime(o.updated),
+		TimeStorageClassUpdated: formatTime(o.created),
+		TimeFinalized:           formatTime(o.created),
+		TimeDeleted:             formatTime(o.deleted),
+		CustomTime:              formatTime(o.customTime),
+		Metadata:                o.metadata,
+	}
+}
+
+// objectList is the JSON API's objects.list response.
+type objectList struct {
+	Kind          string            `json:"kind"`
+	NextPageToken string            `json:"nextPageToken,omitempty"`
+	Prefixes      []string          `json:"prefixes,omitempty"`
+	Items         []*objectResource `json:"items,omitempty"`
+}
+
+// bucketResource is the JSON API's bucket resource.
+type bucketResource struct {
+	Kind           string      `json:"kind"`
+	ID             string      `json:"id"`
+	SelfLink       string      `json:"selfLink"`
+	Name           string      `json:"name"`
+	ProjectNumber  string      `json:"projectNumber"`
+	Metageneration string      `json:"metageneration"`
+	Location       string      `json:"location"`
+	LocationType   string      `json:"locationType"`
+	StorageClass   string      `json:"storageClass"`
+	Etag           string      `json:"etag"`
+	TimeCreated    string      `json:"timeCreated"`
+	Updated        string      `json:"updated"`
+	Versioning     *versioning `json:"versioning,omitempty"`
+}
+
+type versioning struct {
+	Enabled bool `json:"enabled"`
+}
+
+func (b *bucket) bucketResource(base string) *bucketResource {
+	r := &bucketResource{
+		Kind:           "storage#bucket",
+		ID:             b.name,
+		SelfLink:       base + "/storage/v1/b/" + url.PathEscape(b.name),
+		Name:           b.name,
+		ProjectNumber:  "0",
+		Metageneration: "1",
+		Location:       "US",
+		LocationType:   "multi-region",
+		StorageClass:   defaultStorageClass,
+		Etag:           "CAE=",
+		TimeCreated:    formatTime(b.created),
+		Updated:        formatTime(b.created),
+	}
+	if b.versioning {
+		r.Versioning = &versioning{Enabled: true}
+	}
+	return r
+}
+
+// bucketList is the JSON API's buckets.list response.
+type bucketList struct {
+	Kind          string            `json:"kind"`
+	NextPageToken string            `json:"nextPageToken,omitempty"`
+	Items         []*bucketResource `json:"items,omitempty"`
+}
+
+// objectMetadata is an object resource as a client sends it, to insert an
+// object (absent fields are empty) or to patch one (absent fields are nil,
+// null ones hold "null").
+type objectMetadata map[string]json.RawMessage
+
+// str returns the string field key: its value, whether it was present, and
+// whether it was null.
+func (m objectMetadata) str(key string) (v string, present, null bool, err error) {
+	raw, ok := m[key]
+	if !ok {
+		return "", false, false, nil
+	}
+	if string(raw) == "null" {
+		return "", true, true, nil
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "", true, false, newError(kindInvalid, "field %s: %v", key, err)
+	}
+	return v, true, false, nil
+}
+
+// writableFields are the object fields a client may set, by JSON name, with
+// the object field each one sets.
+var writableFields = []struct {
+	json string
+	dst  func(*object) *string
+}{
+	{"contentType", func(o *object) *string { return &o.contentType }},
+	{"contentEncoding", func(o *object) *string { return &o.contentEncoding }},
+	{"contentDisposition", func(o *object) *string { return &o.contentDisposition }},
+	{"contentLanguage", func(o *object) *string { return &o.contentLanguage }},
+	{"cacheControl", func(o *object) *string { return &o.cacheControl }},
+}
+
+// unsupportedFields are writable fields the fake does not implement: a
+// request that sets one fails with 501 rather than being half-applied.
+var unsupportedFields = []string{"acl", "temporaryHold", "eventBasedHold", "retention", "kmsKeyName", "contexts"}
+
+// apply sets o's writable fields from m. With patch, absent fields keep
+// their values, null ones are cleared, and metadata keys merge (a null value
+// removes its key); without, as for objects.update and inserts, absent
+// fields are cleared.
+func (m objectMetadata) apply(o *object, patch bool) error {
+	for _, f := range unsupportedFields {
+		if raw, ok := m[f]; ok && string(raw) != "null" && string(raw) != "false" {
+			return newError(kindUnimplemented, "fakes: setting %s is not implemented by the fake", f)
+		}
+	}
+	for _, f := range writableFields {
+		v, present, _, err := m.str(f.json)
+		if err != nil {
+			return err
+		}
+		if present || !patch {
+			*f.dst(o) = v
+		}
+	}
+	if v, present, null, err := m.str("customTime"); err != nil {
+		return err
+	} else if present && !null {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return newError(kindInvalid, "customTime %q is not an RFC 3339 time", v)
+		}
+		us := t.UnixMicro()
+		if o.customTime != 0 && us < o.customTime {
+			return newError(kindInvalid, "customTime can't be moved earlier than its current value %s", formatTime(o.customTime))
+		}
+		o.customTime = us
+	} else if (present || !patch) && o.customTime != 0 {
+		return newError(kindInvalid, "customTime can't be removed once set")
+	}
+	raw, present := m["metadata"]
+	switch {
+	case !present && patch:
+	case !present || string(raw) == "null":
+		o.metadata = nil
+	default:
+		var kv map[string]*string
+		if err := json.Unmarshal(raw, &kv); err != nil {
+			return newError(kindInvalid, "field metadata: %v", err)
+		}
+		if !patch {
+			o.metadata = nil
+		}
+		for k, v := range kv {
+			if v == nil {
+				delete(o.metadata, k)
+				continue
+			}
+			if o.metadata == nil {
+				o.metadata = make(map[string]string, len(kv))
+			}
+			o.metadata[k] = *v
+		}
+		if len(o.metadata) == 0 {
+			o.metadata = nil
+		}
+	}
+	return nil
+}

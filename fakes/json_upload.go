@@ -1,0 +1,439 @@
+package fakes
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/objup/objup/header"
+	"github.com/objup/objup/internal/wire"
+)
+
+// routeUpload routes a request on the upload path; path follows
+// "/upload/storage/v1/". Every upload is objects.insert.
+func (s *Server) routeUpload(r *http.Request, path string) *httpRoute {
+	m := r.Method
+	whole := m + " " + r.URL.Path
+	first, rest, _ := strings.Cut(path, "/")
+	bkt, rest, ok := segment(rest)
+	if first != "b" || !ok || bkt == "" || rest != "o" {
+		return unimplemented(m+" upload", whole)
+	}
+	q := r.URL.Query()
+	rt := &httpRoute{method: "objects.insert", bucket: bkt, object: q.Get("name")}
+	if id := q.Get("upload_id"); id != "" {
+		switch m {
+		case http.MethodPut, http.MethodPost:
+			rt.serve = func(w http.ResponseWriter, r *http.Request) error { return s.uploadChunk(w, r, id) }
+		case http.MethodDelete:
+			rt.serve = func(w http.ResponseWriter, r *http.Request) error { return s.cancelUpload(w, id) }
+		default:
+			return unimplemented(m+" upload", whole)
+		}
+		return rt
+	}
+	if m != http.MethodPost {
+		return unimplemented(m+" upload", whole)
+	}
+	switch t := q.Get("uploadType"); t {
+	case "media":
+		rt.serve = func(w http.ResponseWriter, r *http.Request) error { return s.insertMedia(w, r, bkt) }
+	case "multipart":
+		rt.serve = func(w http.ResponseWriter, r *http.Request) error { return s.insertMultipart(w, r, bkt) }
+	case "resumable":
+		rt.serve = func(w http.ResponseWriter, r *http.Request) error { return s.startResumable(w, r, bkt) }
+	default:
+		rt.serve = func(http.ResponseWriter, *http.Request) error {
+			return newError(kindInvalid, "uploadType %q: an upload must set uploadType to media, multipart or resumable", t)
+		}
+	}
+	return rt
+}
+
+// newJSONUpload returns the upload an insert request describes: the object
+// name (query parameter name, else the metadata's), its attributes from the
+// metadata, its preconditions and the declared checksums.
+func (s *Server) newJSONUpload(r *http.Request, bkt string, meta objectMetadata) (*upload, error) {
+	q := r.URL.Query()
+	name := q.Get("name")
+	if name == "" {
+		n, _, _, err := meta.str("name")
+		if err != nil {
+			return nil, err
+		}
+		name = n
+	}
+	if name == "" {
+		return nil, newError(kindInvalid, "required parameter: name (in the query or the object resource)")
+	}
+	if err := checkObjectName(name); err != nil {
+		return nil, err
+	}
+	cond, err := queryConditions(q)
+	if err != nil {
+		return nil, err
+	}
+	b, err := s.store.bucket(bkt)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &object{name: name}
+	if err := meta.apply(tmpl, false); err != nil {
+		return nil, err
+	}
+	sc, _, _, err := meta.str("storageClass")
+	if err != nil {
+		return nil, err
+	}
+	tmpl.storageClass = sc
+	if ce := q.Get("contentEncoding"); ce != "" {
+		tmpl.contentEncoding = ce
+	}
+	up := newUpload(b, tmpl, cond, nil)
+	for _, f := range []string{"crc32c", "md5Hash"} {
+		v, _, _, err := meta.str(f)
+		if err != nil || v == "" {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := up.declare(f, v); err != nil {
+			return nil, err
+		}
+	}
+	return up, nil
+}
+
+// declare records a whole-object checksum the client declared: crc32c or
+// md5 (md5Hash), base64 as in the JSON API.
+func (up *upload) declare(kind, v string) error {
+	if up.sums == nil {
+		up.sums = &wire.ObjectChecksums{}
+	}
+	switch kind {
+	case "crc32c":
+		c, ok := decodeCRC32C(v)
+		if !ok {
+			return newError(kindInvalid, "crc32c %q is not the base64 of 4 bytes", v)
+		}
+		up.sums.Crc32C = &c
+	case "md5", "md5Hash":
+		m, err := base64.StdEncoding.DecodeString(v)
+		if err != nil || len(m) != md5Len {
+			return newError(kindInvalid, "md5Hash %q is not the base64 of 16 bytes", v)
+		}
+		up.sums.Md5Hash = m
+	}
+	return nil
+}
+
+// declareHashHeader records the checksums of an X-Goog-Hash header,
+// "crc32c=B64,md5=B64" (in one header or several).
+func (up *upload) declareHashHeader(h http.Header) error {
+	for _, line := range h.Values("X-Goog-Hash") {
+		for _, kv := range strings.Split(line, ",") {
+			k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+			if !ok || k != "crc32c" && k != "md5" {
+				continue
+			}
+			if err := up.declare(k, v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// readBody adds the request body to the upload: n bytes in parts of at most
+// 2 MiB read straight into their own memory, or, when n < 0 (length not
+// known), through a pooled buffer with one copy into exactly sized parts.
+// up.mu is held.
+func readBody(r io.Reader, n int64, up *upload) error {
+	if n >= 0 {
+		for n > 0 {
+			p := make([]byte, min(n, maxChunk))
+			if k, err := io.ReadFull(r, p); err != nil {
+				return newError(kindInvalid, "the request body ended after %d of its %d bytes: %v", up.size+int64(k), up.size+n, err)
+			}
+			up.addUnchecked(p)
+			n -= int64(len(p))
+		}
+		return nil
+	}
+	bp := readBufs.Get().(*[]byte)
+	defer readBufs.Put(bp)
+	for {
+		k, err := io.ReadFull(r, *bp)
+		if k > 0 {
+			up.addUnchecked(bytes.Clone((*bp)[:k]))
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+			return nil
+		default:
+			return newError(kindInvalid, "reading the request body: %v", err)
+		}
+	}
+}
+
+// finish stores a JSON upload whose content is complete and answers with
+// its object resource. up.mu is held.
+func (s *Server) finish(w http.ResponseWriter, r *http.Request, up *upload) error {
+	if err := up.declareHashHeader(r.Header); err != nil {
+		s.drop(up)
+		return err
+	}
+	if _, err := s.finalize(up, lastValue(r.Header, header.TenantKey)); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, up.b.resource(up.stored, baseURL(r)))
+	return nil
+}
+
+// insertMedia serves uploadType=media: the body is the content, the query
+// names the object, Content-Type is its content type.
+func (s *Server) insertMedia(w http.ResponseWriter, r *http.Request, bkt string) error {
+	up, err := s.newJSONUpload(r, bkt, nil)
+	if err != nil {
+		return err
+	}
+	up.tmpl.contentType = r.Header.Get("Content-Type")
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	if err := readBody(r.Body, r.ContentLength, up); err != nil {
+		return err
+	}
+	return s.finish(w, r, up)
+}
+
+// insertMultipart serves uploadType=multipart: a multipart/related body of
+// the object resource (JSON) and the content, whose part's Content-Type is
+// the content type unless the resource sets one.
+func (s *Server) insertMultipart(w http.ResponseWriter, r *http.Request, bkt string) error {
+	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || !strings.HasPrefix(mt, "multipart/") || params["boundary"] == "" {
+		return newError(kindInvalid, "a multipart upload needs a multipart/related body with a boundary, not %q", r.Header.Get("Content-Type"))
+	}
+	mr := multipart.NewReader(r.Body, params["boundary"])
+	part, err := mr.NextPart()
+	if err != nil {
+		return newError(kindInvalid, "multipart upload: reading the metadata part: %v", err)
+	}
+	var meta objectMetadata
+	if err := json.NewDecoder(io.LimitReader(part, maxMetadataBody)).Decode(&meta); err != nil {
+		return newError(kindInvalid, "multipart upload: the first part is not a JSON object resource: %v", err)
+	}
+	media, err := mr.NextPart()
+	if err != nil {
+		return newError(kindInvalid, "multipart upload: reading the media part: %v", err)
+	}
+	up, err := s.newJSONUpload(r, bkt, meta)
+	if err != nil {
+		return err
+	}
+	if _, set := meta["contentType"]; !set {
+		up.tmpl.contentType = media.Header.Get("Content-Type")
+	}
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	if err := readBody(media, -1, up); err != nil {
+		return err
+	}
+	return s.finish(w, r, up)
+}
+
+// startResumable serves uploadType=resumable: it opens a session and
+// answers with its URI in Location. The body, if any, is the object
+// resource; X-Upload-Content-Type and X-Upload-Content-Length give the
+// content type and the size. As on GCS, the preconditions are checked now,
+// and again when the object is stored.
+func (s *Server) startResumable(w http.ResponseWriter, r *http.Request, bkt string) error {
+	var meta objectMetadata
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxMetadataBody)).Decode(&meta); err != nil && !errors.Is(err, io.EOF) {
+		return newError(kindInvalid, "the request body is not a JSON object resource: %v", err)
+	}
+	up, err := s.newJSONUpload(r, bkt, meta)
+	if err != nil {
+		return err
+	}
+	if _, set := meta["contentType"]; !set {
+		up.tmpl.contentType = r.Header.Get("X-Upload-Content-Type")
+	}
+	if v := r.Header.Get("X-Upload-Content-Length"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return newError(kindInvalid, "X-Upload-Content-Length %q is not a size", v)
+		}
+		up.limit = &n
+	}
+	if up.cond != nil {
+		live, _ := up.b.get(up.object, 0)
+		if err := up.cond.check(live); err != nil {
+			return err
+		}
+	}
+	up.id = rand.Text()
+	s.mu.Lock()
+	s.uploads[up.id] = up
+	s.mu.Unlock()
+	loc := baseURL(r) + "/upload/storage/v1/b/" + url.PathEscape(bkt) + "/o?uploadType=resumable&name=" +
+		url.QueryEscape(up.object) + "&upload_id=" + up.id
+	h := w.Header()
+	h.Set("Location", loc)
+	h.Set("X-GUploader-UploadID", up.id)
+	h.Set("Content-Length", "0")
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// contentRange is a resumable request's Content-Range.
+type contentRange struct {
+	first, last int64 // the bytes of this request; first < 0: none
+	total       int64 // the object's size; < 0: not known yet
+}
+
+// parseContentRange reads "bytes A-B/T", "bytes A-B/*", "bytes */T" or
+// "bytes */*". Without the header, the body is the whole object.
+func parseContentRange(h string, bodyLen int64) (contentRange, error) {
+	if h == "" {
+		if bodyLen <= 0 {
+			return contentRange{first: -1, total: -1}, nil
+		}
+		return contentRange{first: 0, last: bodyLen - 1, total: bodyLen}, nil
+	}
+	bad := newError(kindInvalid, "Content-Range %q is not bytes A-B/T, A-B/*, */T or */*", h)
+	spec, ok := strings.CutPrefix(h, "bytes ")
+	rng, tot, ok2 := strings.Cut(strings.TrimSpace(spec), "/")
+	if !ok || !ok2 {
+		return contentRange{}, bad
+	}
+	cr := contentRange{first: -1, total: -1}
+	if tot != "*" {
+		n, err := strconv.ParseInt(tot, 10, 64)
+		if err != nil || n < 0 {
+			return contentRange{}, bad
+		}
+		cr.total = n
+	}
+	if rng == "*" {
+		return cr, nil
+	}
+	a, b, ok := strings.Cut(rng, "-")
+	first, err1 := strconv.ParseInt(a, 10, 64)
+	last, err2 := strconv.ParseInt(b, 10, 64)
+	if !ok || err1 != nil || err2 != nil || first < 0 || last < first || cr.total >= 0 && last >= cr.total {
+		return contentRange{}, bad
+	}
+	cr.first, cr.last = first, last
+	return cr, nil
+}
+
+// session returns the JSON resumable session id.
+func (s *Server) jsonSession(id string) (*upload, error) {
+	s.mu.Lock()
+	up := s.uploads[id]
+	s.mu.Unlock()
+	if up == nil {
+		return nil, newError(kindNotFound, "no such upload session %q", id)
+	}
+	return up, nil
+}
+
+// uploadChunk serves a request to a resumable session: a chunk of content
+// (bytes A-B), the completion (a known total reached), or a status query
+// (no bytes). A chunk that starts before the bytes already persisted is
+// accepted and its overlap dropped, as GCS does for a retried chunk; one that
+// starts after them is refused. An unfinished session answers "308 Resume
+// Incomplete" with the persisted range, or 200 with
+// X-Http-Status-Code-Override: 308 for clients that send X-GUploader-No-308.
+func (s *Server) uploadChunk(w http.ResponseWriter, r *http.Request, id string) error {
+	up, err := s.jsonSession(id)
+	if err != nil {
+		return err
+	}
+	cr, err := parseContentRange(r.Header.Get("Content-Range"), r.ContentLength)
+	if err != nil {
+		return err
+	}
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	if up.gone {
+		return newError(kindNotFound, "no such upload session %q", id)
+	}
+	if up.stored != nil {
+		writeJSON(w, http.StatusOK, up.b.resource(up.stored, baseURL(r)))
+		return nil
+	}
+	if cr.first >= 0 {
+		if cr.first > up.size {
+			return newError(kindInvalid, "the chunk starts at byte %d, but the session has %d bytes: a gap", cr.first, up.size)
+		}
+		n := cr.last + 1 - cr.first
+		if r.ContentLength >= 0 && r.ContentLength != n {
+			return newError(kindInvalid, "Content-Range %q announces %d bytes, the body has %d", r.Header.Get("Content-Range"), n, r.ContentLength)
+		}
+		if skip := up.size - cr.first; skip > 0 {
+			if _, err := io.CopyN(io.Discard, r.Body, min(skip, n)); err != nil {
+				return newError(kindInvalid, "reading the request body: %v", err)
+			}
+		}
+		if keep := cr.last + 1 - up.size; keep > 0 {
+			if err := readBody(r.Body, keep, up); err != nil {
+				return err
+			}
+		}
+		if up.limit != nil && up.size > *up.limit {
+			return newError(kindInvalid, "the session has %d bytes, more than the %d declared", up.size, *up.limit)
+		}
+	}
+	switch {
+	case cr.total >= 0 && up.size > cr.total:
+		return newError(kindInvalid, "the session has %d bytes, more than the total of %d in Content-Range", up.size, cr.total)
+	case cr.total >= 0 && up.size == cr.total:
+		return s.finish(w, r, up)
+	}
+	h := w.Header()
+	if up.size > 0 {
+		h.Set("Range", "bytes=0-"+strconv.FormatInt(up.size-1, 10))
+	}
+	h.Set("Content-Length", "0")
+	if r.Header.Get("X-GUploader-No-308") == "yes" {
+		h.Set("X-Http-Status-Code-Override", "308")
+		w.WriteHeader(http.StatusOK)
+	} else {
+		w.WriteHeader(http.StatusPermanentRedirect)
+	}
+	return nil
+}
+
+// cancelUpload serves DELETE on a session URI: the session ends, nothing
+// is stored, and GCS's answer is 499.
+func (s *Server) cancelUpload(w http.ResponseWriter, id string) error {
+	up, err := s.jsonSession(id)
+	if err != nil {
+		return err
+	}
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	if up.stored != nil {
+		return newError(kindInvalid, "upload session %q is already complete", id)
+	}
+	if up.gone {
+		return newError(kindNotFound, "no such upload session %q", id)
+	}
+	s.drop(up)
+	w.Header().Set("Content-Length", "0")
+	w.WriteHeader(499)
+	return nil
+}

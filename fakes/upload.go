@@ -1,0 +1,151 @@
+package fakes
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"hash"
+	"hash/crc32"
+	"slices"
+	"sync"
+
+	"github.com/objup/objup/internal/crc32c"
+	"github.com/objup/objup/internal/wire"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// upload is an object being written: a one-shot write (id == ""), which
+// lives as long as its stream, or a resumable session, which lives in
+// Server.uploads until it fails for good, or until keepFinalized sessions
+// were finalized after it.
+type upload struct {
+	id     string
+	b      *bucket
+	object string
+	tmpl   *object     // the attributes the object gets
+	cond   *conditions // checked when the object is stored
+	limit  *int64      // the object's declared size, if any
+
+	mu     sync.Mutex
+	sums   *wire.ObjectChecksums // declared whole-object checksums, if any
+	chunks [][]byte              // the content of each accepted message, as received
+	size   int64
+	crc    uint32
+	md5    hash.Hash
+	stored *object      // set once finalized
+	result *wire.Object // stored, for gRPC
+	gone   bool         // resumable session removed after a final failure
+}
+
+// session returns the resumable session id.
+func (s *Server) session(ctx context.Context, id string) (*upload, error) {
+	s.mu.Lock()
+	up := s.uploads[id]
+	s.mu.Unlock()
+	if up == nil {
+		return nil, status.Errorf(codes.NotFound, "upload %q not found", id)
+	}
+	noteTarget(ctx, up.b.name, up.object)
+	return up, nil
+}
+
+// keepFinalized is how many finalized sessions the server remembers, for
+// QueryWriteStatus and retried finish_writes; older ones are forgotten (the
+// service keeps them for a week), which bounds the memory of long runs.
+var keepFinalized = 4096
+
+// retire records that a session was finalized, and forgets the oldest
+// finalized sessions beyond keepFinalized.
+func (s *Server) retire(up *upload) {
+	if up.id == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.finalized = append(s.finalized, up.id)
+	if n := len(s.finalized) - keepFinalized; n > 0 {
+		for _, id := range s.finalized[:n] {
+			delete(s.uploads, id)
+		}
+		s.finalized = append(s.finalized[:0], s.finalized[n:]...)
+	}
+}
+
+// drop removes a resumable session after a failure it cannot recover from.
+// up.mu must be held.
+func (s *Server) drop(up *upload) {
+	if up.id == "" {
+		return
+	}
+	up.gone = true
+	up.chunks = nil
+	s.mu.Lock()
+	delete(s.uploads, up.id)
+	s.mu.Unlock()
+}
+
+// newUpload returns an upload of an object with the attributes of tmpl to
+// bucket b.
+func newUpload(b *bucket, tmpl *object, cond *conditions, limit *int64) *upload {
+	return &upload{b: b, object: tmpl.name, tmpl: tmpl, cond: cond, limit: limit, md5: md5.New()}
+}
+
+// add appends content, whose CRC32C is crc, to the upload. up.mu is held.
+// The upload keeps content: the caller must not change it afterwards.
+func (up *upload) add(content []byte, crc uint32) {
+	n := int64(len(content))
+	up.crc = crc32c.Combine(up.crc, crc, n)
+	up.md5.Write(content)
+	up.chunks = append(up.chunks, content)
+	up.size += n
+}
+
+// addUnchecked is add for content whose CRC32C is not known yet.
+func (up *upload) addUnchecked(content []byte) {
+	up.add(content, crc32.Checksum(content, crc32c.Table))
+}
+
+// finalize verifies a complete upload and stores it as written by tenant.
+// up.mu is held.
+func (s *Server) finalize(up *upload, tenant string) (*wire.Object, error) {
+	if lim := up.limit; lim != nil && *lim != up.size {
+		return nil, status.Errorf(codes.InvalidArgument, "finish_write after %d bytes, but object_size is %d", up.size, *lim)
+	}
+	var sum [md5Len]byte
+	up.md5.Sum(sum[:0])
+	if want := up.sums; want != nil {
+		if want.Crc32C != nil && *want.Crc32C != up.crc {
+			s.drop(up)
+			return nil, newError(kindDataLoss, "object CRC32C mismatch: sent %#08x, computed %#08x over %d bytes; nothing stored", *want.Crc32C, up.crc, up.size)
+		}
+		if len(want.Md5Hash) > 0 && !bytes.Equal(want.Md5Hash, sum[:]) {
+			s.drop(up)
+			return nil, newError(kindDataLoss, "object MD5 mismatch: sent %x, computed %x over %d bytes; nothing stored", want.Md5Hash, sum, up.size)
+		}
+	}
+	o, err := up.b.put(newObject(up, sum), up.cond, tenant)
+	if err != nil {
+		s.drop(up)
+		return nil, err
+	}
+	up.stored, up.result, up.chunks, up.md5 = o, up.b.toObject(o), nil, nil
+	s.retire(up)
+	return up.result, nil
+}
+
+// newObject makes the object a verified upload stores: its template with
+// the upload's content, as received (not copied), and checksums.
+func newObject(up *upload, sum [md5Len]byte) *object {
+	o := *up.tmpl
+	o.size, o.crc32c, o.md5 = up.size, up.crc, sum
+	o.content = slices.Clip(up.chunks)
+	if o.storageClass == "" {
+		o.storageClass = defaultStorageClass
+	}
+	return &o
+}
+
+// defaultStorageClass is the storage class of buckets and objects that name
+// none.
+const defaultStorageClass = "STANDARD"
