@@ -1,0 +1,476 @@
+package uploader_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/googleapis/gax-go/v2"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/objup/objup/header"
+	"github.com/objup/objup/uploader"
+)
+
+// blackhole is a TCP proxy in front of the fake. The first connection it
+// accepts stops forwarding, in both directions and without closing, once the
+// client has sent limit bytes through it: a connection that silently died
+// (a dropped NAT entry, a wedged middlebox). Later connections pass.
+type blackhole struct {
+	ln     net.Listener
+	target string
+	limit  int64
+	accept atomic.Int32
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	conns  []net.Conn
+}
+
+func newBlackhole(t *testing.T, target string, limit int64) *blackhole {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &blackhole{ln: ln, target: target, limit: limit}
+	p.wg.Add(1)
+	go p.serve()
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *blackhole) addr() string { return p.ln.Addr().String() }
+
+func (p *blackhole) serve() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		up, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, up)
+		p.mu.Unlock()
+		limit := int64(-1)
+		if p.accept.Add(1) == 1 {
+			limit = p.limit
+		}
+		var dead atomic.Bool
+		p.wg.Add(2)
+		go p.pipe(up, c, limit, &dead)
+		go p.pipe(c, up, -1, &dead)
+	}
+}
+
+// pipe copies src to dst until dead, then discards what src sends; limit >= 0
+// makes it dead after that many bytes.
+func (p *blackhole) pipe(dst, src net.Conn, limit int64, dead *atomic.Bool) {
+	defer p.wg.Done()
+	buf := make([]byte, 32<<10)
+	var n int64
+	for {
+		k, err := src.Read(buf)
+		if k > 0 && !dead.Load() {
+			chunk := buf[:k]
+			if limit >= 0 && n+int64(k) >= limit {
+				chunk = chunk[:limit-n]
+				dead.Store(true)
+			}
+			n += int64(len(chunk))
+			if _, werr := dst.Write(chunk); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (p *blackhole) close() {
+	p.ln.Close()
+	p.mu.Lock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+// clientVia dials the fake of e through addr.
+func clientVia(t *testing.T, addr string, opts ...option.ClientOption) *uploader.Client {
+	t.Helper()
+	c, err := uploader.NewClient(context.Background(), append([]option.ClientOption{
+		option.WithEndpoint(addr),
+		option.WithoutAuthentication(),
+		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
+	}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestDeadConnectionIsReplaced: a connection that stops forwarding mid-upload
+// is detected by keepalive and replaced, and the upload resumes on the new
+// one, byte-exact, long before its context's deadline; the next upload on the
+// same client works at once.
+func TestDeadConnectionIsReplaced(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for a keepalive ping (10 s, gRPC's minimum)")
+	}
+	e := newEnv(t)
+	p := newBlackhole(t, e.srv.GRPCAddr(), 1*mib)
+	c := clientVia(t, p.addr(),
+		uploader.WithKeepalive(10*time.Second, 500*time.Millisecond),
+		retryWith(uploader.WithAttemptTimeout(time.Second), uploader.WithRetryDeadline(20*time.Second)))
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	data := payload(20*mib, 11)
+	if _, err := c.Upload(ctx, bucket, "dead-conn", bytes.NewReader(data)); err != nil {
+		t.Fatalf("Upload through a connection that died: %v", err)
+	}
+	sameBytes(t, "stored", e.content("dead-conn"), data)
+	if n := p.accept.Load(); n < 2 {
+		t.Fatalf("the proxy saw %d connections; the dead one was not replaced", n)
+	}
+	small := payload(kib, 12)
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel2()
+	if _, err := c.Upload(ctx2, bucket, "after", bytes.NewReader(small), uploader.WithDoesNotExist()); err != nil {
+		t.Fatalf("next upload on the same client: %v", err)
+	}
+	sameBytes(t, "stored", e.content("after"), small)
+}
+
+// TestRetryDeadlineHoldsOnDeadConnection: without keepalive nothing replaces
+// the dead connection, but every attempt has a deadline, so both the
+// resumable and the one-shot upload give up when the retry deadline is spent
+// (not at their context's), with the last attempt's code, and store nothing.
+func TestRetryDeadlineHoldsOnDeadConnection(t *testing.T) {
+	e := newEnv(t)
+	p := newBlackhole(t, e.srv.GRPCAddr(), 1*mib)
+	c := clientVia(t, p.addr(), uploader.WithoutKeepalive(),
+		retryWith(uploader.WithAttemptTimeout(300*time.Millisecond), uploader.WithRetryDeadline(2*time.Second), uploader.WithPolicy(uploader.RetryAlways)))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, tc := range []struct {
+		name string
+		size int
+	}{{"resumable", 4 * mib}, {"one-shot", kib}} {
+		_, err := c.Upload(ctx, bucket, "dead/"+tc.name, bytes.NewReader(payload(tc.size, 13)))
+		if err == nil {
+			t.Fatalf("%s: upload over a dead connection succeeded", tc.name)
+		}
+		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+			t.Fatalf("%s: %v: the context's deadline ended it, not the retry deadline", tc.name, err)
+		}
+		if !strings.Contains(err.Error(), "retry deadline") || status.Code(err) != codes.DeadlineExceeded {
+			t.Fatalf("%s: %v (code %v), want the retry deadline with the attempts' DEADLINE_EXCEEDED", tc.name, err, status.Code(err))
+		}
+		e.absent("dead/" + tc.name)
+	}
+}
+
+// TestRetryExhaustionKeepsTheCause: running out of retries reports the last
+// cause's code and message, to status.Code, to objup's Code and to the
+// predicates alike.
+func TestRetryExhaustionKeepsTheCause(t *testing.T) {
+	e := newEnv(t, retryWith(uploader.WithMaxAttempts(3)))
+	for i := 1; i <= 3; i++ {
+		e.srv.FailCall("WriteObject", i, codes.Unavailable)
+	}
+	_, err := e.c.Upload(context.Background(), bucket, "exhausted", bytes.NewReader(payload(kib, 1)), uploader.WithDoesNotExist())
+	if err == nil {
+		t.Fatal("upload succeeded through three failures with three attempts")
+	}
+	var oe *uploader.Error
+	if !errors.As(err, &oe) || oe.Code != codes.Unavailable || status.Code(err) != codes.Unavailable {
+		t.Fatalf("error %v: objup code %v, status code %v; want UNAVAILABLE for both", err, oe.Code, status.Code(err))
+	}
+	if !strings.Contains(err.Error(), "after 3 attempts") || !strings.Contains(status.Convert(err).Message(), "injected") {
+		t.Fatalf("error %q does not keep the cause's message and the attempt count", err)
+	}
+	if n := e.countCalls("WriteObject"); n != 3 {
+		t.Fatalf("%d WriteObject calls, want 3", n)
+	}
+	e.absent("exhausted")
+}
+
+// TestBadHeaderRejectedBeforeAnyRPC: a header value gRPC would refuse is
+// InvalidArgument at NewWriter, with nothing sent and nothing retried.
+func TestBadHeaderRejectedBeforeAnyRPC(t *testing.T) {
+	e := newEnv(t)
+	for _, kv := range [][2]string{{"x-request-id", "a\nb"}, {"x-request-id", "caf\xc3\xa9"}, {"bad key", "v"}} {
+		ctx := header.Append(context.Background(), kv[0], kv[1])
+		start := time.Now()
+		_, err := e.c.Upload(ctx, bucket, "hdr", bytes.NewReader(payload(kib, 1)), uploader.WithDoesNotExist())
+		if !uploader.IsInvalidArgument(err) {
+			t.Fatalf("header %q: Upload = %v, want InvalidArgument", kv[0], err)
+		}
+		if time.Since(start) > 5*time.Second {
+			t.Fatalf("header %q: rejected after %v: it was retried", kv[0], time.Since(start))
+		}
+	}
+	if m := e.methods(); len(m) != 0 {
+		t.Fatalf("calls made for bad headers: %v", m)
+	}
+}
+
+// TestLocalErrorsAreNotRetried: an error gRPC raises before the request
+// leaves the process is never retried, even with a code that is retried
+// when the service sends it. A header key gRPC reserves for itself is
+// refused by gRPC; header.Validate rejects it first, so this goes through
+// gRPC's own metadata with a value only gRPC checks.
+func TestLocalErrorsAreNotRetried(t *testing.T) {
+	e := newEnv(t, retryWith(uploader.WithPolicy(uploader.RetryAlways)))
+	ctx := context.Background()
+	// Outgoing gRPC metadata added without the header chain is not
+	// validated by objup; gRPC refuses the value with INTERNAL.
+	ctx = metadataWithBadValue(ctx)
+	start := time.Now()
+	_, err := e.c.Upload(ctx, bucket, "local", bytes.NewReader(payload(kib, 1)))
+	if err == nil {
+		t.Fatal("upload with a value gRPC refuses succeeded")
+	}
+	if n := e.countCalls("WriteObject"); n != 0 {
+		t.Fatalf("%d WriteObject calls reached the server", n)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("failed after %v: the local error was retried", d)
+	}
+}
+
+func metadataWithBadValue(ctx context.Context) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, "x-bad", "a\nb")
+}
+
+// TestUploadManyNilReaderFromOpen: Open returning (nil, nil) fails that item
+// and stores nothing; the process does not crash and the other items upload.
+func TestUploadManyNilReaderFromOpen(t *testing.T) {
+	e := newEnv(t)
+	items := []uploader.Item{
+		{Name: "nil-open", Open: func() (io.ReadCloser, error) { return nil, nil }},
+		{Name: "fine", Data: payload(kib, 1)},
+	}
+	res, err := e.c.UploadMany(context.Background(), bucket, items)
+	if err == nil || res[0].Err == nil || !uploader.IsInvalidArgument(res[0].Err) {
+		t.Fatalf("UploadMany = %v, item 0: %v; want an InvalidArgument error for the nil reader", err, res[0].Err)
+	}
+	if res[1].Err != nil {
+		t.Fatalf("item 1: %v", res[1].Err)
+	}
+	e.absent("nil-open")
+	sameBytes(t, "fine", e.content("fine"), items[1].Data)
+}
+
+// TestNilReaderIsAnError: Upload and ReadFrom take a nil reader as an error;
+// an empty object is written from an empty reader.
+func TestNilReaderIsAnError(t *testing.T) {
+	e := newEnv(t)
+	if _, err := e.c.Upload(context.Background(), bucket, "nil", nil); !uploader.IsInvalidArgument(err) {
+		t.Fatalf("Upload(nil) = %v, want InvalidArgument", err)
+	}
+	w, err := e.c.NewWriter(context.Background(), bucket, "nil2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.ReadFrom(nil); !uploader.IsInvalidArgument(err) {
+		t.Fatalf("ReadFrom(nil) = %v, want InvalidArgument", err)
+	}
+	if err := w.Close(); err == nil {
+		t.Fatal("Close after a failed ReadFrom succeeded")
+	}
+	if m := e.methods(); len(m) != 0 {
+		t.Fatalf("calls made: %v", m)
+	}
+	if _, err := e.c.Upload(context.Background(), bucket, "empty", bytes.NewReader(nil)); err != nil {
+		t.Fatalf("empty reader: %v", err)
+	}
+	if got := e.content("empty"); len(got) != 0 {
+		t.Fatalf("empty object has %d bytes", len(got))
+	}
+}
+
+// TestChunkSizeBounded: chunk sizes above MaxChunkSize, or not a multiple of
+// the quantum, are rejected before any memory is taken.
+func TestChunkSizeBounded(t *testing.T) {
+	e := newEnv(t)
+	srv := e.srv
+	for _, n := range []int{0, -q, q + 1, uploader.MaxChunkSize + q, 1 << 30, 1 << 40} {
+		if _, err := uploader.NewClient(context.Background(), append(dialOptions(srv), uploader.WithChunkSize(n))...); !uploader.IsInvalidArgument(err) {
+			t.Errorf("NewClient(WithChunkSize(%d)) = %v, want InvalidArgument", n, err)
+		}
+	}
+	for _, n := range []int{-1, uploader.MaxChunkSize + q, 1 << 40} {
+		if _, err := e.c.NewWriter(context.Background(), bucket, "o", uploader.WithChunkSize(n)); !uploader.IsInvalidArgument(err) {
+			t.Errorf("NewWriter(WithChunkSize(%d)) = %v, want InvalidArgument", n, err)
+		}
+	}
+	c, err := uploader.NewClient(context.Background(), append(dialOptions(srv), uploader.WithChunkSize(uploader.MaxChunkSize))...)
+	if err != nil {
+		t.Fatalf("WithChunkSize(MaxChunkSize): %v", err)
+	}
+	c.Close()
+}
+
+// TestConcurrentWriteIsAnError: two goroutines writing to one Writer get an
+// error instead of a crash, and the upload fails with nothing stored.
+func TestConcurrentWriteIsAnError(t *testing.T) {
+	e := newEnv(t)
+	w, err := e.c.NewWriter(context.Background(), bucket, "racy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := payload(8*kib, 3)
+	var misuse atomic.Int32
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 200 {
+				if _, err := w.Write(chunk); err != nil {
+					var oe *uploader.Error
+					if errors.As(err, &oe) && oe.Code == codes.FailedPrecondition && strings.Contains(err.Error(), "at once") {
+						misuse.Add(1)
+						continue
+					}
+					t.Errorf("Write: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	err = w.Close()
+	if misuse.Load() == 0 {
+		// The goroutines never overlapped: nothing to check.
+		if err != nil {
+			t.Fatalf("Close = %v", err)
+		}
+		t.Skip("writes never overlapped on this run")
+	}
+	if err == nil {
+		t.Fatal("Close succeeded after concurrent writes")
+	}
+	e.absent("racy")
+}
+
+// TestResumeErrorNamesTheFailedRPC: when the resume itself fails, the error
+// names QueryWriteStatus, not the stream.
+func TestResumeErrorNamesTheFailedRPC(t *testing.T) {
+	e := newEnv(t)
+	e.srv.BreakStream("BidiWriteObject", q, codes.Unavailable)
+	e.srv.FailCall("QueryWriteStatus", 1, codes.NotFound)
+	_, err := e.c.Upload(context.Background(), bucket, "resume-fails", bytes.NewReader(payload(2*mib, 4)))
+	var oe *uploader.Error
+	if !errors.As(err, &oe) || oe.Op != "QueryWriteStatus" || oe.Code != codes.NotFound {
+		t.Fatalf("Upload = %v (%+v), want a NotFound error of QueryWriteStatus", err, oe)
+	}
+	e.absent("resume-fails")
+}
+
+// TestCloseTwice: a second Client.Close returns nil; NewWriter on a closed
+// client fails.
+func TestCloseTwice(t *testing.T) {
+	e := newEnv(t)
+	if err := e.c.Close(); err != nil {
+		t.Fatalf("first Close: %v", err)
+	}
+	if err := e.c.Close(); err != nil {
+		t.Fatalf("second Close = %v, want nil", err)
+	}
+	if _, err := e.c.NewWriter(context.Background(), bucket, "o"); err == nil {
+		t.Fatal("NewWriter on a closed client succeeded")
+	}
+}
+
+// TestNegativeRetrySettingsRejected: negative retry fields are errors, not
+// silently replaced by defaults.
+func TestNegativeRetrySettingsRejected(t *testing.T) {
+	e := newEnv(t)
+	bad := map[string]uploader.RetryOption{
+		"backoff":         uploader.WithBackoff(gax.Backoff{Initial: -time.Second}),
+		"multiplier":      uploader.WithBackoff(gax.Backoff{Multiplier: 0.5}),
+		"max below init":  uploader.WithBackoff(gax.Backoff{Initial: time.Second, Max: time.Millisecond}),
+		"deadline":        uploader.WithRetryDeadline(-time.Second),
+		"attempt timeout": uploader.WithAttemptTimeout(-1),
+		"max attempts":    uploader.WithMaxAttempts(-2),
+		"policy":          uploader.WithPolicy(uploader.RetryPolicy(7)),
+	}
+	for name, o := range bad {
+		if _, err := uploader.NewClient(context.Background(), append(dialOptions(e.srv), uploader.WithRetry(o))...); !uploader.IsInvalidArgument(err) {
+			t.Errorf("%s: NewClient = %v, want InvalidArgument", name, err)
+		}
+		if _, err := e.c.NewWriter(context.Background(), bucket, "o", uploader.WithRetry(o)); !uploader.IsInvalidArgument(err) {
+			t.Errorf("%s: NewWriter = %v, want InvalidArgument", name, err)
+		}
+	}
+	if _, err := uploader.NewClient(context.Background(), append(dialOptions(e.srv), uploader.WithKeepalive(-1, 0))...); !uploader.IsInvalidArgument(err) {
+		t.Errorf("negative keepalive: NewClient = %v, want InvalidArgument", err)
+	}
+}
+
+// TestEmulatorHTTPSDialsTLS: STORAGE_EMULATOR_HOST_GRPC with https:// dials
+// with TLS, plain host:port and http:// in plaintext. A listener reads the
+// first bytes the client sends: a TLS ClientHello starts with 0x16, HTTP/2's
+// plaintext preface with "PRI".
+func TestEmulatorHTTPSDialsTLS(t *testing.T) {
+	for _, tc := range []struct {
+		scheme string
+		first  byte
+	}{{"https://", 0x16}, {"http://", 'P'}, {"", 'P'}} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan byte, 1)
+		go func() {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			var b [1]byte
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			if _, err := io.ReadFull(c, b[:]); err == nil {
+				got <- b[0]
+			}
+		}()
+		t.Setenv(uploader.EmulatorEnv, tc.scheme+ln.Addr().String())
+		c, err := uploader.NewClient(context.Background(), uploader.WithRetry(uploader.WithPolicy(uploader.RetryNever), uploader.WithAttemptTimeout(2*time.Second)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		go c.Upload(context.Background(), bucket, "o", bytes.NewReader([]byte("x")))
+		select {
+		case b := <-got:
+			if b != tc.first {
+				t.Errorf("%q: first byte %#x, want %#x", tc.scheme, b, tc.first)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("%q: the client never connected", tc.scheme)
+		}
+		c.Close()
+		ln.Close()
+	}
+}
