@@ -51,10 +51,15 @@ func lastValue(h http.Header, key string) string {
 	return v[len(v)-1]
 }
 
-// unimplemented is the route of a request the fake does not serve.
+// unimplemented is the route of a request the fake does not serve: method
+// names it, what may say more.
 func unimplemented(method, what string) *httpRoute {
+	msg := "fakes: " + method + " is not implemented by the fake"
+	if what != method {
+		msg += " (" + what + ")"
+	}
 	return &httpRoute{method: method, serve: func(http.ResponseWriter, *http.Request) error {
-		return newError(kindUnimplemented, "fakes: %s is not implemented by the fake", what)
+		return newError(kindUnimplemented, "%s", msg)
 	}}
 }
 
@@ -73,7 +78,7 @@ func (s *Server) route(r *http.Request, path string) *httpRoute {
 	case strings.HasPrefix(path, "/upload/storage/v1/"):
 		return s.routeUpload(r, strings.TrimPrefix(path, "/upload/storage/v1/"))
 	case strings.HasPrefix(path, "/batch/"):
-		return unimplemented("batch", "the batch API ("+m+" "+path+")")
+		return unimplemented("batch", m+" "+path)
 	}
 	return s.routeXML(r, path)
 }
@@ -153,7 +158,7 @@ func (s *Server) routeJSON(r *http.Request, path string, download bool) *httpRou
 		if name == "" {
 			name = m + " " + sub
 		}
-		rt := unimplemented(name, name+" ("+whole+")")
+		rt := unimplemented(name, whole)
 		rt.bucket = bkt
 		return rt
 	case !hasSub && !download: // "b/BUCKET/o"

@@ -143,6 +143,10 @@ type bucketList struct {
 // null ones hold "null").
 type objectMetadata map[string]json.RawMessage
 
+// isNull reports whether a field's value is JSON null (which json.Unmarshal
+// stores as an empty RawMessage).
+func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
+
 // str returns the string field key: its value, whether it was present, and
 // whether it was null.
 func (m objectMetadata) str(key string) (v string, present, null bool, err error) {
@@ -150,7 +154,7 @@ func (m objectMetadata) str(key string) (v string, present, null bool, err error
 	if !ok {
 		return "", false, false, nil
 	}
-	if string(raw) == "null" {
+	if isNull(raw) {
 		return "", true, true, nil
 	}
 	if err := json.Unmarshal(raw, &v); err != nil {
@@ -182,7 +186,7 @@ var unsupportedFields = []string{"acl", "temporaryHold", "eventBasedHold", "rete
 // fields are cleared.
 func (m objectMetadata) apply(o *object, patch bool) error {
 	for _, f := range unsupportedFields {
-		if raw, ok := m[f]; ok && string(raw) != "null" && string(raw) != "false" {
+		if raw, ok := m[f]; ok && !isNull(raw) && string(raw) != "false" {
 			return newError(kindUnimplemented, "fakes: setting %s is not implemented by the fake", f)
 		}
 	}
@@ -213,7 +217,7 @@ func (m objectMetadata) apply(o *object, patch bool) error {
 	raw, present := m["metadata"]
 	switch {
 	case !present && patch:
-	case !present || string(raw) == "null":
+	case !present || isNull(raw):
 		o.metadata = nil
 	default:
 		var kv map[string]*string
