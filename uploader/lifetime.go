@@ -72,14 +72,15 @@ func (l *lifetime) putBuffer(b *[]byte) {
 //
 // grpc-go v1.85.0 never frees a data frame that reaches its writer goroutine
 // (loopy) after the stream was cleaned up: preprocessData drops such a frame
-// without freeing its buffers, and a frame being written when the stream is
-// cleaned up is dropped the same way. A message sent while its stream was
-// being torn down may therefore never be released. Such a message is released
-// by force once gRPC can no longer read it: after a later RPC on the
-// connection completed (loopy handles its queue in order, so it went past the
-// message), or orphanGrace after the upload ended. TestGRPCDropsTornDownFrames
-// pins that grpc-go behaviour: if an upgrade fixes it, the test says so and the
-// forced release can go.
+// without freeing its buffers. That happens when SendMsg passed the stream's
+// state check and waited for write quota while the server's status cleaned
+// the stream up. A message sent while its stream was being torn down may
+// therefore never be released. Such a message is released by force once gRPC
+// can no longer read it: after a later RPC on the connection completed (loopy
+// handles its queue in order, so it went past the message), or orphanGrace
+// after the upload ended. TestGRPCDropsTornDownFrames pins that grpc-go
+// behaviour: if an upgrade fixes it, the test says so and the forced release
+// can go.
 type outMsg struct {
 	wire.WriteMsg
 	ref  *chunkRef
