@@ -298,7 +298,7 @@ var (
 
 // startExternalFake builds fakes/cmd/fakegcs once and runs it as a separate
 // process on loopback, returning its gRPC address.
-func startExternalFake(b *testing.B) (string, func()) {
+func startExternalFake(b testing.TB) (string, func()) {
 	fakegcsOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "objup-fakegcs")
 		if err != nil {
