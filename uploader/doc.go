@@ -9,13 +9,19 @@
 // Client.Upload writes one io.Reader; Client.UploadMany uploads many items with
 // bounded concurrency.
 //
-// An object that fits in one chunk (256 KiB by default) goes out in exactly one
-// WriteObject call carrying spec, data and CRC32C: no resumable session, no extra
-// round trip, no goroutine. Larger objects stream through a resumable session
-// (StartResumableWrite, then BidiWriteObject) with a bounded number of chunks in
-// flight; after a transient failure the Writer asks QueryWriteStatus and resumes
-// where the service left off. An object is stored only when Close returns nil:
-// a failed or cancelled upload leaves nothing behind.
+// A Writer runs one loop on the caller's goroutine: take an empty buffer, fill
+// it, hand the full chunk to the sender. An object that fits in one chunk
+// (256 KiB by default) goes out in exactly one WriteObject call carrying spec,
+// data and CRC32C: no resumable session, no extra round trip, no goroutine (a
+// chunk over 2 MiB, see WithChunkSize, goes out as several messages of one
+// WriteObject stream, for which gRPC starts one goroutine). Larger objects
+// stream through a resumable session (StartResumableWrite, then
+// BidiWriteObject) with a bounded number of chunks in flight; after a
+// transient failure the Writer asks QueryWriteStatus and resumes where the
+// service left off. Every message carries at most 2 MiB and its own CRC32C,
+// computed once per byte and combined for the object. An object is stored
+// only when Close returns nil: a failed or cancelled upload leaves nothing
+// behind.
 //
 // # Memory
 //
@@ -24,18 +30,53 @@
 // WithBuffer lends the Writer the caller's own buffer instead. A chunk is never
 // copied on its way to the network: gRPC sends it in place, and it goes back to
 // its allocator only after gRPC let go of it and the service acknowledged it.
+// The chunk size is bounded by MaxChunkSize.
+//
+// # Retries and dead connections
+//
+// One retry engine serves every RPC of an upload (see WithRetry): one
+// classification (ShouldRetry, or WithErrorFunc), one exponential backoff
+// with full jitter (gax.Backoff), a retry deadline per failure episode
+// (WithRetryDeadline) and a timeout per attempt (WithAttemptTimeout). Errors
+// that never left the process, such as a header gRPC refuses, are never
+// retried. A one-shot upload is retried only when a precondition makes it
+// idempotent, unless WithPolicy(RetryAlways) says otherwise; a resumable
+// upload resumes. gRPC keepalive (WithKeepalive) detects a connection that
+// silently stopped forwarding, so it is replaced and the retry goes out on a
+// new one.
 //
 // # Tenants and headers
 //
 // Headers added to the context with the header package (header.WithTenant,
 // header.Append) travel with every RPC of an upload, flattened once per RPC
-// together with the x-goog-request-params routing header.
+// together with the x-goog-request-params routing header. NewWriter checks
+// them first (header.Validate): a value gRPC would refuse is an
+// InvalidArgument error before anything is sent.
 //
 // # Errors
 //
-// Every error is an *Error with a gRPC code and the cause; the predicates
-// IsPreconditionFailed, IsNotFound, IsPermissionDenied, IsInvalidArgument and
-// IsDataLoss classify it, and status.FromError gives the service's status.
-// Invalid names, options or buffers are reported by NewWriter and UploadMany
-// before anything is sent.
+// Every error that NewClient, NewWriter, the Writer's methods and Upload
+// return is an *Error with a gRPC code and the cause:
+//
+//   - codes.InvalidArgument: an invalid bucket or object name, option,
+//     buffer, header or reader, found before anything was sent; or a request
+//     the service refused;
+//   - codes.FailedPrecondition: a precondition did not hold (the service's
+//     answer), or the Writer was misused (used after Close, or from several
+//     goroutines at once), or the client is closed;
+//   - codes.Canceled and codes.DeadlineExceeded: the context ended (the cause
+//     wraps context.Canceled or context.DeadlineExceeded, so errors.Is works),
+//     or CloseWithError abandoned the upload (Canceled);
+//   - codes.DataLoss: the service found a checksum mismatch, or reported a
+//     size or CRC32C other than what was sent;
+//   - any other code: the service's status for the named operation (Op), or,
+//     when the retries ran out, the last attempt's status, kept in the cause
+//     so that status.Code(err) and the message still tell what failed.
+//
+// The predicates IsPreconditionFailed, IsNotFound, IsPermissionDenied,
+// IsInvalidArgument and IsDataLoss classify an error, and status.FromError
+// gives the service's status. UploadMany returns the per-item *Error values
+// in each Result; its own error is an *Error for invalid input, the first
+// failed item's *Error under StopOnError, and otherwise errors.Join of the
+// failed items' *Error values.
 package uploader
