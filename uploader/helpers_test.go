@@ -152,3 +152,9 @@ func sizeName(n int) string {
 	}
 	return fmt.Sprintf("%dB", n)
 }
+
+// exists reports whether the object is stored.
+func (e *env) exists(name string) bool {
+	_, err := e.srv.Object(bucket, name)
+	return err == nil
+}
