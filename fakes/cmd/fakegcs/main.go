@@ -1,10 +1,11 @@
 // Command fakegcs runs the fake GCS of package fakes as a standalone server:
-// fake-gcs-server's JSON/XML API over HTTP and a storage v2 gRPC server on
-// the same in-memory store.
+// a storage v2 gRPC server and the JSON API over HTTP on the same in-memory
+// store, which costs the same per request with a million objects as with a
+// thousand.
 //
 // Usage:
 //
-//	fakegcs [-grpc 127.0.0.1:9090] [-http 127.0.0.1:4443] [-bucket NAME]...
+//	fakegcs [-grpc 127.0.0.1:9090] [-http 127.0.0.1:4443] [-bucket NAME]... [-call-log N]
 //
 // Both addresses default to 127.0.0.1:0 (a free port on loopback); an empty
 // host ("-grpc :9090") also means loopback, and only an explicit host such as
@@ -16,9 +17,16 @@
 //	grpc 127.0.0.1:PORT
 //	http http://127.0.0.1:PORT
 //
+// While it runs, GET http://ADDR/_objup/stats answers with the objects and
+// bytes stored per tenant (the x-scope-orgid of the writes) and the calls
+// counted per method, tenant and code, as JSON. -call-log sets how many
+// recent calls the server keeps in its request log (a bounded ring; the
+// counters count every call).
+//
 // It serves until SIGINT or SIGTERM, then shuts down gracefully (calls in
-// flight get up to 5 seconds) and exits with status 0. It exits with status
-// 2 on bad flags and 1 if it cannot start or stop cleanly.
+// flight get up to 5 seconds), prints the objects and bytes stored per
+// tenant on standard error, and exits with status 0. It exits with status 2
+// on bad flags and 1 if it cannot start or stop cleanly.
 package main
 
 import (
@@ -30,6 +38,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"text/tabwriter"
 
 	"github.com/objup/objup/fakes"
 )
@@ -55,6 +64,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	httpAddr := fs.String("http", fakes.DefaultAddr, "`address` of the JSON/XML API server")
 	var bs buckets
 	fs.Var(&bs, "bucket", "create bucket `NAME` (repeatable)")
+	callLog := fs.Int("call-log", fakes.DefaultCallLog, "keep the last `N` calls in the request log")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -62,7 +72,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fakegcs: unexpected arguments: %q\n", fs.Args())
 		return 2
 	}
-	opts := []fakes.Option{fakes.WithGRPCAddr(*grpcAddr), fakes.WithHTTPAddr(*httpAddr)}
+	opts := []fakes.Option{fakes.WithGRPCAddr(*grpcAddr), fakes.WithHTTPAddr(*httpAddr), fakes.WithCallLog(*callLog)}
 	for _, b := range bs {
 		opts = append(opts, fakes.WithBucket(b))
 	}
@@ -73,9 +83,30 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "grpc %s\nhttp %s\n", srv.GRPCAddr(), srv.HTTPURL())
 	<-ctx.Done()
-	if err := srv.Close(); err != nil {
+	err = srv.Close()
+	printUsage(stderr, srv.Usage())
+	if err != nil {
 		fmt.Fprintf(stderr, "fakegcs: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// printUsage writes the objects and bytes stored per tenant, as a table.
+func printUsage(w io.Writer, usage []fakes.Usage) {
+	if len(usage) == 0 {
+		fmt.Fprintln(w, "fakegcs: no objects stored")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "fakegcs: objects stored per tenant (x-scope-orgid):")
+	fmt.Fprintln(tw, "tenant\tobjects\tbytes\t")
+	for _, u := range usage {
+		t := u.Tenant
+		if t == "" {
+			t = "(none)"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t\n", t, u.Objects, u.Bytes)
+	}
+	tw.Flush()
 }

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
@@ -16,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/objup/objup/internal/wire"
 )
@@ -25,7 +28,7 @@ import (
 var raceEnabled bool
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"))
+	goleak.VerifyTestMain(m)
 }
 
 // scan reads r line by line in a goroutine: it sends the first two lines
@@ -64,7 +67,8 @@ func addrs(t *testing.T, lines <-chan []string) (grpcAddr, httpURL string) {
 	return strings.TrimPrefix(got[0], "grpc "), strings.TrimPrefix(got[1], "http ")
 }
 
-// exercise writes an object over gRPC, reads it back over gRPC and HTTP.
+// exercise writes an object over gRPC as tenant t1, reads it back over
+// HTTP.
 func exercise(t *testing.T, grpcAddr, httpURL, bucket string) {
 	t.Helper()
 	cc, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -74,6 +78,7 @@ func exercise(t *testing.T, grpcAddr, httpURL, bucket string) {
 	defer cc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	ctx = metadata.AppendToOutgoingContext(ctx, "x-scope-orgid", "t1")
 	st, err := wire.NewWriteObjectStream(ctx, cc)
 	if err != nil {
 		t.Fatal(err)
@@ -114,6 +119,35 @@ func TestRun(t *testing.T) {
 	grpcAddr, httpURL := addrs(t, scan(pr, nil))
 	exercise(t, grpcAddr, httpURL, "one")
 	exercise(t, grpcAddr, httpURL, "two")
+
+	// The stats document counts the tenant's objects, bytes and calls.
+	resp, err := http.Get(httpURL + "/_objup/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Tenants []struct {
+			Tenant         string
+			Objects, Bytes int64
+		}
+		Calls []struct {
+			Method, Tenant, Code string
+			Count                int64
+		}
+	}
+	err = json.NewDecoder(resp.Body).Decode(&st)
+	resp.Body.Close()
+	http.DefaultClient.CloseIdleConnections()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(st.Tenants) != "[{t1 2 16}]" {
+		t.Fatalf("tenants %v", st.Tenants)
+	}
+	if fmt.Sprint(st.Calls) != "[{WriteObject t1 OK 2} {objects.get  OK 2}]" {
+		t.Fatalf("calls %v", st.Calls)
+	}
+
 	cancel()
 	select {
 	case code := <-done:
@@ -122,6 +156,11 @@ func TestRun(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("run did not return after its context ended")
+	}
+	// On exit: the objects and bytes stored per tenant.
+	want := "fakegcs: objects stored per tenant (x-scope-orgid):\n  tenant  objects  bytes\n      t1        2     16\n"
+	if got := stderr.String(); got != want {
+		t.Fatalf("stderr %q, want %q", got, want)
 	}
 }
 
@@ -135,6 +174,7 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"extra"}, 2, "unexpected arguments"},
 		{[]string{"-bucket", "UPPER"}, 1, `bucket name "UPPER"`},
 		{[]string{"-grpc", "bad"}, 1, `gRPC address "bad"`},
+		{[]string{"-call-log", "-1"}, 1, "call log size -1 is negative"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(context.Background(), tc.args, &stdout, &stderr); code != tc.code || !strings.Contains(stderr.String(), tc.want) || stdout.Len() != 0 {
@@ -184,6 +224,11 @@ func TestBinary(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	defer func() {
+		if !strings.Contains(stderr.String(), "t1        1      8") {
+			t.Errorf("stderr %q lacks the usage of tenant t1", stderr.String())
+		}
+	}()
 	select {
 	case err := <-exited:
 		stopped = true
