@@ -336,3 +336,36 @@ func TestConcurrent(t *testing.T) {
 		t.Fatalf("tenants %v", tenants)
 	}
 }
+
+func TestCallLogRing(t *testing.T) {
+	for _, tc := range []struct{ size, calls int }{{3, 2}, {3, 3}, {3, 7}, {1, 5}, {0, 4}} {
+		t.Run(fmt.Sprintf("size %d, %d calls", tc.size, tc.calls), func(t *testing.T) {
+			srv, cc := start(t, fakes.WithCallLog(tc.size))
+			for i := range tc.calls {
+				getObject(ctxT(t), cc, &wire.GetObjectRequest{Bucket: bucketRes, Object: fmt.Sprint(i)})
+			}
+			var got, want []string
+			for _, c := range srv.Calls() {
+				got = append(got, c.Object)
+			}
+			for i := max(0, tc.calls-tc.size); i < tc.calls; i++ {
+				want = append(want, fmt.Sprint(i))
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("Calls() objects %v, want %v", got, want)
+			}
+			wantCounts := []fakes.CallCount{{Method: "GetObject", Code: codes.NotFound, Count: int64(tc.calls)}}
+			if c := srv.CallCounts(); fmt.Sprint(c) != fmt.Sprint(wantCounts) {
+				t.Fatalf("CallCounts() = %v, want %v", c, wantCounts)
+			}
+			srv.ResetCalls()
+			if len(srv.Calls()) != 0 || len(srv.CallCounts()) != 0 {
+				t.Fatalf("after ResetCalls: %v, %v", srv.Calls(), srv.CallCounts())
+			}
+			getObject(ctxT(t), cc, &wire.GetObjectRequest{Bucket: bucketRes, Object: "after"})
+			if n := len(srv.Calls()); n != min(tc.size, 1) {
+				t.Fatalf("%d calls after a reset and one call", n)
+			}
+		})
+	}
+}

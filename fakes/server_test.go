@@ -79,11 +79,11 @@ func TestOptions(t *testing.T) {
 		}
 	})
 	t.Run("invalid", func(t *testing.T) {
-		_, err := fakes.New(fakes.WithBucket("Bad"), fakes.WithBucket("x"), fakes.WithGRPCAddr("no-port"), fakes.WithHTTPAddr(""))
+		_, err := fakes.New(fakes.WithBucket("Bad"), fakes.WithBucket("x"), fakes.WithGRPCAddr("no-port"), fakes.WithHTTPAddr(""), fakes.WithCallLog(-1))
 		if err == nil {
 			t.Fatal("New accepted invalid options")
 		}
-		for _, want := range []string{`"Bad"`, `"x"`, `gRPC address "no-port"`, `HTTP address ""`} {
+		for _, want := range []string{`"Bad"`, `"x"`, `gRPC address "no-port"`, `HTTP address ""`, "call log size -1"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("error %q does not mention %s", err, want)
 			}
