@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/goleak"
 	"google.golang.org/grpc/codes"
@@ -364,19 +365,54 @@ func TestText(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit status %d\n%s\n%s", code, out, errOut)
 	}
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		if n := utf8.RuneCountInString(line); n > textWidth {
+			t.Errorf("a line of %d columns, more than %d: %q", n, textWidth, line)
+		}
+	}
+	// The text without its line breaks.
+	flat := strings.ReplaceAll(out, "\n"+strings.Repeat(" ", labelWidth), " ")
 	for _, want := range []string{
-		"30 generated objects (seed 1) to gs://objup-smallobjects/smallobjects/ on the embedded fake",
+		"objup smallobjects: 30 generated objects (seed 1)\n",
+		"target     gs://objup-smallobjects/smallobjects/ on the embedded fake GCS (gRPC 127.0.0.1:",
 		"30 ok, 0 failed",
 		"objects/s",
 		"latency    p50 ",
-		"allocated per object",
+		"memory     client and embedded fake, in one process: ",
+		"allocations per object",
 		"30 gets, ",
 		`30 of 30 calls to the fake carried tenant "t1"`,
 		"verify     OK: 30 of 30 uploaded objects verified",
 		"result     OK",
 	} {
-		if !strings.Contains(out, want) {
+		if !strings.Contains(flat, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestWrap(t *testing.T) {
+	long := strings.Repeat("x", 150)
+	for _, tc := range []struct {
+		first, text string
+		want        string
+	}{
+		{"  label      ", "a b c", "  label      a b c\n"},
+		{"  label      ", "", "  label      \n"},
+		{"  label      ", strings.Repeat("word ", 20), "  label      " + strings.TrimSpace(strings.Repeat("word ", 13)) + "\n" +
+			strings.Repeat(" ", labelWidth) + strings.TrimSpace(strings.Repeat("word ", 7)) + "\n"},
+		{"  label      ", "a " + long, "  label      a\n" + strings.Repeat(" ", labelWidth) + long[:67] + "\n" +
+			strings.Repeat(" ", labelWidth) + long[67:134] + "\n" + strings.Repeat(" ", labelWidth) + long[134:] + "\n"},
+		{"title: ", "é" + strings.Repeat("é", 40), "title: " + strings.Repeat("é", 36) + "\n" + strings.Repeat(" ", labelWidth) + strings.Repeat("é", 5) + "\n"},
+	} {
+		got := wrap(tc.first, tc.text)
+		if got != tc.want {
+			t.Errorf("wrap(%q, %q) =\n%s\nwant\n%s", tc.first, tc.text, got, tc.want)
+		}
+		for _, line := range strings.Split(strings.TrimSuffix(got, "\n"), "\n") {
+			if len(line) > textWidth {
+				t.Errorf("line of %d bytes: %q", len(line), line)
+			}
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/objup/objup/pool"
 	"github.com/objup/objup/uploader"
@@ -73,8 +74,9 @@ type latency struct {
 	Max float64 `json:"max"`
 }
 
-// memory is the heap activity during UploadMany. Scope says whose: with the
-// embedded fake, the server's allocations are counted too.
+// memory is the heap activity during UploadMany, of the whole process. Scope
+// says whose work that is: with the embedded fake, the client's and the
+// fake server's together.
 type memory struct {
 	AllocBytes          uint64  `json:"alloc_bytes"`
 	AllocBytesPerObject float64 `json:"alloc_bytes_per_object"`
@@ -227,8 +229,65 @@ func (s *summary) writeJSON(w io.Writer) error {
 	return enc.Encode(s)
 }
 
-func (s *summary) writeText(w io.Writer) error {
+// textWidth is the width the text summary fits in.
+const textWidth = 80
+
+// labelWidth is the indent of a summary line's text after its label.
+const labelWidth = 13
+
+// textSummary builds the text summary: a title, then lines of a label and a
+// text, the text wrapped to fit textWidth columns under a hanging indent.
+type textSummary struct{ strings.Builder }
+
+// line adds a labelled line; an empty label continues the previous one.
+func (b *textSummary) line(label, format string, args ...any) {
+	b.WriteString(wrap(fmt.Sprintf("  %-10s ", label), fmt.Sprintf(format, args...)))
+}
+
+// wrap lays text out after first, in lines of at most textWidth columns
+// continued under an indent of labelWidth, breaking at spaces and cutting a
+// word only when it alone is wider than a line.
+func wrap(first, text string) string {
 	var b strings.Builder
+	b.WriteString(first)
+	col, fresh := len(first), true // fresh: nothing on this line after the indent
+	for _, word := range strings.Fields(text) {
+		for len(word) > 0 {
+			switch {
+			case fresh:
+			case col+1+len(word) <= textWidth:
+				b.WriteByte(' ')
+				col++
+			default:
+				b.WriteString("\n" + strings.Repeat(" ", labelWidth))
+				col, fresh = labelWidth, true
+			}
+			n := min(len(word), textWidth-col)
+			for n > 0 && n < len(word) && !utf8.RuneStart(word[n]) {
+				n--
+			}
+			if n <= 0 {
+				b.WriteString("\n" + strings.Repeat(" ", labelWidth))
+				col, fresh = labelWidth, true
+				continue
+			}
+			b.WriteString(word[:n])
+			col += n
+			fresh = false
+			word = word[n:]
+		}
+	}
+	b.WriteByte('\n')
+	return b.String()
+}
+
+func (s *summary) writeText(w io.Writer) error {
+	var b textSummary
+	what := fmt.Sprintf("%d generated objects (seed %d)", s.Objects, s.Seed)
+	if s.Source == "dir" {
+		what = fmt.Sprintf("%d files from %s", s.Objects, s.Dir)
+	}
+	b.WriteString(wrap("objup smallobjects: ", what))
 	where := "gs://" + s.Bucket + "/" + s.Prefix
 	switch s.Target {
 	case targetFake.String():
@@ -238,68 +297,64 @@ func (s *summary) writeText(w io.Writer) error {
 	default:
 		where += " on GCS"
 	}
-	what := fmt.Sprintf("%d generated objects (seed %d)", s.Objects, s.Seed)
-	if s.Source == "dir" {
-		what = fmt.Sprintf("%d files from %s", s.Objects, s.Dir)
-	}
-	fmt.Fprintf(&b, "objup smallobjects: %s to %s\n", what, where)
+	b.line("target", "%s", where)
 	bufs := "the client's pool"
 	if s.Buffers == "caller" {
 		bufs = fmt.Sprintf("%d caller buffers of %s", s.CallerBuffers, formatIEC(int64(s.CallerBufferBytes)))
 	}
-	fmt.Fprintf(&b, "  settings   concurrency %d, buffers: %s, GOMAXPROCS %d", s.Concurrency, bufs, s.GOMAXPROCS)
+	settings := fmt.Sprintf("concurrency %d, buffers: %s, GOMAXPROCS %d", s.Concurrency, bufs, s.GOMAXPROCS)
 	if s.Tenant != "" {
-		fmt.Fprintf(&b, ", tenant %q", s.Tenant)
+		settings += fmt.Sprintf(", tenant %q", s.Tenant)
 	}
-	b.WriteString("\n")
-	fmt.Fprintf(&b, "  upload     %d ok, %d failed, %s in %.2fs: %.0f objects/s, %.1f MB/s\n",
+	b.line("settings", "%s", settings)
+	b.line("upload", "%d ok, %d failed, %s in %.2fs: %.0f objects/s, %.1f MB/s",
 		s.Uploaded, s.Failed, formatSI(s.Bytes), s.Seconds, s.ObjectsPerSecond, s.MBPerSecond)
 	if s.Skipped > 0 {
-		fmt.Fprintf(&b, "  skipped    %d entries that are not regular files\n", s.Skipped)
+		b.line("skipped", "%d entries that are not regular files", s.Skipped)
 	}
-	fmt.Fprintf(&b, "  latency    p50 %.2fms, p95 %.2fms, p99 %.2fms, max %.2fms\n",
+	b.line("latency", "p50 %.2fms, p95 %.2fms, p99 %.2fms, max %.2fms",
 		s.LatencyMS.P50, s.LatencyMS.P95, s.LatencyMS.P99, s.LatencyMS.Max)
-	fmt.Fprintf(&b, "  memory     %s allocated per object (%.0f allocations), %d GC cycles; %s\n",
-		formatSI(int64(s.Memory.AllocBytesPerObject)), s.Memory.AllocsPerObject, s.Memory.GCCycles, s.Memory.Scope)
-	fmt.Fprintf(&b, "  pool       %d gets, %d new buffers, %d puts, %d rejected, %d budget waits, %s in use\n",
+	b.line("memory", "%s: %s and %.0f allocations per object, %d GC cycles",
+		s.Memory.Scope, formatSI(int64(s.Memory.AllocBytesPerObject)), s.Memory.AllocsPerObject, s.Memory.GCCycles)
+	b.line("pool", "%d gets, %d new buffers, %d puts, %d rejected, %d budget waits, %s in use",
 		s.Pool.Gets, s.Pool.News, s.Pool.Puts, s.Pool.Rejected, s.Pool.BudgetWaits, formatIEC(s.Pool.InUseBytes))
 	if t := s.TenantCalls; t != nil {
-		fmt.Fprintf(&b, "  tenant     %d of %d calls to the fake carried tenant %q\n", t.WithTenant, t.Total, s.Tenant)
+		b.line("tenant", "%d of %d calls to the fake carried tenant %q", t.WithTenant, t.Total, s.Tenant)
 	}
 	if s.ErrorCount > 0 {
-		fmt.Fprintf(&b, "  errors     %d\n", s.ErrorCount)
+		b.line("errors", "%d", s.ErrorCount)
 		for _, e := range s.Errors {
-			fmt.Fprintf(&b, "    %s: %s\n", e.Name, e.Error)
+			b.line("", "%s: %s", e.Name, e.Error)
 		}
 		if more := s.ErrorCount - len(s.Errors); more > 0 {
-			fmt.Fprintf(&b, "    ... and %d more\n", more)
+			b.line("", "... and %d more", more)
 		}
 		if s.Hint != "" {
-			fmt.Fprintf(&b, "             hint: %s\n", s.Hint)
+			b.line("", "hint: %s", s.Hint)
 		}
 	}
 	v := s.Verify
 	switch v.Method {
 	case verifyNone:
 		if v.Passed {
-			fmt.Fprintf(&b, "  verify     skipped (-verify=false)\n")
+			b.line("verify", "skipped (-verify=false)")
 		} else {
-			fmt.Fprintf(&b, "  verify     not done\n")
+			b.line("verify", "not done")
 		}
 	case verifyJSONAPI:
-		fmt.Fprintf(&b, "  verify     %s: %d of %d uploaded objects verified (size and CRC32C), listed through the JSON API at %s; %d listed, %d missing, %d mismatched, %d unexpected\n",
+		b.line("verify", "%s: %d of %d uploaded objects verified (size and CRC32C), listed through the JSON API at %s; %d listed, %d missing, %d mismatched, %d unexpected",
 			verdict(v.Passed), v.Verified, v.Expected, v.URL, v.Listed, v.Missing, v.Mismatched, v.Unexpected)
 	case verifyResponses:
-		fmt.Fprintf(&b, "  verify     %s: %d of %d uploaded objects verified (size and CRC32C) against the upload responses; %d missing, %d mismatched\n",
+		b.line("verify", "%s: %d of %d uploaded objects verified (size and CRC32C) against the upload responses; %d missing, %d mismatched",
 			verdict(v.Passed), v.Verified, v.Expected, v.Missing, v.Mismatched)
 	}
 	if v.Note != "" {
-		fmt.Fprintf(&b, "             note: %s\n", v.Note)
+		b.line("", "note: %s", v.Note)
 	}
 	for _, p := range v.Problems {
-		fmt.Fprintf(&b, "    %s\n", p)
+		b.line("", "%s", p)
 	}
-	fmt.Fprintf(&b, "  result     %s\n", verdict(s.OK))
+	b.line("result", "%s", verdict(s.OK))
 	_, err := io.WriteString(w, b.String())
 	return err
 }
