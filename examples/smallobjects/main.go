@@ -10,9 +10,10 @@
 // objects of 1 KiB to 64 KiB whose sizes and bytes follow from -seed, uploads
 // them over gRPC with 16 at a time, then lists the bucket through the fake's
 // JSON API over HTTP and checks that exactly those objects are there, with
-// the sizes and CRC32C that were uploaded. The summary gives objects/s, MB/s, the p50/p95/p99
-// latency of one object, the bytes allocated per object and the GC cycles
-// during the upload, the client pool's counters, the errors and the
+// the sizes and CRC32C that were uploaded. The summary gives objects/s
+// (overall and for each tenth of the run, so a slowdown shows), MB/s, the
+// p50/p95/p99 latency of one object, the bytes allocated per object and the
+// GC cycles during the upload, the client pool's counters, the errors and the
 // verification. The exit status is 0 when everything uploaded and verified,
 // 1 when anything failed or did not verify, and 2 for a usage error.
 //
@@ -296,6 +297,7 @@ func uploadAndVerify(ctx context.Context, cfg *config, stderr io.Writer) (*summa
 	}
 
 	s.addResults(b.objects, results, elapsed)
+	s.addPace(prog.pace())
 	s.addMemory(memBefore, memAfter, scope)
 	s.Pool = poolDelta(poolBefore, poolAfter)
 	for _, p := range b.problems {

@@ -97,6 +97,9 @@ func TestGenerated(t *testing.T) {
 					s.Concurrency != defaultConcurrency || s.Buffers != "pool" || s.Source != "generated" {
 					t.Errorf("settings %+v", s)
 				}
+				if len(s.PaceByTenth) != 10 || slices.Min(s.PaceByTenth) <= 0 || s.PaceRatio <= 0 {
+					t.Errorf("pace %v, last/first %v; want 10 rates", s.PaceByTenth, s.PaceRatio)
+				}
 				// Sizes spread over 1-64 KiB: one pooled chunk each.
 				if s.Bytes < 200*1024 || s.Bytes > 200*64*1024 || s.Pool.Gets != 200 {
 					t.Errorf("%d bytes, %d pool gets for 200 objects of 1-64 KiB", s.Bytes, s.Pool.Gets)
@@ -377,6 +380,7 @@ func TestText(t *testing.T) {
 		"target     gs://objup-smallobjects/smallobjects/ on the embedded fake GCS (gRPC 127.0.0.1:",
 		"30 ok, 0 failed",
 		"objects/s",
+		"pace       objects/s by tenth of the run: ",
 		"latency    p50 ",
 		"memory     client and embedded fake, in one process: ",
 		"allocations per object",

@@ -29,6 +29,10 @@ type progress struct {
 	done   atomic.Int64
 	failed atomic.Int64
 	bytes  atomic.Int64
+	// tenths[i] is when the results of the first (i+1) tenths of the
+	// objects were all in; each slot is written once, by the worker whose
+	// result completed that tenth, and read after UploadMany returned.
+	tenths [10]time.Time
 
 	stop   chan struct{}
 	exited chan struct{}
@@ -62,7 +66,27 @@ func (p *progress) add(_ int, r uploader.Result) {
 	} else if r.Attrs != nil {
 		p.bytes.Add(r.Attrs.Size)
 	}
-	p.done.Add(1)
+	if n := p.done.Add(1); p.total >= 10 && n*10/int64(p.total) != (n-1)*10/int64(p.total) {
+		p.tenths[n*10/int64(p.total)-1] = time.Now()
+	}
+}
+
+// pace returns the objects/s of each tenth of the run, in order, or nil if
+// the run had fewer than 10 objects or did not finish.
+func (p *progress) pace() []float64 {
+	if p.total < 10 || p.done.Load() != int64(p.total) {
+		return nil
+	}
+	out := make([]float64, 10)
+	prev, prevN := p.start, 0
+	for i, t := range p.tenths {
+		n := (i + 1) * p.total / 10
+		if d := t.Sub(prev).Seconds(); d > 0 {
+			out[i] = float64(n-prevN) / d
+		}
+		prev, prevN = t, n
+	}
+	return out
 }
 
 // finish stops the display and waits for its goroutine to end.

@@ -50,10 +50,15 @@ type summary struct {
 
 	Seconds          float64 `json:"seconds"`
 	ObjectsPerSecond float64 `json:"objects_per_second"`
-	MBPerSecond      float64 `json:"mb_per_second"`
-	LatencyMS        latency `json:"latency_ms"`
-	Memory           memory  `json:"memory"`
-	Pool             poolUse `json:"pool"`
+	// PaceByTenth is the objects/s of each tenth of the objects, in the
+	// order their results came (runs of 10 objects or more that finished);
+	// PaceRatio is the last tenth's over the first's.
+	PaceByTenth []float64 `json:"objects_per_second_by_tenth,omitempty"`
+	PaceRatio   float64   `json:"pace_last_to_first,omitempty"`
+	MBPerSecond float64   `json:"mb_per_second"`
+	LatencyMS   latency   `json:"latency_ms"`
+	Memory      memory    `json:"memory"`
+	Pool        poolUse   `json:"pool"`
 
 	TenantCalls *tenantCalls `json:"tenant_calls,omitempty"`
 
@@ -145,6 +150,14 @@ func poolDelta(before, after pool.Stats) poolUse {
 		Rejected:    after.Rejected - before.Rejected,
 		BudgetWaits: after.BudgetWaits - before.BudgetWaits,
 		InUseBytes:  after.InUseBytes,
+	}
+}
+
+// addPace records the objects/s of each tenth of the run.
+func (s *summary) addPace(pace []float64) {
+	s.PaceByTenth = pace
+	if len(pace) > 0 && pace[0] > 0 {
+		s.PaceRatio = math.Round(pace[len(pace)-1]/pace[0]*100) / 100
 	}
 }
 
@@ -311,6 +324,13 @@ func (s *summary) writeText(w io.Writer) error {
 		s.Uploaded, s.Failed, formatSI(s.Bytes), s.Seconds, s.ObjectsPerSecond, s.MBPerSecond)
 	if s.Skipped > 0 {
 		b.line("skipped", "%d entries that are not regular files", s.Skipped)
+	}
+	if len(s.PaceByTenth) > 0 {
+		var rates []string
+		for _, r := range s.PaceByTenth {
+			rates = append(rates, fmt.Sprintf("%.0f", r))
+		}
+		b.line("pace", "objects/s by tenth of the run: %s; last/first %.2f", strings.Join(rates, " "), s.PaceRatio)
 	}
 	b.line("latency", "p50 %.2fms, p95 %.2fms, p99 %.2fms, max %.2fms",
 		s.LatencyMS.P50, s.LatencyMS.P95, s.LatencyMS.P99, s.LatencyMS.Max)
