@@ -6,6 +6,7 @@ import (
 	"errors"
 	"hash/crc32"
 	"io"
+	"sync"
 	"testing"
 
 	"github.com/objup/objup/chunker"
@@ -21,12 +22,19 @@ const maxRounds = 1 << 25
 
 // bufs hands out buffers of one size, as a pool would, and fails the test if
 // one is given back twice, is not one of its own, or is never given back. Its
-// buffers start filled with junk so that nothing relies on zeroed memory.
+// buffers start filled with junk, so that nothing relies on zeroed memory,
+// and are recycled through spare buffers, which keeps the fuzz test fast.
 type bufs struct {
 	t    testing.TB
 	size int
 	out  map[*[]byte]bool
 	gets int
+}
+
+// spare holds buffers given back, by size, for the next bufs to reuse.
+var spare struct {
+	sync.Mutex
+	bySize map[int][]*[]byte
 }
 
 func newBufs(t testing.TB, size int) *bufs {
@@ -40,10 +48,19 @@ func newBufs(t testing.TB, size int) *bufs {
 }
 
 func (b *bufs) get() *[]byte {
-	p := bytes.Repeat([]byte{0xEE}, b.size)
-	b.out[&p] = true
+	spare.Lock()
+	var p *[]byte
+	if s := spare.bySize[b.size]; len(s) > 0 {
+		p, spare.bySize[b.size] = s[len(s)-1], s[:len(s)-1]
+	}
+	spare.Unlock()
+	if p == nil {
+		buf := bytes.Repeat([]byte{0xEE}, b.size)
+		p = &buf
+	}
+	b.out[p] = true
 	b.gets++
-	return &p
+	return p
 }
 
 func (b *bufs) put(p *[]byte) {
@@ -53,6 +70,14 @@ func (b *bufs) put(p *[]byte) {
 		return
 	}
 	delete(b.out, p)
+	spare.Lock()
+	defer spare.Unlock()
+	if spare.bySize == nil {
+		spare.bySize = map[int][]*[]byte{}
+	}
+	if len(spare.bySize[b.size]) < 4 && b.size <= 16<<20 {
+		spare.bySize[b.size] = append(spare.bySize[b.size], p)
+	}
 }
 
 // piece is a chunk as the owner received it, with its data copied.

@@ -2,6 +2,7 @@ package pool_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/objup/objup/pool"
@@ -21,16 +22,40 @@ func Example() {
 	fmt.Println(string((*b)[:n]), len(*b))
 	fmt.Println(p.Stats().InUseBytes)
 
-	if err := p.Put(b); err != nil { // b must not be used after this
-		panic(err)
-	}
-	fmt.Println(p.Put(b)) // a second Put is rejected
-	fmt.Println(p.Stats().InUseBytes)
+	p.Put(b) // b must not be used after this
+	st := p.Stats()
+	fmt.Println(st.Gets, st.Puts, st.InUseBytes)
 	// Output:
 	// hello 262144
 	// 262144
-	// pool: buffer was already put back
-	// 0
+	// 1 1 0
+}
+
+// A second Put of the same buffer is a programming error: Put panics with an
+// error that wraps ErrDoublePut, and the pool stays as it was. (Recovering is
+// for the demonstration; a program should fix the double Put.)
+func ExamplePool_Put() {
+	var p pool.Pool // the zero Pool works: Quantum-sized buffers, no budget
+	b, err := p.Get(context.Background())
+	if err != nil {
+		panic(err)
+	}
+	p.Put(b)
+
+	func() {
+		defer func() {
+			err, _ := recover().(error)
+			fmt.Println(errors.Is(err, pool.ErrDoublePut))
+			fmt.Println(err)
+		}()
+		p.Put(b)
+	}()
+	st := p.Stats()
+	fmt.Println(st.Puts, st.Rejected, st.InUseBytes)
+	// Output:
+	// true
+	// pool: buffer was already put back: Put of a buffer of length 0, as the pool leaves a buffer it takes back
+	// 1 1 0
 }
 
 func ExampleNewFixed() {
@@ -48,9 +73,7 @@ func ExampleNewFixed() {
 	}
 	(*b)[0] = 'x'
 	fmt.Println(string(mine[0]))
-	if err := f.Put(b); err != nil {
-		panic(err)
-	}
+	f.Put(b) // the slot is free again; mine is the caller's once all slots are
 
 	// A buffer shorter than Quantum is a single slot of its own size.
 	small, _ := pool.NewFixed(make([]byte, 1000))

@@ -3,7 +3,6 @@ package pool
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync/atomic"
 )
 
@@ -16,10 +15,12 @@ import (
 // single slot of its own length, which suits only objects that fit in it.
 //
 // Get blocks until a slot is free. Put identifies the slot by the pointer
-// that Get returned, whatever slice it points to now; it rejects any other
-// pointer with ErrForeignBuffer and a slot that is already free with
-// ErrDoublePut. A second Put that comes after the slot was handed out again
-// is not detected. After Put, the slot's slice has length 0.
+// that Get returned, whatever slice it points to now, and panics on misuse
+// (see the package doc): with an error wrapping ErrForeignBuffer for nil or
+// any pointer that is not one of f's slots (a copy of the *[]byte, another
+// allocator's buffer), and ErrDoublePut for a slot that is already free. A
+// second Put that comes after the slot was handed out again is not detected.
+// After Put, the slot's slice has length 0.
 //
 // The caller keeps ownership of the buffer itself: it must not use the memory
 // of a slot while the slot is handed out, and must not reuse the buffer for
@@ -100,21 +101,20 @@ func (f *Fixed) Get(ctx context.Context) (*[]byte, error) {
 	return &f.slots[i], nil
 }
 
-// Put frees the slot b. The caller must not use it afterwards. It returns an
-// error wrapping ErrForeignBuffer if b is not a pointer returned by f.Get, and
-// ErrDoublePut if the slot is already free; f is then unchanged.
-func (f *Fixed) Put(b *[]byte) error {
+// Put frees the slot b, which the caller must not use afterwards. It panics
+// with an error wrapping ErrForeignBuffer if b is not a pointer returned by
+// f.Get, and ErrDoublePut if the slot is already free; f is then unchanged.
+func (f *Fixed) Put(b *[]byte) {
 	if b == nil {
-		return fmt.Errorf("%w: nil buffer", ErrForeignBuffer)
+		panic(misuse(ErrForeignBuffer, "Put of a nil *[]byte into a Fixed"))
 	}
 	i, ok := f.index[b]
 	if !ok {
-		return ErrForeignBuffer
+		panic(misuse(ErrForeignBuffer, "Put of a *[]byte that is not one of the Fixed's slots (only the pointer Get returned is)"))
 	}
 	if !f.out[i].CompareAndSwap(true, false) {
-		return ErrDoublePut
+		panic(misuse(ErrDoublePut, "Put of slot %d of a Fixed, which is free", i))
 	}
 	f.slots[i] = f.slots[i][:0]
 	f.free <- i
-	return nil
 }

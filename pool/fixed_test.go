@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
@@ -80,7 +81,7 @@ func TestNewFixed(t *testing.T) {
 				}
 			}
 			for _, b := range got {
-				mustPut(t, f, b)
+				f.Put(b)
 			}
 		})
 	}
@@ -117,7 +118,7 @@ func TestFixedBlocksAndCancels(t *testing.T) {
 		}
 		got <- x
 	}()
-	mustPut(t, f, a)
+	f.Put(a)
 	c := <-got
 	if c != a {
 		t.Fatalf("blocked Get returned another slot")
@@ -125,57 +126,83 @@ func TestFixedBlocksAndCancels(t *testing.T) {
 	if len(*c) != pool.Quantum {
 		t.Fatalf("len %d after re-Get", len(*c))
 	}
-	mustPut(t, f, b)
-	mustPut(t, f, c)
+	f.Put(b)
+	f.Put(c)
 	// Both slots are free again.
-	mustPut(t, f, mustGet(t, f))
+	f.Put(mustGet(t, f))
 	x, y := mustGet(t, f), mustGet(t, f)
-	mustPut(t, f, x)
-	mustPut(t, f, y)
+	f.Put(x)
+	f.Put(y)
 }
 
-func TestFixedPutRejects(t *testing.T) {
-	f := mustFixed(t, make([]byte, 2*pool.Quantum))
-	other := mustFixed(t, make([]byte, pool.Quantum))
-	p := mustNew(t)
-
-	if err := f.Put(nil); !errors.Is(err, pool.ErrForeignBuffer) {
-		t.Errorf("Put(nil) = %v", err)
+// TestFixedPutPanics checks each misuse of Put that a Fixed detects: Put
+// panics with an error that wraps the right sentinel and says what went
+// wrong, and the Fixed, recovered, still hands out both of its slots.
+func TestFixedPutPanics(t *testing.T) {
+	tests := []struct {
+		name string
+		// prepare returns what to Put into f, and a function that gives
+		// back whatever it took.
+		prepare func(t *testing.T, f *pool.Fixed) (b *[]byte, done func())
+		want    error
+		detail  string // in the panic message
+	}{
+		{"nil", func(*testing.T, *pool.Fixed) (*[]byte, func()) { return nil, func() {} },
+			pool.ErrForeignBuffer, "nil"},
+		{"stranger", func(*testing.T, *pool.Fixed) (*[]byte, func()) {
+			b := make([]byte, pool.Quantum)
+			return &b, func() {}
+		}, pool.ErrForeignBuffer, "not one of the Fixed's slots"},
+		{"another Fixed's slot", func(t *testing.T, _ *pool.Fixed) (*[]byte, func()) {
+			other := mustFixed(t, make([]byte, pool.Quantum))
+			b := mustGet(t, other)
+			return b, func() { other.Put(b) }
+		}, pool.ErrForeignBuffer, "not one of the Fixed's slots"},
+		{"a Pool's buffer", func(t *testing.T, _ *pool.Fixed) (*[]byte, func()) {
+			p := mustNew(t)
+			b := mustGet(t, p)
+			return b, func() { p.Put(b) }
+		}, pool.ErrForeignBuffer, "not one of the Fixed's slots"},
+		{"copy of the slot's *[]byte", func(t *testing.T, f *pool.Fixed) (*[]byte, func()) {
+			b := mustGet(t, f)
+			cp := *b
+			return &cp, func() { f.Put(b) }
+		}, pool.ErrForeignBuffer, "not one of the Fixed's slots"},
+		{"double put", func(t *testing.T, f *pool.Fixed) (*[]byte, func()) {
+			b := mustGet(t, f)
+			f.Put(b)
+			if len(*b) != 0 {
+				t.Errorf("after Put the slot has len %d, want 0", len(*b))
+			}
+			return b, func() {}
+		}, pool.ErrDoublePut, "which is free"},
+		{"double put while the other slot is out", func(t *testing.T, f *pool.Fixed) (*[]byte, func()) {
+			a, b := mustGet(t, f), mustGet(t, f)
+			f.Put(b)
+			return b, func() { f.Put(a) }
+		}, pool.ErrDoublePut, "which is free"},
 	}
-	stranger := make([]byte, pool.Quantum)
-	if err := f.Put(&stranger); !errors.Is(err, pool.ErrForeignBuffer) {
-		t.Errorf("Put(stranger) = %v", err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := mustFixed(t, make([]byte, 2*pool.Quantum))
+			b, done := tt.prepare(t, f)
+			err := putPanic(t, f, b)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("Put panicked with %v, want %v", err, tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.detail) {
+				t.Errorf("panic message %q does not say %q", err, tt.detail)
+			}
+			done()
+			// f is intact: both slots can be taken, and go back.
+			x, y := mustGet(t, f), mustGet(t, f)
+			if x == y {
+				t.Fatalf("the same slot was handed out twice")
+			}
+			f.Put(x)
+			f.Put(y)
+		})
 	}
-	ob := mustGet(t, other)
-	if err := f.Put(ob); !errors.Is(err, pool.ErrForeignBuffer) {
-		t.Errorf("Put(other Fixed's slot) = %v", err)
-	}
-	pb := mustGet(t, p)
-	if err := f.Put(pb); !errors.Is(err, pool.ErrForeignBuffer) {
-		t.Errorf("Put(pool buffer) = %v", err)
-	}
-	// A copy of the slice header is not the slot handle.
-	b := mustGet(t, f)
-	cp := *b
-	if err := f.Put(&cp); !errors.Is(err, pool.ErrForeignBuffer) {
-		t.Errorf("Put(copy of handle) = %v", err)
-	}
-	mustPut(t, f, b)
-	if len(*b) != 0 {
-		t.Errorf("after Put the slot has len %d, want 0", len(*b))
-	}
-	if err := f.Put(b); !errors.Is(err, pool.ErrDoublePut) {
-		t.Errorf("double Put = %v", err)
-	}
-	// The rejected Puts left f intact: both slots can be taken.
-	x, y := mustGet(t, f), mustGet(t, f)
-	if x == y {
-		t.Fatalf("the same slot was handed out twice")
-	}
-	mustPut(t, f, x)
-	mustPut(t, f, y)
-	mustPut(t, other, ob)
-	mustPut(t, p, pb)
 }
 
 func TestFixedZeroValue(t *testing.T) {
@@ -184,8 +211,8 @@ func TestFixedZeroValue(t *testing.T) {
 		t.Fatal("Get on a zero Fixed succeeded")
 	}
 	b := make([]byte, 1)
-	if err := f.Put(&b); !errors.Is(err, pool.ErrForeignBuffer) {
-		t.Fatalf("Put on a zero Fixed = %v", err)
+	if err := putPanic(t, &f, &b); !errors.Is(err, pool.ErrForeignBuffer) {
+		t.Fatalf("Put on a zero Fixed panicked with %v, want ErrForeignBuffer", err)
 	}
 }
 
@@ -197,8 +224,8 @@ func TestFixedLeavesMemoryAlone(t *testing.T) {
 	f := mustFixed(t, buf)
 	for range 10 {
 		a, b := mustGet(t, f), mustGet(t, f)
-		mustPut(t, f, b)
-		mustPut(t, f, a)
+		f.Put(b)
+		f.Put(a)
 	}
 	if !bytes.Equal(buf, want) {
 		t.Fatal("Fixed wrote into the caller's buffer")
@@ -213,9 +240,7 @@ func TestFixedDoesNotAllocate(t *testing.T) {
 		if err != nil {
 			panic(err)
 		}
-		if err := f.Put(b); err != nil {
-			panic(err)
-		}
+		f.Put(b)
 	})
 	if allocs != 0 {
 		t.Errorf("Fixed Get+Put allocates %.1f times per run", allocs)
@@ -242,10 +267,7 @@ func TestFixedConcurrent(t *testing.T) {
 					errs <- errors.New("slot shared by two holders")
 					return
 				}
-				if err := f.Put(b); err != nil {
-					errs <- err
-					return
-				}
+				f.Put(b)
 			}
 		})
 	}

@@ -15,12 +15,25 @@
 // # Ownership
 //
 // A buffer returned by Get belongs to the caller of Get until the caller hands
-// it to Put. After Put the caller must not read, write or keep the buffer or
-// the *[]byte that points to it: the allocator may hand it to someone else at
-// once. Put takes the *[]byte exactly as Get returned it.
+// it to Put, exactly once. Ownership may pass from hand to hand in between (a
+// chunker, a gRPC stream): whoever holds the buffer last puts it back. After
+// Put nobody may read, write or keep the buffer or the *[]byte that points to
+// it: the allocator may hand it to someone else at once. Put takes the *[]byte
+// exactly as Get returned it.
 //
 // Buffers are not zeroed: Get may return memory that holds the bytes of a
 // previous user.
+//
+// # Misuse
+//
+// Put panics on misuse: a buffer put back twice, or one that the allocator
+// did not hand out. Either is a programming error of the caller, which could
+// otherwise hand one buffer to two users at once and corrupt data silently;
+// the panic gives a stack trace at the faulty Put instead. The panic value is
+// an error wrapping ErrDoublePut or ErrForeignBuffer, so code that recovers
+// can tell them apart with errors.Is. A Put that panics leaves the allocator
+// as it was (a Pool only counts it, in Stats). The checks are cheap and have
+// limits, which Pool and Fixed document: not every misuse is caught.
 package pool
 
 import (
@@ -43,10 +56,13 @@ const Quantum = 256 << 10
 // Get returns a buffer b with len(*b) == BufferSize(), blocking if the
 // allocator has a limit and it is reached. If ctx is done before a buffer is
 // available, Get returns ctx.Err() and changes nothing. The caller of Get owns
-// the buffer until it passes the same pointer to Put; after Put it must not
-// use it again. Put returns an error, and keeps the allocator intact, if b is
-// not a buffer the allocator handed out or was already put back.
-// The memory returned by Get is not zeroed.
+// the buffer until it passes the same pointer to Put, once; after Put it must
+// not use it again. The memory returned by Get is not zeroed.
+//
+// Put takes a buffer back and cannot fail. A Put of a buffer that the
+// allocator did not hand out, or that was already put back, is a programming
+// error: an implementation that detects it panics with an error wrapping
+// ErrForeignBuffer or ErrDoublePut, and leaves the allocator unchanged.
 //
 // BufferSize returns the length of every buffer that Get returns; it does not
 // change over the life of the allocator.
@@ -54,12 +70,13 @@ const Quantum = 256 << 10
 // Implementations must be safe for concurrent use.
 type Allocator interface {
 	Get(ctx context.Context) (*[]byte, error)
-	Put(b *[]byte) error
+	Put(b *[]byte)
 	BufferSize() int
 }
 
-// Errors returned by Put. They are returned wrapped with details: test them
-// with errors.Is.
+// The errors that a misused Put panics with. The panic value wraps one of
+// them with details of what went wrong: test a recovered value with
+// errors.Is.
 var (
 	// ErrForeignBuffer reports a Put of nil, of a buffer of the wrong
 	// size, or of a buffer the allocator did not hand out.
@@ -67,6 +84,12 @@ var (
 	// ErrDoublePut reports a Put of a buffer that was already put back.
 	ErrDoublePut = errors.New("pool: buffer was already put back")
 )
+
+// misuse returns the panic value of a misused Put: an error that wraps kind
+// (ErrForeignBuffer or ErrDoublePut) and says what happened.
+func misuse(kind error, format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{kind}, args...)...)
+}
 
 var errNilContext = errors.New("pool: nil context")
 
@@ -83,16 +106,23 @@ var (
 // yet put back would exceed the budget, so the budget bounds the memory held
 // in buffers by callers.
 //
-// Put detects double puts cheaply: a buffer in the pool has length 0 and Get
-// restores its full length, so Put of a pointer whose slice has length 0 is
-// rejected with ErrDoublePut. The detection has limits: a second Put that
-// comes after the pool has handed the same buffer out again, or that runs
-// concurrently with the first, is not detected. Callers therefore must not
-// set *b to length 0. Any other reslicing that keeps the capacity is accepted.
-// A buffer of the right capacity that the pool did not hand out is accepted
-// (adopted) while buffers are outstanding, and rejected with ErrForeignBuffer
-// when none is; whatever the misuse, the pool's accounting never goes below
-// zero and the budget never grows.
+// Put panics on misuse (see the package doc), and detects it cheaply, without
+// a table of the buffers handed out:
+//   - nil, or a buffer whose capacity is not the pool's buffer size:
+//     ErrForeignBuffer.
+//   - a double Put: a buffer in the pool has length 0 and Get restores its
+//     full length, so a Put of a pointer whose slice has length 0 panics with
+//     ErrDoublePut. A second Put that comes after the pool has handed the
+//     same buffer out again, or that runs concurrently with the first, is not
+//     detected. Callers therefore must not set *b to length 0; any other
+//     reslicing that keeps the capacity is accepted.
+//   - a buffer of the right capacity that the pool did not hand out is
+//     accepted (adopted) while buffers are outstanding, and panics with
+//     ErrForeignBuffer when none is.
+//
+// Whatever the misuse, the pool's accounting never goes below zero and the
+// budget never grows; a Put that panics changes nothing but the Rejected
+// count of Stats.
 //
 // The zero Pool is ready to use: it hands out Quantum-sized buffers without a
 // budget. A Pool must not be copied after first use. All methods are safe for
@@ -110,8 +140,8 @@ type Pool struct {
 type Stats struct {
 	Gets        uint64 // successful Get calls
 	News        uint64 // buffers allocated because none was pooled
-	Puts        uint64 // accepted Put calls
-	Rejected    uint64 // Put calls rejected with an error
+	Puts        uint64 // Put calls that took a buffer back
+	Rejected    uint64 // Put calls that panicked on misuse (and were recovered)
 	BudgetWaits uint64 // Get calls that had to wait for the budget
 	InUseBytes  int64  // bytes handed out and not yet put back
 }
@@ -214,25 +244,36 @@ func (p *Pool) Get(ctx context.Context) (*[]byte, error) {
 	return &buf, nil
 }
 
-// Put returns b to the pool. The caller must not use b afterwards. Put does
-// not allocate and does not zero the memory. It returns an error wrapping
-// ErrForeignBuffer if b is nil, has the wrong capacity, or no buffer is
-// outstanding, and an error wrapping ErrDoublePut if b was already put back
-// (see Pool for the limits of that check); a rejected buffer is left alone
-// and the pool is unchanged.
-func (p *Pool) Put(b *[]byte) error {
+// Put returns b to the pool, which owns it from then on: the caller must not
+// use b afterwards. Put does not allocate and does not zero the memory.
+//
+// Put panics if b is nil, has the wrong capacity or no buffer is outstanding
+// (an error wrapping ErrForeignBuffer), or if b was already put back (an
+// error wrapping ErrDoublePut); see Pool for the limits of these checks. A
+// Put that panics leaves b alone and the pool unchanged but for Stats'
+// Rejected count.
+func (p *Pool) Put(b *[]byte) {
 	size := p.BufferSize()
 	switch {
 	case b == nil:
-		return p.reject(fmt.Errorf("%w: nil buffer", ErrForeignBuffer))
+		p.reject(misuse(ErrForeignBuffer, "Put of a nil *[]byte"))
 	case cap(*b) != size:
-		return p.reject(fmt.Errorf("%w: capacity %d, want %d", ErrForeignBuffer, cap(*b), size))
+		p.reject(misuse(ErrForeignBuffer, "Put of a buffer of capacity %d into a pool of %d-byte buffers", cap(*b), size))
 	case len(*b) == 0:
-		return p.reject(ErrDoublePut)
+		p.reject(misuse(ErrDoublePut, "Put of a buffer of length 0, as the pool leaves a buffer it takes back"))
 	}
-	if p.inUse.Add(-int64(size)) < 0 {
-		p.inUse.Add(int64(size))
-		return p.reject(fmt.Errorf("%w: no buffer is outstanding", ErrForeignBuffer))
+	// Take the buffer's bytes off inUse only if they are there, so that a
+	// foreign Put never makes inUse negative, not even for a moment that a
+	// concurrent Put could see. The loop retries only when another Get or
+	// Put changed inUse in between.
+	for {
+		n := p.inUse.Load()
+		if n < int64(size) {
+			p.reject(misuse(ErrForeignBuffer, "Put of a %d-byte buffer while %d bytes are handed out", size, n))
+		}
+		if p.inUse.CompareAndSwap(n, n-int64(size)) {
+			break
+		}
 	}
 	if p.sem != nil {
 		p.sem.Release(int64(size))
@@ -240,12 +281,12 @@ func (p *Pool) Put(b *[]byte) error {
 	p.puts.Add(1)
 	*b = (*b)[:0]
 	p.pool.Put(b)
-	return nil
 }
 
-func (p *Pool) reject(err error) error {
+// reject counts a misused Put and panics with err.
+func (p *Pool) reject(err error) {
 	p.rejected.Add(1)
-	return err
+	panic(err)
 }
 
 // Stats returns a snapshot of the pool's counters. The counters are read one

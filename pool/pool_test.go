@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -43,11 +44,21 @@ func mustGet(t *testing.T, a pool.Allocator) *[]byte {
 	return b
 }
 
-func mustPut(t *testing.T, a pool.Allocator, b *[]byte) {
+// putPanic calls a.Put(b) and returns the error Put panicked with, or nil if
+// it did not panic. A panic value that is not an error fails the test.
+func putPanic(t *testing.T, a pool.Allocator, b *[]byte) (err error) {
 	t.Helper()
-	if err := a.Put(b); err != nil {
-		t.Fatalf("Put: %v", err)
-	}
+	defer func() {
+		switch v := recover().(type) {
+		case nil:
+		case error:
+			err = v
+		default:
+			t.Fatalf("Put panicked with %T %v, want an error", v, v)
+		}
+	}()
+	a.Put(b)
+	return nil
 }
 
 func TestNewOptions(t *testing.T) {
@@ -95,7 +106,7 @@ func TestNewOptions(t *testing.T) {
 			if len(*b) != tt.wantSize || cap(*b) != tt.wantSize {
 				t.Errorf("Get: len %d cap %d, want %d", len(*b), cap(*b), tt.wantSize)
 			}
-			mustPut(t, p, b)
+			p.Put(b)
 		})
 	}
 }
@@ -107,7 +118,7 @@ func TestGetPutRecycles(t *testing.T) {
 	if got := p.Stats(); got.InUseBytes != pool.Quantum || got.Gets != 1 || got.News != 1 {
 		t.Errorf("Stats after Get = %+v", got)
 	}
-	mustPut(t, p, b)
+	p.Put(b)
 	if len(*b) != 0 {
 		t.Errorf("after Put the caller's slice has len %d, want 0", len(*b))
 	}
@@ -123,7 +134,7 @@ func TestGetPutRecycles(t *testing.T) {
 	if len(*b2) != pool.Quantum {
 		t.Errorf("second Get len %d", len(*b2))
 	}
-	mustPut(t, p, b2)
+	p.Put(b2)
 }
 
 func TestZeroPool(t *testing.T) {
@@ -135,9 +146,9 @@ func TestZeroPool(t *testing.T) {
 	if len(*b) != pool.Quantum {
 		t.Fatalf("zero Pool Get len %d", len(*b))
 	}
-	mustPut(t, &p, b)
-	if err := p.Put(b); !errors.Is(err, pool.ErrDoublePut) {
-		t.Errorf("double Put on zero Pool: %v", err)
+	p.Put(b)
+	if err := putPanic(t, &p, b); !errors.Is(err, pool.ErrDoublePut) {
+		t.Errorf("double Put on zero Pool panicked with %v, want ErrDoublePut", err)
 	}
 }
 
@@ -150,10 +161,14 @@ func TestDefault(t *testing.T) {
 		t.Fatalf("Default BufferSize = %d", p.BufferSize())
 	}
 	b := mustGet(t, p)
-	mustPut(t, p, b)
+	p.Put(b)
 }
 
-func TestPutRejects(t *testing.T) {
+// TestPutPanics checks each misuse of Put that the pool detects: Put panics
+// with an error that wraps the right sentinel and says what went wrong, and
+// the pool, recovered, is as it was (but for its Rejected count) and still
+// works, with its budget intact.
+func TestPutPanics(t *testing.T) {
 	small := make([]byte, pool.Quantum-1)
 	big := make([]byte, 2*pool.Quantum)
 	strangerSameSize := make([]byte, pool.Quantum)
@@ -162,23 +177,30 @@ func TestPutRejects(t *testing.T) {
 		// prepare returns what to Put; it may Get from p first.
 		prepare func(t *testing.T, p *pool.Pool) *[]byte
 		want    error
+		detail  string // in the panic message
 	}{
-		{name: "nil", prepare: func(*testing.T, *pool.Pool) *[]byte { return nil }, want: pool.ErrForeignBuffer},
-		{name: "too small", prepare: func(*testing.T, *pool.Pool) *[]byte { return &small }, want: pool.ErrForeignBuffer},
-		{name: "too big", prepare: func(*testing.T, *pool.Pool) *[]byte { return &big }, want: pool.ErrForeignBuffer},
+		{name: "nil", prepare: func(*testing.T, *pool.Pool) *[]byte { return nil }, want: pool.ErrForeignBuffer, detail: "nil"},
+		{name: "too small", prepare: func(*testing.T, *pool.Pool) *[]byte { return &small }, want: pool.ErrForeignBuffer, detail: "capacity 262143"},
+		{name: "too big", prepare: func(*testing.T, *pool.Pool) *[]byte { return &big }, want: pool.ErrForeignBuffer, detail: "capacity 524288"},
 		{name: "right size but nothing outstanding", prepare: func(*testing.T, *pool.Pool) *[]byte {
 			return &strangerSameSize
-		}, want: pool.ErrForeignBuffer},
+		}, want: pool.ErrForeignBuffer, detail: "0 bytes are handed out"},
 		{name: "resliced to another capacity", prepare: func(t *testing.T, p *pool.Pool) *[]byte {
 			b := mustGet(t, p)
 			s := (*b)[1:]
 			return &s
-		}, want: pool.ErrForeignBuffer},
+		}, want: pool.ErrForeignBuffer, detail: "capacity 262143"},
 		{name: "double put", prepare: func(t *testing.T, p *pool.Pool) *[]byte {
 			b := mustGet(t, p)
-			mustPut(t, p, b)
+			p.Put(b)
 			return b
-		}, want: pool.ErrDoublePut},
+		}, want: pool.ErrDoublePut, detail: "length 0"},
+		{name: "double put while another buffer is out", prepare: func(t *testing.T, p *pool.Pool) *[]byte {
+			mustGet(t, p)
+			b := mustGet(t, p)
+			p.Put(b)
+			return b
+		}, want: pool.ErrDoublePut, detail: "length 0"},
 	}
 	for _, tt := range tests {
 		for _, budget := range []bool{false, true} {
@@ -193,25 +215,36 @@ func TestPutRejects(t *testing.T) {
 				}
 				p := mustNew(t, opts...)
 				b := tt.prepare(t, p)
-				before := p.Stats()
-				err := p.Put(b)
-				if !errors.Is(err, tt.want) {
-					t.Fatalf("Put = %v, want %v", err, tt.want)
+				var before []byte
+				if b != nil {
+					before = *b
 				}
-				after := p.Stats()
-				before.Rejected++
-				if after != before {
-					t.Errorf("Stats after rejected Put = %+v, want %+v", after, before)
+				stats := p.Stats()
+				err := putPanic(t, p, b)
+				if !errors.Is(err, tt.want) {
+					t.Fatalf("Put panicked with %v, want %v", err, tt.want)
+				}
+				if !strings.Contains(err.Error(), tt.detail) {
+					t.Errorf("panic message %q does not say %q", err, tt.detail)
+				}
+				if b != nil && (len(*b) != len(before) || cap(*b) != cap(before)) {
+					t.Errorf("the panicking Put changed the buffer: len %d cap %d, was %d %d", len(*b), cap(*b), len(before), cap(before))
+				}
+				stats.Rejected++
+				if got := p.Stats(); got != stats {
+					t.Errorf("Stats after a panicking Put = %+v, want %+v", got, stats)
 				}
 				// The pool still works and its budget is intact: the
 				// budget holds three buffers and prepare keeps at most
-				// one, so two more are taken without waiting.
-				x, y := mustGet(t, p), mustGet(t, p)
-				if len(*x) != pool.Quantum || len(*y) != pool.Quantum || &(*x)[0] == &(*y)[0] {
-					t.Errorf("pool corrupted after rejected Put")
+				// two, so one more is taken without waiting, and it
+				// goes back.
+				x := mustGet(t, p)
+				if len(*x) != pool.Quantum || p.Stats().BudgetWaits != 0 {
+					t.Fatalf("pool broken after a recovered panic: len %d, Stats %+v", len(*x), p.Stats())
 				}
-				if got := p.Stats().BudgetWaits; got != 0 {
-					t.Errorf("BudgetWaits = %d, want 0", got)
+				p.Put(x)
+				if got := p.Stats(); got.InUseBytes != stats.InUseBytes || got.Puts != stats.Puts+1 {
+					t.Errorf("Stats after Get and Put = %+v, started from %+v", got, stats)
 				}
 			})
 		}
@@ -222,24 +255,24 @@ func TestPutAcceptsResliced(t *testing.T) {
 	p := mustNew(t)
 	b := mustGet(t, p)
 	*b = (*b)[:10] // shorter, same capacity
-	mustPut(t, p, b)
+	p.Put(b)
 	b = mustGet(t, p)
 	if len(*b) != pool.Quantum {
 		t.Fatalf("Get after resliced Put: len %d", len(*b))
 	}
-	mustPut(t, p, b)
+	p.Put(b)
 }
 
 // TestForeignBufferNeverBreaksBudget puts a stranger while a real buffer is
 // outstanding (it cannot be told apart, so it is adopted), then the real one:
-// the pool must reject rather than release budget it does not hold.
+// the pool must panic rather than release budget it does not hold.
 func TestForeignBufferNeverBreaksBudget(t *testing.T) {
 	p := mustNew(t, pool.WithBudget(pool.Quantum))
 	ours := mustGet(t, p)
 	stranger := make([]byte, pool.Quantum)
-	mustPut(t, p, &stranger) // adopted
-	if err := p.Put(ours); !errors.Is(err, pool.ErrForeignBuffer) {
-		t.Fatalf("Put of the real buffer after an adopted stranger = %v, want ErrForeignBuffer", err)
+	p.Put(&stranger) // adopted
+	if err := putPanic(t, p, ours); !errors.Is(err, pool.ErrForeignBuffer) {
+		t.Fatalf("Put of the real buffer after an adopted stranger panicked with %v, want ErrForeignBuffer", err)
 	}
 	if st := p.Stats(); st.InUseBytes != 0 || st.Puts != 1 || st.Rejected != 1 {
 		t.Fatalf("Stats = %+v", st)
@@ -251,7 +284,7 @@ func TestForeignBufferNeverBreaksBudget(t *testing.T) {
 	if _, err := p.Get(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Get beyond budget with cancelled ctx = %v", err)
 	}
-	mustPut(t, p, b)
+	p.Put(b)
 }
 
 func TestGetNilAndDoneContext(t *testing.T) {
@@ -297,7 +330,7 @@ func TestBudgetBlocksUntilPut(t *testing.T) {
 	if got := p.Stats().InUseBytes; got != 2*pool.Quantum {
 		t.Fatalf("InUseBytes = %d while blocked", got)
 	}
-	mustPut(t, p, a)
+	p.Put(a)
 	r := <-done
 	if r.err != nil || len(*r.b) != pool.Quantum {
 		t.Fatalf("blocked Get = %v, %v", r.b, r.err)
@@ -305,8 +338,8 @@ func TestBudgetBlocksUntilPut(t *testing.T) {
 	if got := p.Stats().InUseBytes; got != 2*pool.Quantum {
 		t.Fatalf("InUseBytes = %d", got)
 	}
-	mustPut(t, p, b)
-	mustPut(t, p, r.b)
+	p.Put(b)
+	p.Put(r.b)
 	if st := p.Stats(); st.InUseBytes != 0 || st.Gets != 3 || st.Puts != 3 || st.BudgetWaits != 1 {
 		t.Fatalf("Stats = %+v", st)
 	}
@@ -338,8 +371,8 @@ func TestBudgetCancel(t *testing.T) {
 	}
 	// The cancelled Get left the budget unchanged: after two Puts, two Gets
 	// succeed at once and a third would wait.
-	mustPut(t, p, a)
-	mustPut(t, p, b)
+	p.Put(a)
+	p.Put(b)
 	a, b = mustGet(t, p), mustGet(t, p)
 	if got := p.Stats().BudgetWaits; got != 1 {
 		t.Fatalf("BudgetWaits = %d, want 1", got)
@@ -349,8 +382,8 @@ func TestBudgetCancel(t *testing.T) {
 	if _, err := p.Get(ctx2); !errors.Is(err, context.Canceled) {
 		t.Fatalf("third Get = %v", err)
 	}
-	mustPut(t, p, a)
-	mustPut(t, p, b)
+	p.Put(a)
+	p.Put(b)
 }
 
 func TestBudgetDeadline(t *testing.T) {
@@ -361,7 +394,7 @@ func TestBudgetDeadline(t *testing.T) {
 	if _, err := p.Get(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Get = %v, want DeadlineExceeded", err)
 	}
-	mustPut(t, p, a)
+	p.Put(a)
 }
 
 // TestConcurrentGetPut hammers one pool from many goroutines. Each goroutine
@@ -403,10 +436,7 @@ func TestConcurrentGetPut(t *testing.T) {
 								return
 							}
 						}
-						if err := p.Put(b); err != nil {
-							errs <- err
-							return
-						}
+						p.Put(b)
 					}
 				})
 			}
@@ -440,15 +470,13 @@ func TestGetPutDoesNotAllocate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := mustNew(t, tc.opts...)
 			ctx := context.Background()
-			mustPut(t, p, mustGet(t, p)) // warm up
+			p.Put(mustGet(t, p)) // warm up
 			allocs := testing.AllocsPerRun(1000, func() {
 				b, err := p.Get(ctx)
 				if err != nil {
 					panic(err)
 				}
-				if err := p.Put(b); err != nil {
-					panic(err)
-				}
+				p.Put(b)
 			})
 			if allocs != 0 {
 				t.Errorf("Get+Put allocates %.1f times per run", allocs)
