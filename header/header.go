@@ -299,7 +299,13 @@ func OutgoingContext(ctx context.Context, extra ...string) context.Context {
 		kv = append(kv, nodes[i].kv...)
 	}
 	kv = append(kv, extra...)
-	return &node{Context: metadata.AppendToOutgoingContext(ctx, kv...)}
+	md := metadata.AppendToOutgoingContext(ctx, kv...)
+	if pairs == 0 {
+		// No chain to hide: the context has none, so it needs no empty
+		// node on top, which spares an allocation per RPC.
+		return md
+	}
+	return &node{Context: md}
 }
 
 // SetHTTP writes the pairs ctx carries (those of Flatten(ctx)) into h: for

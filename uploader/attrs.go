@@ -34,11 +34,9 @@ type ObjectAttrs struct {
 
 const bucketPrefix = "projects/_/buckets/"
 
-func attrsFromObject(o *wire.Object) *ObjectAttrs {
-	if o == nil {
-		return nil
-	}
-	a := &ObjectAttrs{
+// setFromObject fills a from the service's object.
+func (a *ObjectAttrs) setFromObject(o *wire.Object) {
+	*a = ObjectAttrs{
 		Bucket:             trimBucket(o.GetBucket()),
 		Name:               o.GetName(),
 		Size:               o.GetSize(),
@@ -65,7 +63,6 @@ func attrsFromObject(o *wire.Object) *ObjectAttrs {
 	if t := o.GetUpdateTime(); t != nil {
 		a.Updated = t.AsTime()
 	}
-	return a
 }
 
 func trimBucket(b string) string {

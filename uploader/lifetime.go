@@ -19,10 +19,11 @@ import (
 // It belongs to the Writer's goroutine, except outMsg.Put and chunkRef.unref,
 // which gRPC and the session's receiver call from theirs.
 type lifetime struct {
-	alloc pool.Allocator
-	bufs  sync.WaitGroup // chunks whose buffer is not back yet
-	first chunkRef       // the first chunk, kept here to spare an allocation
-	msgs  []*outMsg      // messages with data not known to be released
+	alloc    pool.Allocator
+	bufs     sync.WaitGroup // chunks whose buffer is not back yet
+	first    chunkRef       // the first chunk, kept here to spare an allocation
+	firstMsg outMsg         // the first message, likewise
+	msgs     []*outMsg      // messages with data not known to be released
 }
 
 // chunkRef is a chunk in flight. Its buffer goes back to the allocator when the
@@ -95,7 +96,11 @@ const orphanGrace = time.Second
 // on r until gRPC releases it. An empty data makes a message without payload
 // and without a reference.
 func (l *lifetime) newMsg(r *chunkRef, data []byte) *outMsg {
-	m := &outMsg{ref: r}
+	m := &l.firstMsg
+	if m.ref != nil {
+		m = new(outMsg)
+	}
+	m.ref = r
 	if len(data) == 0 {
 		return m
 	}

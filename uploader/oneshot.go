@@ -49,17 +49,15 @@ func (w *Writer) oneShot(r *chunkRef) error {
 // writeUnary makes one attempt of a one-message WriteObject. sent reports
 // whether the request may have left the process.
 func (w *Writer) writeUnary(r *chunkRef, spec *wire.WriteObjectSpec, checksums *wire.ObjectChecksums) (o *wire.Object, sent bool, err error) {
-	req := wire.WriteObjectRequest{
-		FirstMessage:    &wire.WriteObjectRequest_WriteObjectSpec{WriteObjectSpec: spec},
-		FinishWrite:     true,
-		ObjectChecksums: checksums,
-	}
+	sc := &w.scratch
+	sc.first.WriteObjectSpec = spec
+	sc.req.FirstMessage, sc.req.FinishWrite, sc.req.ObjectChecksums = &sc.first, true, checksums
 	msg := w.life.newMsg(r, r.Data)
-	msg.Req, msg.CRC32C, msg.HasCRC = &req, r.CRC32C, !w.cfg.noCRC32C
-	var resp wire.WriteObjectResponse
-	err = w.invoke(wire.MethodWriteObject, &msg.WriteMsg, &resp, w.retry.attemptTimeout())
+	msg.Req, msg.CRC32C, msg.HasCRC = &sc.req, r.CRC32C, !w.cfg.noCRC32C
+	sc.resp.Reset()
+	err = w.invoke(wire.MethodWriteObject, &msg.WriteMsg, &sc.resp, w.retry.attemptTimeout())
 	w.life.sent(msg)
-	return resp.GetResource(), msg.Marshaled(), err
+	return sc.resp.GetResource(), msg.Marshaled(), err
 }
 
 // writeStream makes one attempt of a WriteObject client stream of several

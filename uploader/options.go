@@ -87,11 +87,17 @@ func (o *sharedOption) applyWriter(c *writerConfig) error {
 	if o.chunkSize != 0 {
 		c.chunkSize = o.chunkSize
 	}
+	if len(o.retry) > 0 && !c.ownRetry {
+		// The Writer shares the client's retry settings until it changes
+		// them.
+		own := *c.retry
+		c.retry, c.ownRetry = &own, true
+	}
 	for _, r := range o.retry {
 		if r == nil {
 			continue
 		}
-		if err := r.applyRetry(&c.retry); err != nil {
+		if err := r.applyRetry(c.retry); err != nil {
 			return err
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/objup/objup/header"
 	"github.com/objup/objup/internal/wire"
@@ -28,6 +27,8 @@ type target struct {
 	bucket string
 	object string
 	params string // "bucket=projects/_/buckets/NAME"; params[len("bucket="):] is the resource name
+
+	attempt attemptCtx // the context of the current unary attempt
 }
 
 func (t *target) resource() string { return t.params[len("bucket="):] }
@@ -41,11 +42,13 @@ func (t *target) outgoing(ctx context.Context) context.Context {
 // err wraps the error of op on the target's object.
 func (t *target) err(op string, err error) *Error { return newError(op, t.bucket, t.object, err) }
 
-// invoke makes one attempt of a unary call, bounded by timeout.
+// invoke makes one attempt of a unary call, bounded by timeout. It runs on
+// the Writer's goroutine only.
 func (t *target) invoke(method string, req, resp any, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(t.ctx, timeout)
-	defer cancel()
-	return t.conn.Invoke(t.outgoing(ctx), method, req, resp, t.opts...)
+	t.attempt.arm(t.outgoing(t.ctx), timeout)
+	err := t.conn.Invoke(&t.attempt, method, req, resp, t.opts...)
+	t.attempt.disarm()
+	return err
 }
 
 // spec builds the object's WriteObjectSpec. first is the start of the data, for
@@ -76,7 +79,8 @@ func (w *Writer) spec(first []byte, size int64) *wire.WriteObjectSpec {
 	s.IfMetagenerationMatch = w.cfg.ifMetagenMatch
 	s.IfMetagenerationNotMatch = w.cfg.ifMetagenNotMatch
 	if size >= 0 {
-		s.ObjectSize = proto.Int64(size)
+		w.scratch.size = size
+		s.ObjectSize = &w.scratch.size
 	}
 	return s
 }
@@ -105,4 +109,9 @@ type scratch struct {
 	object    wire.Object
 	checksums wire.ObjectChecksums
 	crc       uint32
+	size      int64
+	// The one-shot call's request and response.
+	req   wire.WriteObjectRequest
+	first wire.WriteObjectRequest_WriteObjectSpec
+	resp  wire.WriteObjectResponse
 }

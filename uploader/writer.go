@@ -53,7 +53,10 @@ type Writer struct {
 	misused atomic.Bool // a method was called while another ran
 	err     error       // sticky; set once
 	closed  bool
-	attrs   *ObjectAttrs
+	attrs   *ObjectAttrs // &attrsVal once stored
+	// attrsVal holds the stored object's attributes inside the Writer, which
+	// spares a small upload an allocation.
+	attrsVal ObjectAttrs
 }
 
 // NewWriter returns a Writer for gs://bucket/object. It validates the names,
@@ -84,7 +87,7 @@ func (w *Writer) init(ctx context.Context, bucket, object string, opts []WriterO
 	if err := w.c.closedErr(); err != nil {
 		return &Error{Op: "NewWriter", Bucket: bucket, Object: object, Code: codes.FailedPrecondition, Err: err}
 	}
-	w.cfg.retry = w.c.retry
+	w.cfg.retry = &w.c.retry
 	w.cfg.chunkSize = w.c.chunkSize
 	for _, o := range opts {
 		if o == nil {
@@ -124,7 +127,7 @@ func (w *Writer) init(ctx context.Context, bucket, object string, opts []WriterO
 		return invalid("NewWriter", bucket, object, "%w", err)
 	}
 	w.life.alloc = w.alloc
-	w.retry.init(&w.cfg.retry)
+	w.retry.init(w.cfg.retry)
 	w.params = "bucket=" + bucketPrefix + bucket
 	return nil
 }
@@ -394,7 +397,8 @@ func (w *Writer) finished(o *wire.Object, size int64) error {
 		return &Error{Op: "Close", Bucket: w.bucket, Object: w.object, Code: codes.DataLoss,
 			Err: fmt.Errorf("the service reports CRC32C %08x, %08x was written", cs.GetCrc32C(), w.ch.CRC32C())}
 	}
-	w.attrs = attrsFromObject(o)
+	w.attrsVal.setFromObject(o)
+	w.attrs = &w.attrsVal
 	if w.cfg.progress != nil {
 		w.cfg.progress(size)
 	}

@@ -29,7 +29,8 @@ type writerConfig struct {
 	buffer               []byte
 	hasBuffer            bool
 	chunkSize            int
-	retry                retryConfig
+	retry                *retryConfig // the client's, until a WithRetry of the Writer's own
+	ownRetry             bool
 }
 
 // WithContentType sets the object's Content-Type. Without it, the type is

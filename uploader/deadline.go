@@ -1,0 +1,156 @@
+package uploader
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// attemptCtx is the context of one attempt of a unary call: the call's
+// context with the attempt's deadline. It lives inside the Writer and is
+// re-armed for each attempt, because context.WithTimeout costs seven
+// allocations and about 640 bytes per call once gRPC derives its own context
+// from it, more than the rest of a small upload's client side together.
+//
+// gRPC derives a cancelable child from it; context.WithCancel registers that
+// child through AfterFunc (the method the context package looks for), so no
+// goroutine watches it. The timer and the registration are the only costs,
+// and the timer is made once per Writer. Deadline reports the attempt's
+// deadline, so gRPC also sends it to the server as grpc-timeout.
+//
+// Only the Writer's goroutine arms and disarms it; the timer and the
+// context's users read it under mu.
+type attemptCtx struct {
+	context.Context // the call's context; its values and cancellation
+
+	mu     sync.Mutex
+	at     time.Time
+	armed  bool          // an attempt is running
+	fired  bool          // the attempt's deadline passed
+	done   chan struct{} // made on first Done, closed when fired; nil until then
+	f      func()        // what the child registered with AfterFunc
+	pstop  func() bool   // stops the registration of f on the parent, if any
+	timer  *time.Timer
+	expire func() // a.fire, made once
+	stop   func() bool
+}
+
+// arm starts an attempt of at most d on ctx.
+func (a *attemptCtx) arm(ctx context.Context, d time.Duration) {
+	a.mu.Lock()
+	a.Context, a.at, a.armed, a.fired, a.f, a.pstop = ctx, time.Now().Add(d), true, false, nil, nil
+	if a.done != nil {
+		select {
+		case <-a.done: // closed by an earlier attempt
+			a.done = nil
+		default:
+		}
+	}
+	if a.timer == nil {
+		a.expire, a.stop = a.fire, a.unregister
+		a.timer = time.AfterFunc(d, a.expire)
+	} else {
+		a.timer.Reset(d)
+	}
+	a.mu.Unlock()
+}
+
+// disarm ends the attempt.
+func (a *attemptCtx) disarm() {
+	a.timer.Stop()
+	a.mu.Lock()
+	a.armed, a.f = false, nil
+	if a.pstop != nil {
+		a.pstop()
+		a.pstop = nil
+	}
+	a.mu.Unlock()
+}
+
+// fire ends the attempt at its deadline: the registered child is cancelled.
+func (a *attemptCtx) fire() {
+	a.mu.Lock()
+	if !a.armed || a.fired {
+		a.mu.Unlock()
+		return
+	}
+	a.fired = true
+	f := a.f
+	if a.done != nil {
+		close(a.done)
+	}
+	a.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+// Deadline returns the attempt's deadline, or the parent's if earlier.
+func (a *attemptCtx) Deadline() (time.Time, bool) {
+	a.mu.Lock()
+	at, parent := a.at, a.Context
+	a.mu.Unlock()
+	if d, ok := parent.Deadline(); ok && d.Before(at) {
+		return d, true
+	}
+	return at, true
+}
+
+// Done returns a channel closed when the attempt's deadline passed or the
+// parent is done.
+func (a *attemptCtx) Done() <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.done == nil {
+		a.done = make(chan struct{})
+		if a.fired {
+			close(a.done)
+		}
+	}
+	if pd := a.Context.Done(); pd != nil && a.pstop == nil && !a.fired {
+		a.pstop = context.AfterFunc(a.Context, a.fire)
+	}
+	return a.done
+}
+
+// Err returns the parent's error, or context.DeadlineExceeded once the
+// attempt's deadline passed.
+func (a *attemptCtx) Err() error {
+	a.mu.Lock()
+	fired, parent := a.fired, a.Context
+	a.mu.Unlock()
+	if err := parent.Err(); err != nil {
+		return err
+	}
+	if fired {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// AfterFunc registers f to run when the attempt ends early (its deadline, or
+// the parent's cancellation); context.WithCancel calls it for a child of a.
+// One child at a time is supported, which is what gRPC makes.
+func (a *attemptCtx) AfterFunc(f func()) (stop func() bool) {
+	a.mu.Lock()
+	if a.fired {
+		a.mu.Unlock()
+		go f() // as context.AfterFunc does for a context already done
+		return a.stop
+	}
+	a.f = f
+	if pd := a.Context.Done(); pd != nil && a.pstop == nil {
+		a.pstop = context.AfterFunc(a.Context, a.fire)
+	}
+	a.mu.Unlock()
+	return a.stop
+}
+
+// unregister is the stop function AfterFunc returns.
+func (a *attemptCtx) unregister() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	had := a.f != nil && !a.fired
+	a.f = nil
+	return had
+}
