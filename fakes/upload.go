@@ -95,7 +95,11 @@ func newUpload(b *bucket, tmpl *object, cond *conditions, limit *int64) *upload 
 // The upload keeps content: the caller must not change it afterwards.
 func (up *upload) add(content []byte, crc uint32) {
 	n := int64(len(content))
-	up.crc = crc32c.Combine(up.crc, crc, n)
+	if up.size == 0 {
+		up.crc = crc // the combine with the CRC of nothing is crc itself
+	} else {
+		up.crc = crc32c.Combine(up.crc, crc, n)
+	}
 	up.md5.Write(content)
 	up.chunks = append(up.chunks, content)
 	up.size += n
