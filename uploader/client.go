@@ -41,6 +41,7 @@ type Client struct {
 	retry     retryConfig
 	callOpts  []grpc.CallOption
 	pools     sync.Map // chunk size -> *pool.Pool, for Writers with their own chunk size
+	tel       *telemetry
 	closed    atomic.Bool
 }
 
@@ -92,6 +93,11 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 	if c.alloc == nil {
 		c.alloc = c.poolFor(cfg.chunkSize)
 	}
+	tel, err := newTelemetry(cfg.telemetry, c.alloc)
+	if err != nil {
+		return nil, newError("NewClient", "", "", fmt.Errorf("telemetry: %w", err))
+	}
+	c.tel = tel
 	dial := defaultDialOptions()
 	if !cfg.keepalive.off {
 		dial = append(dial, option.WithGRPCDialOption(grpc.WithKeepaliveParams(keepalive.ClientParameters{
@@ -101,6 +107,7 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 	}
 	conn, err := gtransport.Dial(ctx, append(dial, apiOpts...)...)
 	if err != nil {
+		tel.close()
 		return nil, newError("NewClient", "", "", fmt.Errorf("dial: %w", err))
 	}
 	c.conn = conn
@@ -175,6 +182,7 @@ func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
+	c.tel.close()
 	return c.conn.Close()
 }
 

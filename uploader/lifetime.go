@@ -24,6 +24,7 @@ type lifetime struct {
 	first    chunkRef       // the first chunk, kept here to spare an allocation
 	firstMsg outMsg         // the first message, likewise
 	msgs     []*outMsg      // messages with data not known to be released
+	ev       *uploadEvents  // told of forced releases
 }
 
 // chunkRef is a chunk in flight. Its buffer goes back to the allocator when the
@@ -147,12 +148,15 @@ func (l *lifetime) sent(m *outMsg) {
 // connection has completed since the last one that carried data: gRPC's
 // writer then went past every earlier message, so it has either released it
 // or never will (see outMsg).
-func (l *lifetime) forceRelease() {
+func (l *lifetime) forceRelease() (forced int) {
 	for _, m := range l.msgs {
-		m.release()
+		if m.release() {
+			forced++
+		}
 	}
 	clear(l.msgs)
 	l.msgs = l.msgs[:0]
+	return forced
 }
 
 // wait blocks until every chunk's buffer is back. The upload is over and its
@@ -167,21 +171,29 @@ func (l *lifetime) wait() {
 	}
 	l.msgs = nil
 	if len(held) > 0 {
+		ev := l.ev
 		t := time.AfterFunc(orphanGrace, func() {
+			forced := 0
 			for _, m := range held {
-				m.release()
+				if m.release() {
+					forced++
+				}
 			}
+			ev.forced(forced)
 		})
 		defer t.Stop()
 	}
 	l.bufs.Wait()
 }
 
-// release drops the message's reference; only the first call counts.
-func (m *outMsg) release() {
+// release drops the message's reference; only the first call counts, and
+// reports true.
+func (m *outMsg) release() bool {
 	if m.done.CompareAndSwap(false, true) {
 		m.ref.unref()
+		return true
 	}
+	return false
 }
 
 // Get is never called: the payload buffers are ours.

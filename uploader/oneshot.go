@@ -40,7 +40,7 @@ func (w *Writer) oneShot(r *chunkRef) error {
 		if err == nil {
 			return w.finished(o, size)
 		}
-		if err = w.retry.retry(w.ctx, err, sent, w.idempotent()); err != nil {
+		if err = w.retry.retry(w.ctx, "WriteObject", err, sent, w.idempotent()); err != nil {
 			return w.target.err("WriteObject", err)
 		}
 	}

@@ -27,6 +27,7 @@ type clientConfig struct {
 	inFlight  int
 	retry     retryConfig
 	keepalive keepaliveConfig
+	telemetry telemetryConfig
 	err       error // the first invalid option
 }
 

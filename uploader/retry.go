@@ -206,13 +206,14 @@ var errChunkTimeout = status.Error(codes.DeadlineExceeded, "no acknowledgement f
 // with a failed attempt and ends with progress.
 type retrier struct {
 	cfg      *retryConfig
+	ev       *uploadEvents
 	bo       gax.Backoff
 	start    time.Time // first failure of the current episode; zero if none
 	attempts int       // failed attempts in the episode
 }
 
-func (r *retrier) init(cfg *retryConfig) {
-	r.cfg = cfg
+func (r *retrier) init(cfg *retryConfig, ev *uploadEvents) {
+	r.cfg, r.ev = cfg, ev
 	r.bo = cfg.backoff
 }
 
@@ -262,7 +263,7 @@ func isNetworkCode(c codes.Code) bool {
 // caller should try again, and otherwise the error to report. The error of
 // an exhausted episode wraps the last cause, so its code and message survive
 // (status.Code and codeOf read them).
-func (r *retrier) retry(ctx context.Context, err error, sent, idempotent bool) error {
+func (r *retrier) retry(ctx context.Context, op string, err error, sent, idempotent bool) error {
 	if cerr := ctx.Err(); cerr != nil {
 		return contextError(ctx, err)
 	}
@@ -281,6 +282,7 @@ func (r *retrier) retry(ctx context.Context, err error, sent, idempotent bool) e
 	if now.Add(pause).Sub(r.start) >= r.cfg.deadline {
 		return fmt.Errorf("%w: retry deadline of %v reached after %d attempts: %w", errRetryExhausted, r.cfg.deadline, r.attempts, err)
 	}
+	r.ev.retried(op, err, pause)
 	t := time.NewTimer(pause)
 	defer t.Stop()
 	select {

@@ -38,6 +38,7 @@ var doneCtx = func() context.Context {
 type session struct {
 	t        *target
 	life     *lifetime
+	ev       *uploadEvents
 	retry    *retrier
 	progress func(int64) // nil, or called with each new persisted size
 	window   int         // chunks that may be in flight
@@ -72,6 +73,7 @@ func (w *Writer) startSession(first []byte) (*session, error) {
 	s := &session{
 		t:        &w.target,
 		life:     &w.life,
+		ev:       &w.ev,
 		retry:    &w.retry,
 		progress: w.cfg.progress,
 		window:   w.c.inFlight,
@@ -87,7 +89,7 @@ func (w *Writer) startSession(first []byte) (*session, error) {
 			s.uploadID = resp.GetUploadId()
 			break
 		}
-		if err = w.retry.retry(w.ctx, err, true, true); err != nil {
+		if err = w.retry.retry(w.ctx, "StartResumableWrite", err, true, true); err != nil {
 			return nil, w.target.err("StartResumableWrite", err)
 		}
 	}
@@ -381,7 +383,7 @@ func (s *session) recoverFrom(op string, cause error) error {
 			}
 		}
 		s.teardown(cause)
-		if err := s.retry.retry(t.ctx, cause, true, true); err != nil {
+		if err := s.retry.retry(t.ctx, op, cause, true, true); err != nil {
 			return t.err(op, err)
 		}
 		var st wire.QueryWriteStatusResponse
@@ -392,7 +394,7 @@ func (s *session) recoverFrom(op string, cause error) error {
 		}
 		// A call that completed after the old stream was torn down proves
 		// gRPC's writer went past that stream's messages.
-		s.life.forceRelease()
+		s.ev.forced(s.life.forceRelease())
 		s.mu.Lock()
 		if o := st.GetResource(); o != nil {
 			s.resource = o
@@ -436,6 +438,7 @@ func (s *session) recoverFrom(op string, cause error) error {
 			cause = err
 			continue
 		}
+		s.ev.resumed(persisted, cause)
 		return nil
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
@@ -48,12 +49,14 @@ type Writer struct {
 	retry   retrier
 	sess    *session
 	scratch scratch
+	ev      uploadEvents // what the upload reports while it runs and when it ends
 
-	busy    atomic.Bool // a method runs
-	misused atomic.Bool // a method was called while another ran
-	err     error       // sticky; set once
-	closed  bool
-	attrs   *ObjectAttrs // &attrsVal once stored
+	busy     atomic.Bool // a method runs
+	misused  atomic.Bool // a method was called while another ran
+	err      error       // sticky; set once
+	closed   bool
+	recorded bool         // the upload's end was recorded
+	attrs    *ObjectAttrs // &attrsVal once stored
 	// attrsVal holds the stored object's attributes inside the Writer, which
 	// spares a small upload an allocation.
 	attrsVal ObjectAttrs
@@ -127,7 +130,11 @@ func (w *Writer) init(ctx context.Context, bucket, object string, opts []WriterO
 		return invalid("NewWriter", bucket, object, "%w", err)
 	}
 	w.life.alloc = w.alloc
-	w.retry.init(w.cfg.retry)
+	w.ev = uploadEvents{t: w.c.tel, bucket: bucket, object: object, start: time.Now()}
+	w.ctx, w.ev.span = w.c.tel.startSpan(ctx, bucket, object)
+	w.ev.ctx = w.ctx
+	w.life.ev = &w.ev
+	w.retry.init(w.cfg.retry, &w.ev)
 	w.params = "bucket=" + bucketPrefix + bucket
 	return nil
 }
@@ -278,6 +285,15 @@ func (w *Writer) send(r *chunkRef) error {
 // resumes and the service acknowledges them, so the loop resumes the session
 // first and then waits again, instead of waiting for itself.
 func (w *Writer) buffer() (*[]byte, error) {
+	var start time.Time
+	if w.ev.t.logger != nil {
+		start = time.Now()
+		defer func() {
+			if d := time.Since(start); d > time.Millisecond {
+				w.ev.waited(d)
+			}
+		}()
+	}
 	for {
 		if w.sess == nil {
 			return w.alloc.Get(w.ctx)
@@ -314,7 +330,7 @@ func (w *Writer) Close() error {
 	if w.closed {
 		return w.err
 	}
-	defer w.release()
+	defer w.end()
 	if err := w.usable("Close"); err != nil {
 		w.closed = true
 		return err
@@ -366,13 +382,26 @@ func (w *Writer) CloseWithError(err error) error {
 	}
 	w.fail("CloseWithError", &Error{Op: "CloseWithError", Bucket: w.bucket, Object: w.object, Code: codes.Canceled, Err: err})
 	w.closed = true
-	w.release()
+	w.end()
 	return prior
 }
 
 // Attrs returns the stored object's attributes after Close returned nil, and nil
 // before that or after a failure.
 func (w *Writer) Attrs() *ObjectAttrs { return w.attrs }
+
+// end releases the upload's buffers and records its end.
+func (w *Writer) end() {
+	w.release()
+	if !w.recorded {
+		w.recorded = true
+		path := pathOneShot
+		if w.sess != nil {
+			path = pathResumable
+		}
+		w.ev.ended(w.ch.Size(), path, w.err)
+	}
+}
 
 // release gives back every buffer: the chunker's, and the chunks in flight once
 // gRPC has let go of them.

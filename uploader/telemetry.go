@@ -1,0 +1,374 @@
+package uploader
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	otelcodes "go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc/codes"
+
+	"github.com/objup/objup/header"
+	"github.com/objup/objup/pool"
+)
+
+// instrumentationName names objup's meter and tracer.
+const instrumentationName = "github.com/objup/objup/uploader"
+
+// Upload paths, the "path" attribute.
+const (
+	pathOneShot   = "one-shot"
+	pathResumable = "resumable"
+)
+
+// unsetTracerProvider is otel's global TracerProvider as it is before the
+// program sets one: a delegating no-op. While otel.GetTracerProvider still
+// returns it, no span is started, so a program that never configures
+// OpenTelemetry pays nothing for objup's tracing. (objup's package init runs
+// before the program's main and its own package inits.)
+var unsetTracerProvider = otel.GetTracerProvider()
+
+// telemetry is a Client's metrics, tracing and logging. Everything is
+// recorded once per upload, on the uploading goroutine, when the upload ends;
+// retries and resumes are logged and added to the span as they happen.
+type telemetry struct {
+	duration metric.Float64Histogram
+	size     metric.Int64Histogram
+	uploads  metric.Int64Counter
+	retries  metric.Int64Counter
+	resumes  metric.Int64Counter
+	gauges   metric.Registration
+
+	tracerProvider trace.TracerProvider // nil: otel's global, as it is at each upload
+	tracer         atomic.Pointer[tracerFor]
+	logger         *slog.Logger
+	tenant         func(string) (string, bool) // nil: no tenant attribute
+
+	mu   sync.RWMutex
+	sets map[setKey]*measureOpts
+}
+
+type tracerFor struct {
+	tp     trace.TracerProvider
+	tracer trace.Tracer
+}
+
+// setKey names one attribute set: an upload's result, path and tenant.
+type setKey struct {
+	code   codes.Code
+	path   string
+	tenant string
+}
+
+// measureOpts are the measurement options of one attribute set, built once
+// and reused, so recording allocates nothing.
+type measureOpts struct {
+	add    []metric.AddOption
+	record []metric.RecordOption
+}
+
+type telemetryConfig struct {
+	meterProvider  metric.MeterProvider
+	tracerProvider trace.TracerProvider
+	logger         *slog.Logger
+	tenant         func(string) (string, bool)
+}
+
+// WithMeterProvider makes the client record its metrics with mp instead of
+// otel's global MeterProvider. Pass metric/noop's provider to turn metrics
+// off.
+func WithMeterProvider(mp metric.MeterProvider) option.ClientOption {
+	return newClientOption(func(c *clientConfig) { c.telemetry.meterProvider = mp })
+}
+
+// WithTracerProvider makes the client trace uploads with tp instead of otel's
+// global TracerProvider. Pass trace/noop's provider to turn tracing off.
+func WithTracerProvider(tp trace.TracerProvider) option.ClientOption {
+	return newClientOption(func(c *clientConfig) { c.telemetry.tracerProvider = tp })
+}
+
+// WithLogger makes the client log retries, resumes, waits for a buffer and
+// buffers released by force to l, with the upload's bucket, object and
+// tenant. nil (the default) logs nothing.
+func WithLogger(l *slog.Logger) option.ClientOption {
+	return newClientOption(func(c *clientConfig) { c.telemetry.logger = l })
+}
+
+// WithTenantAttribute adds the upload's tenant (header.Tenant of its
+// context) to its metrics and span, as the attribute "objup.tenant" with the
+// value f returns; f returning false leaves the attribute out for that
+// tenant. Each distinct value is a time series of each metric: map many
+// tenants to few values (a tier, a shard) if there are many. f must be safe
+// for concurrent use. Without this option no tenant attribute is recorded.
+func WithTenantAttribute(f func(tenant string) (value string, ok bool)) option.ClientOption {
+	return newClientOption(func(c *clientConfig) { c.telemetry.tenant = f })
+}
+
+// newTelemetry creates the client's instruments. alloc's gauges are
+// registered when it is a *pool.Pool.
+func newTelemetry(cfg telemetryConfig, alloc pool.Allocator) (*telemetry, error) {
+	t := &telemetry{
+		tracerProvider: cfg.tracerProvider,
+		logger:         cfg.logger,
+		tenant:         cfg.tenant,
+		sets:           make(map[setKey]*measureOpts),
+	}
+	mp := cfg.meterProvider
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	if _, ok := mp.(metricnoop.MeterProvider); ok {
+		mp = nil
+	}
+	if mp == nil {
+		return t, nil
+	}
+	m := mp.Meter(instrumentationName)
+	var err error
+	if t.duration, err = m.Float64Histogram("objup.upload.duration", metric.WithUnit("s"),
+		metric.WithDescription("Time from NewWriter to the end of the upload."),
+		metric.WithExplicitBucketBoundaries(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)); err != nil {
+		return nil, err
+	}
+	if t.size, err = m.Int64Histogram("objup.upload.size", metric.WithUnit("By"),
+		metric.WithDescription("Bytes written to the object, stored or not."),
+		metric.WithExplicitBucketBoundaries(1<<10, 4<<10, 16<<10, 64<<10, 256<<10, 1<<20, 4<<20, 16<<20, 64<<20, 256<<20, 1<<30)); err != nil {
+		return nil, err
+	}
+	if t.uploads, err = m.Int64Counter("objup.uploads", metric.WithUnit("{upload}"),
+		metric.WithDescription("Uploads ended, by result and path.")); err != nil {
+		return nil, err
+	}
+	if t.retries, err = m.Int64Counter("objup.upload.retries", metric.WithUnit("{retry}"),
+		metric.WithDescription("Failed attempts that were retried.")); err != nil {
+		return nil, err
+	}
+	if t.resumes, err = m.Int64Counter("objup.upload.resumes", metric.WithUnit("{resume}"),
+		metric.WithDescription("Resumable sessions resumed after a broken stream.")); err != nil {
+		return nil, err
+	}
+	if p, ok := alloc.(*pool.Pool); ok {
+		inUse, err := m.Int64ObservableGauge("objup.pool.in_use", metric.WithUnit("By"),
+			metric.WithDescription("Bytes of chunk buffers handed out and not yet back."))
+		if err != nil {
+			return nil, err
+		}
+		news, err := m.Int64ObservableCounter("objup.pool.allocated", metric.WithUnit("{buffer}"),
+			metric.WithDescription("Chunk buffers allocated because none was pooled."))
+		if err != nil {
+			return nil, err
+		}
+		waits, err := m.Int64ObservableCounter("objup.pool.budget_waits", metric.WithUnit("{wait}"),
+			metric.WithDescription("Buffer requests that waited for the pool's byte budget."))
+		if err != nil {
+			return nil, err
+		}
+		t.gauges, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+			s := p.Stats()
+			o.ObserveInt64(inUse, s.InUseBytes)
+			o.ObserveInt64(news, int64(s.News))
+			o.ObserveInt64(waits, int64(s.BudgetWaits))
+			return nil
+		}, inUse, news, waits)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// close unregisters the pool's gauges.
+func (t *telemetry) close() {
+	if t.gauges != nil {
+		_ = t.gauges.Unregister()
+	}
+}
+
+// startSpan starts the span of an upload, if tracing is on, and returns the
+// context to upload with.
+func (t *telemetry) startSpan(ctx context.Context, bucket, object string) (context.Context, trace.Span) {
+	tp := t.tracerProvider
+	if tp == nil {
+		if tp = otel.GetTracerProvider(); tp == unsetTracerProvider {
+			return ctx, nil
+		}
+	}
+	if _, ok := tp.(tracenoop.TracerProvider); ok {
+		return ctx, nil
+	}
+	tf := t.tracer.Load()
+	if tf == nil || tf.tp != tp {
+		tf = &tracerFor{tp: tp, tracer: tp.Tracer(instrumentationName)}
+		t.tracer.Store(tf)
+	}
+	ctx, span := tf.tracer.Start(ctx, "objup.upload", trace.WithSpanKind(trace.SpanKindClient))
+	if !span.IsRecording() {
+		return ctx, nil
+	}
+	span.SetAttributes(attribute.String("gcs.bucket", bucket), attribute.String("gcs.object", object))
+	return ctx, span
+}
+
+// opts returns the measurement options of the attribute set for key, built
+// on first use.
+func (t *telemetry) opts(key setKey) *measureOpts {
+	t.mu.RLock()
+	o := t.sets[key]
+	t.mu.RUnlock()
+	if o != nil {
+		return o
+	}
+	kv := []attribute.KeyValue{
+		attribute.String("objup.result", resultName(key.code)),
+		attribute.String("objup.path", key.path),
+	}
+	if key.tenant != "" {
+		kv = append(kv, attribute.String("objup.tenant", key.tenant))
+	}
+	set := attribute.NewSet(kv...)
+	o = &measureOpts{
+		add:    []metric.AddOption{metric.WithAttributeSet(set)},
+		record: []metric.RecordOption{metric.WithAttributeSet(set)},
+	}
+	t.mu.Lock()
+	if prior := t.sets[key]; prior != nil {
+		o = prior
+	} else {
+		t.sets[key] = o
+	}
+	t.mu.Unlock()
+	return o
+}
+
+// resultName is the "result" attribute: "ok", or the gRPC code's name.
+func resultName(c codes.Code) string {
+	if c == codes.OK {
+		return "ok"
+	}
+	return c.String()
+}
+
+// tenantOf returns the tenant attribute value of an upload's context.
+func (t *telemetry) tenantOf(ctx context.Context) string {
+	if t.tenant == nil {
+		return ""
+	}
+	id, ok := header.Tenant(ctx)
+	if !ok {
+		return ""
+	}
+	v, ok := t.tenant(id)
+	if !ok {
+		return ""
+	}
+	return v
+}
+
+// uploadEvents is what one upload reports while it runs: its retries and
+// resumes, waits for a buffer, and buffers released by force. The Writer
+// owns it; the retrier, the session and the lifetime tracker report to it.
+type uploadEvents struct {
+	t       *telemetry
+	ctx     context.Context
+	span    trace.Span // nil when not tracing
+	bucket  string
+	object  string
+	start   time.Time
+	retries int64
+	resumes int64
+}
+
+// retried notes a failed attempt of op that will be retried after pause.
+func (e *uploadEvents) retried(op string, cause error, pause time.Duration) {
+	e.retries++
+	if e.span != nil {
+		e.span.AddEvent("retry", trace.WithAttributes(
+			attribute.String("rpc", op), attribute.String("cause", cause.Error()), attribute.Int64("attempt", e.retries)))
+	}
+	if l := e.t.logger; l != nil {
+		l.LogAttrs(e.ctx, slog.LevelWarn, "objup: retrying after a transient failure", e.logAttrs(
+			slog.String("rpc", op), slog.String("cause", cause.Error()), slog.Duration("backoff", pause), slog.Int64("retry", e.retries))...)
+	}
+}
+
+// resumed notes a session resumed at offset after a broken stream.
+func (e *uploadEvents) resumed(offset int64, cause error) {
+	e.resumes++
+	if e.span != nil {
+		e.span.AddEvent("resume", trace.WithAttributes(attribute.Int64("offset", offset), attribute.String("cause", errText(cause))))
+	}
+	if l := e.t.logger; l != nil {
+		l.LogAttrs(e.ctx, slog.LevelInfo, "objup: resumed the upload", e.logAttrs(
+			slog.Int64("offset", offset), slog.String("cause", errText(cause)))...)
+	}
+}
+
+// waited notes a wait of d for a chunk buffer (a pool budget or WithBuffer).
+func (e *uploadEvents) waited(d time.Duration) {
+	if l := e.t.logger; l != nil {
+		l.LogAttrs(e.ctx, slog.LevelDebug, "objup: waited for a chunk buffer", e.logAttrs(slog.Duration("wait", d))...)
+	}
+}
+
+// forced notes n messages that gRPC never released, released by force.
+func (e *uploadEvents) forced(n int) {
+	if l := e.t.logger; l != nil && n > 0 {
+		l.LogAttrs(context.Background(), slog.LevelDebug, "objup: released buffers gRPC dropped", e.logAttrs(slog.Int("messages", n))...)
+	}
+}
+
+func (e *uploadEvents) logAttrs(extra ...slog.Attr) []slog.Attr {
+	a := append(make([]slog.Attr, 0, 3+len(extra)), slog.String("bucket", e.bucket), slog.String("object", e.object))
+	if id, ok := header.Tenant(e.ctx); ok {
+		a = append(a, slog.String("tenant", id))
+	}
+	return append(a, extra...)
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// ended records the upload's end: its metrics, and its span's attributes
+// and status.
+func (e *uploadEvents) ended(size int64, path string, err error) {
+	t := e.t
+	code := codeOf(err)
+	if t.uploads != nil {
+		o := t.opts(setKey{code: code, path: path, tenant: t.tenantOf(e.ctx)})
+		ctx := e.ctx
+		t.uploads.Add(ctx, 1, o.add...)
+		t.duration.Record(ctx, time.Since(e.start).Seconds(), o.record...)
+		t.size.Record(ctx, size, o.record...)
+		if e.retries > 0 {
+			t.retries.Add(ctx, e.retries, o.add...)
+		}
+		if e.resumes > 0 {
+			t.resumes.Add(ctx, e.resumes, o.add...)
+		}
+	}
+	if s := e.span; s != nil {
+		s.SetAttributes(attribute.Int64("objup.size", size), attribute.String("objup.path", path),
+			attribute.String("objup.result", resultName(code)))
+		if v := t.tenantOf(e.ctx); v != "" {
+			s.SetAttributes(attribute.String("objup.tenant", v))
+		}
+		if err != nil {
+			s.RecordError(err)
+			s.SetStatus(otelcodes.Error, err.Error())
+		}
+		s.End()
+	}
+}
