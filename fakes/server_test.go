@@ -7,13 +7,16 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"cloud.google.com/go/storage"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -267,5 +270,56 @@ func TestCrossAPI(t *testing.T) {
 	}
 	if _, code := httpGet(t, srv, "via-http"); code != http.StatusNotFound {
 		t.Fatalf("deleted object over HTTP: status %d", code)
+	}
+}
+
+// TestEmulatorHost points the official client at the fake the way tools do,
+// with STORAGE_EMULATOR_HOST (host:port, no scheme): it then uses the JSON
+// API for writes, listings and metadata and path-style reads on the same
+// host.
+func TestEmulatorHost(t *testing.T) {
+	srv := fakes.NewTest(t, fakes.WithBucket(bucket))
+	t.Setenv("STORAGE_EMULATOR_HOST", strings.TrimPrefix(srv.HTTPURL(), "http://"))
+	c, err := storage.NewClient(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	o := c.Bucket(bucket).Object("dir/emulated")
+	for _, size := range []int{0, 100, 17 * mib} {
+		data := payload(size, 50)
+		w := o.NewWriter(ctxT(t))
+		w.ContentType = "text/x-emu"
+		if _, err := w.Write(data); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		r, err := o.NewReader(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(r)
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameBytes(t, "read back", got, data)
+		if r.Attrs.Size != int64(size) || r.Attrs.ContentType != "text/x-emu" || r.Attrs.Generation != w.Attrs().Generation {
+			t.Fatalf("reader attrs %+v, writer attrs %+v", r.Attrs, w.Attrs())
+		}
+	}
+	it := c.Bucket(bucket).Objects(ctxT(t), &storage.Query{Prefix: "dir/"})
+	a, err := it.Next()
+	if err != nil || a.Name != "dir/emulated" || a.Size != 17*mib {
+		t.Fatalf("listed %+v, %v", a, err)
+	}
+	var methods []string
+	for _, call := range srv.Calls() {
+		methods = append(methods, call.Method)
+	}
+	if !slices.Contains(methods, "xml.objects.get") || !slices.Contains(methods, "objects.insert") || !slices.Contains(methods, "objects.list") {
+		t.Fatalf("calls %v", methods)
 	}
 }
