@@ -22,6 +22,7 @@ type httpRoute struct {
 	bucket, object string
 	xml            bool // path-style (XML API) read: errors in XML
 	serve          func(w http.ResponseWriter, r *http.Request) error
+	call           *Call // the log record, for handlers that learn the object name late
 }
 
 // serveHTTP is the JSON API server: it routes the request, serves it, writes
@@ -34,6 +35,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rt := s.route(r, path)
 	c := &Call{Method: rt.method, Bucket: rt.bucket, Object: rt.object, Tenant: lastValue(r.Header, header.TenantKey)}
+	rt.call = c
 	err := rt.serve(w, r)
 	if err != nil {
 		writeError(w, rt, err)

@@ -754,6 +754,8 @@ func TestJSONCallLogAndStats(t *testing.T) {
 	do(t, srv, "GET", "/"+bucket+"/a", nil, tenant...)
 	do(t, srv, "GET", "/storage/v1/b/"+bucket+"/o", nil)
 	do(t, srv, "DELETE", objPath("a"), nil, tenant...)
+	body, ctype := multipartBody(t, `{"name":"named-in-metadata"}`, "text/plain", []byte("m"))
+	do(t, srv, "POST", uploadPath("multipart", ""), body, "Content-Type", ctype)
 	want := []fakes.Call{
 		{Method: "objects.insert", Tenant: "t-json", Bucket: bucket, Object: "a", Code: codes.OK},
 		{Method: "objects.get", Tenant: "t-json", Bucket: bucket, Object: "a", Code: codes.OK},
@@ -761,6 +763,7 @@ func TestJSONCallLogAndStats(t *testing.T) {
 		{Method: "xml.objects.get", Tenant: "t-json", Bucket: bucket, Object: "a", Code: codes.OK},
 		{Method: "objects.list", Bucket: bucket, Code: codes.OK},
 		{Method: "objects.delete", Tenant: "t-json", Bucket: bucket, Object: "a", Code: codes.OK},
+		{Method: "objects.insert", Bucket: bucket, Object: "named-in-metadata", Code: codes.OK},
 	}
 	if got := srv.Calls(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("calls\n got %v\nwant %v", got, want)
@@ -780,7 +783,7 @@ func TestJSONCallLogAndStats(t *testing.T) {
 		}
 	}
 	do(t, srv, "GET", "/_objup/stats", nil).decode(t, &st)
-	if fmt.Sprint(st.Tenants) != "[{ 1 5} {t-json 1 2}]" {
+	if fmt.Sprint(st.Tenants) != "[{ 2 6} {t-json 1 2}]" {
 		t.Fatalf("tenants %v", st.Tenants)
 	}
 	counts := map[string]int64{}
@@ -790,7 +793,7 @@ func TestJSONCallLogAndStats(t *testing.T) {
 	if counts["objects.insert/t-json/OK"] != 2 || counts["objects.get//NotFound"] != 1 || counts["WriteObject//OK"] != 1 {
 		t.Fatalf("counts %v", counts)
 	}
-	if len(srv.Calls()) != 8 {
+	if len(srv.Calls()) != 9 {
 		t.Fatalf("the stats request was logged: %v", srv.Calls())
 	}
 }

@@ -48,9 +48,9 @@ func (s *Server) routeUpload(r *http.Request, path string) *httpRoute {
 	case "media":
 		rt.serve = func(w http.ResponseWriter, r *http.Request) error { return s.insertMedia(w, r, bkt) }
 	case "multipart":
-		rt.serve = func(w http.ResponseWriter, r *http.Request) error { return s.insertMultipart(w, r, bkt) }
+		rt.serve = func(w http.ResponseWriter, r *http.Request) error { return s.insertMultipart(w, r, rt) }
 	case "resumable":
-		rt.serve = func(w http.ResponseWriter, r *http.Request) error { return s.startResumable(w, r, bkt) }
+		rt.serve = func(w http.ResponseWriter, r *http.Request) error { return s.startResumable(w, r, rt) }
 	default:
 		rt.serve = func(http.ResponseWriter, *http.Request) error {
 			return newError(kindInvalid, "uploadType %q: an upload must set uploadType to media, multipart or resumable", t)
@@ -220,7 +220,7 @@ func (s *Server) insertMedia(w http.ResponseWriter, r *http.Request, bkt string)
 // insertMultipart serves uploadType=multipart: a multipart/related body of
 // the object resource (JSON) and the content, whose part's Content-Type is
 // the content type unless the resource sets one.
-func (s *Server) insertMultipart(w http.ResponseWriter, r *http.Request, bkt string) error {
+func (s *Server) insertMultipart(w http.ResponseWriter, r *http.Request, rt *httpRoute) error {
 	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || !strings.HasPrefix(mt, "multipart/") || params["boundary"] == "" {
 		return newError(kindInvalid, "a multipart upload needs a multipart/related body with a boundary, not %q", r.Header.Get("Content-Type"))
@@ -238,10 +238,11 @@ func (s *Server) insertMultipart(w http.ResponseWriter, r *http.Request, bkt str
 	if err != nil {
 		return newError(kindInvalid, "multipart upload: reading the media part: %v", err)
 	}
-	up, err := s.newJSONUpload(r, bkt, meta)
+	up, err := s.newJSONUpload(r, rt.bucket, meta)
 	if err != nil {
 		return err
 	}
+	rt.call.Object = up.object
 	if _, set := meta["contentType"]; !set {
 		up.tmpl.contentType = media.Header.Get("Content-Type")
 	}
@@ -258,7 +259,8 @@ func (s *Server) insertMultipart(w http.ResponseWriter, r *http.Request, bkt str
 // resource; X-Upload-Content-Type and X-Upload-Content-Length give the
 // content type and the size. As on GCS, the preconditions are checked now,
 // and again when the object is stored.
-func (s *Server) startResumable(w http.ResponseWriter, r *http.Request, bkt string) error {
+func (s *Server) startResumable(w http.ResponseWriter, r *http.Request, rt *httpRoute) error {
+	bkt := rt.bucket
 	var meta objectMetadata
 	if err := json.NewDecoder(io.LimitReader(r.Body, maxMetadataBody)).Decode(&meta); err != nil && !errors.Is(err, io.EOF) {
 		return newError(kindInvalid, "the request body is not a JSON object resource: %v", err)
@@ -267,6 +269,7 @@ func (s *Server) startResumable(w http.ResponseWriter, r *http.Request, bkt stri
 	if err != nil {
 		return err
 	}
+	rt.call.Object = up.object
 	if _, set := meta["contentType"]; !set {
 		up.tmpl.contentType = r.Header.Get("X-Upload-Content-Type")
 	}
