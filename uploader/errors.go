@@ -71,10 +71,11 @@ func (e *Error) GRPCStatus() *status.Status {
 
 // codeOf classifies err with a gRPC code.
 func codeOf(err error) codes.Code {
+	if err == nil {
+		return codes.OK
+	}
 	var oe *Error
 	switch {
-	case err == nil:
-		return codes.OK
 	case errors.As(err, &oe):
 		return oe.Code
 	case errors.Is(err, context.Canceled):

@@ -24,6 +24,7 @@ type lifetime struct {
 	first    chunkRef       // the first chunk, kept here to spare an allocation
 	firstMsg outMsg         // the first message, likewise
 	msgs     []*outMsg      // messages with data not known to be released
+	msgsBuf  [1]*outMsg     // msgs' first backing array: a one-shot upload's message
 	ev       *uploadEvents  // told of forced releases
 }
 
@@ -130,6 +131,9 @@ func (l *lifetime) track(m *outMsg) {
 		}
 		clear(l.msgs[len(kept):])
 		l.msgs = kept
+	}
+	if l.msgs == nil {
+		l.msgs = l.msgsBuf[:0]
 	}
 	l.msgs = append(l.msgs, m)
 }

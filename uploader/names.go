@@ -36,13 +36,17 @@ func validateBucket(name string) error {
 			return fmt.Errorf("bucket name %q has %q: only lowercase letters, digits, '-', '_' and '.' are allowed", name, c)
 		}
 	}
-	for _, part := range strings.Split(name, ".") {
+	ipLike := true // only digits and dots: maybe an IPv4 address
+	for part := range strings.SplitSeq(name, ".") {
 		if len(part) == 0 || len(part) > 63 {
 			return fmt.Errorf("bucket name %q: each dot-separated part must have 1 to 63 characters", name)
 		}
+		ipLike = ipLike && strings.Trim(part, "0123456789") == ""
 	}
-	if _, err := netip.ParseAddr(name); err == nil {
-		return fmt.Errorf("bucket name %q must not be an IP address", name)
+	if ipLike {
+		if _, err := netip.ParseAddr(name); err == nil {
+			return fmt.Errorf("bucket name %q must not be an IP address", name)
+		}
 	}
 	if strings.HasPrefix(name, "goog") {
 		return fmt.Errorf("bucket name %q must not start with \"goog\"", name)

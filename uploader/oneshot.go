@@ -65,7 +65,7 @@ func (w *Writer) writeUnary(r *chunkRef, spec *wire.WriteObjectSpec, checksums *
 func (w *Writer) writeStream(r *chunkRef, spec *wire.WriteObjectSpec, checksums *wire.ObjectChecksums) (o *wire.Object, sent bool, err error) {
 	ctx, cancel := context.WithTimeout(w.ctx, w.retry.attemptTimeout())
 	defer cancel()
-	st, err := wire.NewWriteObjectStream(w.outgoing(ctx), w.conn, w.opts...)
+	st, err := wire.NewWriteObjectStream(w.outgoing(ctx), w.c.conn, w.c.callOpts...)
 	if err != nil {
 		return nil, false, err
 	}

@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"time"
 
-	"google.golang.org/grpc"
-
 	"github.com/objup/objup/header"
 	"github.com/objup/objup/internal/wire"
 )
@@ -21,8 +19,7 @@ const (
 // target is what every RPC of one upload shares: the connection and call
 // options, the object, and the upload's context (with its header chain).
 type target struct {
-	conn   *grpc.ClientConn
-	opts   []grpc.CallOption
+	c      *Client // its connection and call options
 	ctx    context.Context
 	bucket string
 	object string
@@ -46,7 +43,7 @@ func (t *target) err(op string, err error) *Error { return newError(op, t.bucket
 // the Writer's goroutine only.
 func (t *target) invoke(method string, req, resp any, timeout time.Duration) error {
 	t.attempt.arm(t.outgoing(t.ctx), timeout)
-	err := t.conn.Invoke(&t.attempt, method, req, resp, t.opts...)
+	err := t.c.conn.Invoke(&t.attempt, method, req, resp, t.c.callOpts...)
 	t.attempt.disarm()
 	return err
 }

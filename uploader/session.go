@@ -105,7 +105,7 @@ func (w *Writer) startSession(first []byte) (*session, error) {
 // open opens a new BidiWriteObject stream and its receiver.
 func (s *session) open() error {
 	ctx, cancel := context.WithCancelCause(s.t.ctx)
-	st, err := wire.NewBidiWriteObjectStream(s.t.outgoing(ctx), s.t.conn, s.t.opts...)
+	st, err := wire.NewBidiWriteObjectStream(s.t.outgoing(ctx), s.t.c.conn, s.t.c.callOpts...)
 	if err != nil {
 		cancel(err)
 		return err

@@ -278,11 +278,9 @@ func (t *telemetry) tenantOf(ctx context.Context) string {
 // owns it; the retrier, the session and the lifetime tracker report to it.
 type uploadEvents struct {
 	t       *telemetry
-	ctx     context.Context
+	tg      *target    // the upload's context and names
 	span    trace.Span // nil when not tracing
-	bucket  string
-	object  string
-	start   time.Time
+	start   mono
 	retries int64
 	resumes int64
 }
@@ -295,7 +293,7 @@ func (e *uploadEvents) retried(op string, cause error, pause time.Duration) {
 			attribute.String("rpc", op), attribute.String("cause", cause.Error()), attribute.Int64("attempt", e.retries)))
 	}
 	if l := e.t.logger; l != nil {
-		l.LogAttrs(e.ctx, slog.LevelWarn, "objup: retrying after a transient failure", e.logAttrs(
+		l.LogAttrs(e.tg.ctx, slog.LevelWarn, "objup: retrying after a transient failure", e.logAttrs(
 			slog.String("rpc", op), slog.String("cause", cause.Error()), slog.Duration("backoff", pause), slog.Int64("retry", e.retries))...)
 	}
 }
@@ -307,7 +305,7 @@ func (e *uploadEvents) resumed(offset int64, cause error) {
 		e.span.AddEvent("resume", trace.WithAttributes(attribute.Int64("offset", offset), attribute.String("cause", errText(cause))))
 	}
 	if l := e.t.logger; l != nil {
-		l.LogAttrs(e.ctx, slog.LevelInfo, "objup: resumed the upload", e.logAttrs(
+		l.LogAttrs(e.tg.ctx, slog.LevelInfo, "objup: resumed the upload", e.logAttrs(
 			slog.Int64("offset", offset), slog.String("cause", errText(cause)))...)
 	}
 }
@@ -315,7 +313,7 @@ func (e *uploadEvents) resumed(offset int64, cause error) {
 // waited notes a wait of d for a chunk buffer (a pool budget or WithBuffer).
 func (e *uploadEvents) waited(d time.Duration) {
 	if l := e.t.logger; l != nil {
-		l.LogAttrs(e.ctx, slog.LevelDebug, "objup: waited for a chunk buffer", e.logAttrs(slog.Duration("wait", d))...)
+		l.LogAttrs(e.tg.ctx, slog.LevelDebug, "objup: waited for a chunk buffer", e.logAttrs(slog.Duration("wait", d))...)
 	}
 }
 
@@ -327,8 +325,8 @@ func (e *uploadEvents) forced(n int) {
 }
 
 func (e *uploadEvents) logAttrs(extra ...slog.Attr) []slog.Attr {
-	a := append(make([]slog.Attr, 0, 3+len(extra)), slog.String("bucket", e.bucket), slog.String("object", e.object))
-	if id, ok := header.Tenant(e.ctx); ok {
+	a := append(make([]slog.Attr, 0, 3+len(extra)), slog.String("bucket", e.tg.bucket), slog.String("object", e.tg.object))
+	if id, ok := header.Tenant(e.tg.ctx); ok {
 		a = append(a, slog.String("tenant", id))
 	}
 	return append(a, extra...)
@@ -347,10 +345,10 @@ func (e *uploadEvents) ended(size int64, path string, err error) {
 	t := e.t
 	code := codeOf(err)
 	if t.uploads != nil {
-		o := t.opts(setKey{code: code, path: path, tenant: t.tenantOf(e.ctx)})
-		ctx := e.ctx
+		o := t.opts(setKey{code: code, path: path, tenant: t.tenantOf(e.tg.ctx)})
+		ctx := e.tg.ctx
 		t.uploads.Add(ctx, 1, o.add...)
-		t.duration.Record(ctx, time.Since(e.start).Seconds(), o.record...)
+		t.duration.Record(ctx, now().since(e.start).Seconds(), o.record...)
 		t.size.Record(ctx, size, o.record...)
 		if e.retries > 0 {
 			t.retries.Add(ctx, e.retries, o.add...)
@@ -362,7 +360,7 @@ func (e *uploadEvents) ended(size int64, path string, err error) {
 	if s := e.span; s != nil {
 		s.SetAttributes(attribute.Int64("objup.size", size), attribute.String("objup.path", path),
 			attribute.String("objup.result", resultName(code)))
-		if v := t.tenantOf(e.ctx); v != "" {
+		if v := t.tenantOf(e.tg.ctx); v != "" {
 			s.SetAttributes(attribute.String("objup.tenant", v))
 		}
 		if err != nil {

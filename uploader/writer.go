@@ -43,7 +43,6 @@ type Writer struct {
 	target
 	c       *Client
 	cfg     writerConfig
-	alloc   pool.Allocator
 	ch      chunker.Chunker
 	life    lifetime
 	retry   retrier
@@ -55,8 +54,8 @@ type Writer struct {
 	misused  atomic.Bool // a method was called while another ran
 	err      error       // sticky; set once
 	closed   bool
-	recorded bool         // the upload's end was recorded
-	attrs    *ObjectAttrs // &attrsVal once stored
+	recorded bool // the upload's end was recorded
+	stored   bool // the object is stored: attrsVal holds its attributes
 	// attrsVal holds the stored object's attributes inside the Writer, which
 	// spares a small upload an allocation.
 	attrsVal ObjectAttrs
@@ -77,7 +76,7 @@ func (c *Client) NewWriter(ctx context.Context, bucket, object string, opts ...W
 }
 
 func (w *Writer) init(ctx context.Context, bucket, object string, opts []WriterOption) error {
-	w.target = target{conn: w.c.conn, opts: w.c.callOpts, ctx: ctx, bucket: bucket, object: object}
+	w.target = target{c: w.c, ctx: ctx, bucket: bucket, object: object}
 	if ctx == nil {
 		return invalid("NewWriter", bucket, object, "nil context")
 	}
@@ -111,28 +110,27 @@ func (w *Writer) init(ctx context.Context, bucket, object string, opts []WriterO
 	if err := ctx.Err(); err != nil {
 		return newError("NewWriter", bucket, object, err)
 	}
-	w.alloc = w.c.alloc
+	alloc := w.c.alloc
 	switch {
 	case w.cfg.hasBuffer:
 		f, err := pool.NewFixed(w.cfg.buffer)
 		if err != nil {
 			return invalid("NewWriter", bucket, object, "WithBuffer: %w", err)
 		}
-		w.alloc = f
-	case w.cfg.chunkSize != 0 && w.cfg.chunkSize != w.alloc.BufferSize():
-		w.alloc = w.c.poolFor(w.cfg.chunkSize)
+		alloc = f
+	case w.cfg.chunkSize != 0 && w.cfg.chunkSize != alloc.BufferSize():
+		alloc = w.c.poolFor(w.cfg.chunkSize)
 	}
 	var chOpts []chunker.Option
 	if w.cfg.md5 {
 		chOpts = append(chOpts, chunker.WithMD5())
 	}
-	if err := w.ch.Reset(w.alloc.BufferSize(), chOpts...); err != nil {
+	if err := w.ch.Reset(alloc.BufferSize(), chOpts...); err != nil {
 		return invalid("NewWriter", bucket, object, "%w", err)
 	}
-	w.life.alloc = w.alloc
-	w.ev = uploadEvents{t: w.c.tel, bucket: bucket, object: object, start: time.Now()}
+	w.life.alloc = alloc
+	w.ev = uploadEvents{t: w.c.tel, tg: &w.target, start: now()}
 	w.ctx, w.ev.span = w.c.tel.startSpan(ctx, bucket, object)
-	w.ev.ctx = w.ctx
 	w.life.ev = &w.ev
 	w.retry.init(w.cfg.retry, &w.ev)
 	w.params = "bucket=" + bucketPrefix + bucket
@@ -296,9 +294,9 @@ func (w *Writer) buffer() (*[]byte, error) {
 	}
 	for {
 		if w.sess == nil {
-			return w.alloc.Get(w.ctx)
+			return w.life.alloc.Get(w.ctx)
 		}
-		b, err := w.alloc.Get(w.sess.waitContext())
+		b, err := w.life.alloc.Get(w.sess.waitContext())
 		if err == nil || w.ctx.Err() != nil {
 			return b, err
 		}
@@ -388,7 +386,12 @@ func (w *Writer) CloseWithError(err error) error {
 
 // Attrs returns the stored object's attributes after Close returned nil, and nil
 // before that or after a failure.
-func (w *Writer) Attrs() *ObjectAttrs { return w.attrs }
+func (w *Writer) Attrs() *ObjectAttrs {
+	if !w.stored {
+		return nil
+	}
+	return &w.attrsVal
+}
 
 // end releases the upload's buffers and records its end.
 func (w *Writer) end() {
@@ -427,7 +430,7 @@ func (w *Writer) finished(o *wire.Object, size int64) error {
 			Err: fmt.Errorf("the service reports CRC32C %08x, %08x was written", cs.GetCrc32C(), w.ch.CRC32C())}
 	}
 	w.attrsVal.setFromObject(o)
-	w.attrs = &w.attrsVal
+	w.stored = true
 	if w.cfg.progress != nil {
 		w.cfg.progress(size)
 	}
