@@ -100,11 +100,13 @@ func BenchmarkTelemetry(b *testing.B) {
 				name := "tel/" + cl.name
 				b.SetBytes(int64(size))
 				b.ReportAllocs()
+				cpu := startCPU()
 				for b.Loop() {
 					if err := cl.up(ctx, name, data); err != nil {
 						b.Fatal(err)
 					}
 				}
+				cpu.report(b, int64(size))
 			})
 		}
 	}

@@ -145,11 +145,13 @@ func benchUploads(b *testing.B, addr string) {
 				b.SetBytes(int64(size.n))
 				b.ReportAllocs()
 				peak := startPeakHeap()
+				cpu := startCPU()
 				for b.Loop() {
 					if err := cl.up(ctx, name, data); err != nil {
 						b.Fatal(err)
 					}
 				}
+				cpu.report(b, int64(size.n))
 				b.ReportMetric(float64(peak()), "peak-heap-B")
 			})
 		}
@@ -344,4 +346,33 @@ func startExternalFake(b testing.TB) (string, func()) {
 	stop()
 	b.Fatal("fakegcs did not print its gRPC address")
 	return "", nil
+}
+
+// cpuMeter measures the CPU time this process spends (user and system, all
+// threads, from getrusage): with the fake in another process, the client's
+// own cost, which is steadier than wall time on a shared machine.
+type cpuMeter struct{ start time.Duration }
+
+func startCPU() cpuMeter { return cpuMeter{processCPU()} }
+
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// report adds cpu-ns/op and, for uploads of at least 1 MiB, CPU seconds per
+// GiB uploaded.
+func (m cpuMeter) report(b *testing.B, size int64) {
+	used := processCPU() - m.start
+	n := b.N
+	if n == 0 {
+		return
+	}
+	b.ReportMetric(float64(used.Nanoseconds())/float64(n), "cpu-ns/op")
+	if size >= 1<<20 {
+		b.ReportMetric(used.Seconds()/(float64(size)*float64(n)/(1<<30)), "cpu-s/GiB")
+	}
 }
