@@ -25,13 +25,25 @@ const (
 // pooling threshold: mem.NewBuffer does not track buffers this small.
 const CopyThreshold = 1 << 10
 
+// Part is one piece of a WriteMsg's payload: the bytes *Data, released
+// through Release (see WriteMsg).
+type Part struct {
+	Data    *[]byte
+	Release mem.BufferPool
+}
+
 // WriteMsg is a WriteObjectRequest or BidiWriteObjectRequest whose payload Codec
 // sends without copying it.
 //
 // Req carries every field but the data: its ChecksummedData must be nil. Codec
-// appends checksummed_data itself, with CRC32C when HasCRC is set and Data as the
-// content. Data must point to the exact payload (len(*Data) bytes are sent).
+// appends checksummed_data itself, with CRC32C when HasCRC is set and Data
+// followed by each of More as the content: a payload made of several buffers
+// (consecutive chunks of an upload) goes out as one message without being
+// joined. CRC32C is the checksum of the whole content. Data must point to the
+// exact payload (len(*Data) bytes are sent), and so must each part of More.
 //
+// Each part is released on its own: gRPC calls a part's Release.Put once it
+// no longer reads that part; Data's release is Release.
 // Ownership: once Codec has marshaled the message (Marshaled reports it), gRPC
 // reads *Data until it calls Release.Put(Data), which it does exactly once, from
 // any goroutine, possibly before SendMsg returns. Until then the caller must not
@@ -42,6 +54,7 @@ const CopyThreshold = 1 << 10
 type WriteMsg struct {
 	Req     proto.Message
 	Data    *[]byte
+	More    []Part
 	CRC32C  uint32
 	HasCRC  bool
 	Release mem.BufferPool
@@ -104,6 +117,12 @@ func (m *WriteMsg) marshal() (mem.BufferSlice, error) {
 	if m.Data != nil {
 		n = len(*m.Data)
 	}
+	for _, p := range m.More {
+		if p.Data == nil {
+			return nil, errNilPart
+		}
+		n += len(*p.Data)
+	}
 	// checksummed_data { crc32c = 2 (fixed32); content = 1 (bytes) }, content last.
 	inner := protowire.SizeTag(fieldContent) + protowire.SizeBytes(n)
 	if m.HasCRC {
@@ -132,15 +151,48 @@ func (m *WriteMsg) marshal() (mem.BufferSlice, error) {
 	hdr = protowire.AppendVarint(hdr, uint64(n))
 	m.marshaled = true
 	if small {
-		if n > 0 {
+		if m.Data != nil {
 			hdr = append(hdr, *m.Data...)
+			if m.Release != nil {
+				m.Release.Put(m.Data)
+			}
 		}
-		if m.Data != nil && m.Release != nil {
-			m.Release.Put(m.Data)
+		for _, p := range m.More {
+			hdr = append(hdr, *p.Data...)
+			if p.Release != nil {
+				p.Release.Put(p.Data)
+			}
 		}
 		return mem.BufferSlice{mem.SliceBuffer(hdr)}, nil
 	}
-	return mem.BufferSlice{mem.SliceBuffer(hdr), mem.NewBuffer(m.Data, releaseOrNop(m.Release))}, nil
+	if len(m.More) == 0 {
+		return mem.BufferSlice{mem.SliceBuffer(hdr), mem.NewBuffer(m.Data, releaseOrNop(m.Release))}, nil
+	}
+	bs := make(mem.BufferSlice, 0, 2+len(m.More))
+	bs = append(bs, mem.SliceBuffer(hdr))
+	if m.Data != nil {
+		bs = append(bs, payloadBuffer(m.Data, m.Release))
+	}
+	for _, p := range m.More {
+		bs = append(bs, payloadBuffer(p.Data, p.Release))
+	}
+	return bs, nil
+}
+
+var errNilPart = errors.New("wire: WriteMsg part with a nil Data")
+
+// payloadBuffer is one part of a payload as a mem.Buffer. A part of at most
+// CopyThreshold bytes is copied and released at once, since mem.NewBuffer
+// would not track it.
+func payloadBuffer(data *[]byte, release mem.BufferPool) mem.Buffer {
+	if len(*data) > CopyThreshold {
+		return mem.NewBuffer(data, releaseOrNop(release))
+	}
+	b := mem.SliceBuffer(append([]byte(nil), *data...))
+	if release != nil {
+		release.Put(data)
+	}
+	return b
 }
 
 func releaseOrNop(p mem.BufferPool) mem.BufferPool {

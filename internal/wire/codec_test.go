@@ -261,3 +261,66 @@ func BenchmarkMarshal2MiB(b *testing.B) {
 		}
 	})
 }
+
+// TestWriteMsgParts: a payload of several buffers goes out as one message
+// whose content is their concatenation, with no copy of the large parts,
+// and each part is released exactly once, on its own.
+func TestWriteMsgParts(t *testing.T) {
+	for _, sizes := range [][]int{{300 << 10, 500, 256 << 10}, {256 << 10, 256 << 10, 256 << 10, 256 << 10}, {100, 200}, {2 << 10, 0}} {
+		t.Run(fmt.Sprint(sizes), func(t *testing.T) {
+			var parts [][]byte
+			var all []byte
+			for i, n := range sizes {
+				p := bytes.Repeat([]byte{byte('a' + i)}, n)
+				parts = append(parts, p)
+				all = append(all, p...)
+			}
+			rels := make([]*countingRelease, len(parts))
+			msg := &wire.WriteMsg{Req: &wire.BidiWriteObjectRequest{WriteOffset: 7}, CRC32C: crc32.Checksum(all, castagnoli), HasCRC: true}
+			for i := range parts {
+				rels[i] = &countingRelease{}
+				if i == 0 {
+					msg.Data, msg.Release = &parts[0], rels[0]
+					continue
+				}
+				msg.More = append(msg.More, wire.Part{Data: &parts[i], Release: rels[i]})
+			}
+			bs, err := wire.Codec{}.Marshal(msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, b := range bs[1:] {
+				if d := b.ReadOnlyData(); len(d) > wire.CopyThreshold {
+					found := false
+					for i := range parts {
+						if len(parts[i]) > 0 && &d[0] == &parts[i][0] {
+							found = true
+						}
+					}
+					if !found {
+						t.Errorf("a %d-byte part was copied", len(d))
+					}
+				}
+			}
+			got := official(t, "BidiWriteObjectRequest")
+			if err := proto.Unmarshal(bs.Materialize(), got); err != nil {
+				t.Fatal(err)
+			}
+			m := got.ProtoReflect()
+			cd := m.Get(m.Descriptor().Fields().ByName("checksummed_data")).Message()
+			content := cd.Get(cd.Descriptor().Fields().ByName("content")).Bytes()
+			if !bytes.Equal(content, all) {
+				t.Fatalf("content of %d bytes, want the %d bytes of the parts in order", len(content), len(all))
+			}
+			if crc := uint32(cd.Get(cd.Descriptor().Fields().ByName("crc32c")).Uint()); crc != msg.CRC32C {
+				t.Fatalf("crc32c %08x, want %08x", crc, msg.CRC32C)
+			}
+			bs.Free()
+			for i, r := range rels {
+				if n := r.puts.Load(); n != 1 {
+					t.Errorf("part %d (%d bytes) released %d times, want 1", i, sizes[i], n)
+				}
+			}
+		})
+	}
+}
