@@ -95,10 +95,29 @@ func (f *Fixed) Get(ctx context.Context) (*[]byte, error) {
 			return nil, ctx.Err()
 		}
 	}
+	return f.take(i), nil
+}
+
+// TryGet is Get without waiting: it returns a free slot and true, or nil and
+// false if none is free.
+func (f *Fixed) TryGet() (*[]byte, bool) {
+	if f.free == nil {
+		return nil, false
+	}
+	select {
+	case i := <-f.free:
+		return f.take(i), true
+	default:
+		return nil, false
+	}
+}
+
+// take hands out slot i.
+func (f *Fixed) take(i int) *[]byte {
 	lo, hi := i*f.size, (i+1)*f.size
 	f.slots[i] = f.buf[lo:hi:hi]
 	f.out[i].Store(true)
-	return &f.slots[i], nil
+	return &f.slots[i]
 }
 
 // Put frees the slot b, which the caller must not use afterwards. It panics

@@ -231,17 +231,34 @@ func (p *Pool) Get(ctx context.Context) (*[]byte, error) {
 			return nil, err
 		}
 	}
+	return p.take(size), nil
+}
+
+// TryGet is Get without waiting: it returns a buffer and true if one is
+// available within the budget at once, and nil and false otherwise. An
+// uploader uses it to learn that a Get would wait, so it can first send what
+// it holds. It does not count as a budget wait.
+func (p *Pool) TryGet() (*[]byte, bool) {
+	size := p.BufferSize()
+	if p.sem != nil && !p.sem.TryAcquire(int64(size)) {
+		return nil, false
+	}
+	return p.take(size), true
+}
+
+// take hands out a buffer once the budget, if any, has room for it.
+func (p *Pool) take(size int) *[]byte {
 	// inUse grows after the semaphore and shrinks before it (see Put), so
 	// the semaphore always holds at least inUse bytes.
 	p.inUse.Add(int64(size))
 	p.gets.Add(1)
 	if b, _ := p.pool.Get().(*[]byte); b != nil {
 		*b = (*b)[:size]
-		return b, nil
+		return b
 	}
 	p.news.Add(1)
 	buf := make([]byte, size)
-	return &buf, nil
+	return &buf
 }
 
 // Put returns b to the pool, which owns it from then on: the caller must not

@@ -484,3 +484,39 @@ func TestGetPutDoesNotAllocate(t *testing.T) {
 		})
 	}
 }
+
+func TestTryGet(t *testing.T) {
+	p, err := pool.New(pool.WithBudget(2 * pool.Quantum))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx, err := pool.NewFixed(make([]byte, 2*pool.Quantum))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, a := range map[string]interface {
+		pool.Allocator
+		TryGet() (*[]byte, bool)
+	}{"Pool": p, "Fixed": fx} {
+		t.Run(name, func(t *testing.T) {
+			b1, ok1 := a.TryGet()
+			b2, ok2 := a.TryGet()
+			if !ok1 || !ok2 || len(*b1) != pool.Quantum || len(*b2) != pool.Quantum {
+				t.Fatalf("TryGet within the limit: %v %v", ok1, ok2)
+			}
+			if b, ok := a.TryGet(); ok || b != nil {
+				t.Fatal("TryGet beyond the limit handed out a buffer")
+			}
+			a.Put(b1)
+			b3, ok := a.TryGet()
+			if !ok {
+				t.Fatal("TryGet after a Put found nothing")
+			}
+			a.Put(b2)
+			a.Put(b3)
+		})
+	}
+	if s := p.Stats(); s.InUseBytes != 0 || s.BudgetWaits != 0 {
+		t.Fatalf("stats after TryGets: %+v", s)
+	}
+}
