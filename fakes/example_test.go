@@ -102,3 +102,74 @@ func ExampleServer_FailCall() {
 	// GetObject a Unavailable
 	// GetObject a OK
 }
+
+// A test seeds the store directly, then inspects what a client did, without
+// requests of its own.
+func ExampleServer_PutObject() {
+	srv, err := fakes.New(fakes.WithBucket("logs"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+
+	attrs, err := srv.PutObject(fakes.Object{
+		ObjectAttrs: fakes.ObjectAttrs{Bucket: "logs", Name: "seed.txt", ContentType: "text/plain", Tenant: "acme"},
+		Content:     []byte("seeded"),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(attrs.Name, attrs.Size, attrs.Metageneration, attrs.StorageClass)
+
+	// The JSON API serves it like any other object.
+	resp, err := http.Get(srv.HTTPURL() + "/storage/v1/b/logs/o/seed.txt?alt=media")
+	if err != nil {
+		log.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Println(string(b), resp.Header.Get("X-Goog-Generation") == fmt.Sprint(attrs.Generation))
+
+	o, err := srv.Object("logs", "seed.txt")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(string(o.Content), o.ContentType, o.Tenant)
+	for _, u := range srv.Usage() {
+		fmt.Println(u.Tenant, u.Objects, u.Bytes)
+	}
+	// Output:
+	// seed.txt 6 1 STANDARD
+	// seeded true
+	// seeded text/plain acme
+	// acme 1 6
+}
+
+// With a small call log, Calls keeps the most recent calls while CallCounts
+// counts them all.
+func ExampleWithCallLog() {
+	srv, err := fakes.New(fakes.WithBucket("logs"), fakes.WithCallLog(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	for _, name := range []string{"a", "b", "c"} {
+		req, _ := http.NewRequest("POST", srv.HTTPURL()+"/upload/storage/v1/b/logs/o?uploadType=media&name="+name, strings.NewReader(name))
+		req.Header.Set("X-Scope-OrgID", "acme")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			log.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	for _, c := range srv.Calls() {
+		fmt.Println(c.Method, c.Object, c.Tenant)
+	}
+	for _, c := range srv.CallCounts() {
+		fmt.Println(c.Method, c.Tenant, c.Code, c.Count)
+	}
+	// Output:
+	// objects.insert b acme
+	// objects.insert c acme
+	// objects.insert acme OK 3
+}
