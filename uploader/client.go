@@ -63,7 +63,6 @@ type Client struct {
 // Call Close when done.
 func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error) {
 	cfg := clientConfig{
-		inFlight:  4,
 		retry:     defaultRetryConfig(),
 		keepalive: keepaliveConfig{time: DefaultKeepaliveTime, timeout: DefaultKeepaliveTimeout},
 	}
@@ -112,6 +111,20 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 	}
 	c.conn = conn
 	return c, nil
+}
+
+// defaultWindow is how many bytes of one upload may be pushed and not yet
+// persisted when WithChunksInFlight is not given: two 2 MiB messages, so one
+// is acknowledged while the next goes out.
+const defaultWindow = 2 * maxMessage
+
+// window is the in-flight window of an upload with chunks of size bytes: at
+// least two chunks.
+func (c *Client) window(size int) int64 {
+	if c.inFlight > 0 {
+		return int64(c.inFlight) * int64(size)
+	}
+	return max(defaultWindow, 2*int64(size))
 }
 
 // poolFor returns the pool of buffers of size bytes (0: pool.Quantum) that

@@ -23,16 +23,15 @@ import (
 type attemptCtx struct {
 	context.Context // the call's context; its values and cancellation
 
-	mu     sync.Mutex
-	at     time.Time
-	armed  bool          // an attempt is running
-	fired  bool          // the attempt's deadline passed
-	done   chan struct{} // made on first Done, closed when fired; nil until then
-	f      func()        // what the child registered with AfterFunc
-	pstop  func() bool   // stops the registration of f on the parent, if any
-	timer  *time.Timer
-	expire func() // a.fire, made once
-	stop   func() bool
+	mu    sync.Mutex
+	at    time.Time
+	armed bool          // an attempt is running
+	fired bool          // the attempt's deadline passed
+	done  chan struct{} // made on first Done, closed when fired; nil until then
+	f     func()        // what the child registered with AfterFunc
+	pstop func() bool   // stops the registration of f on the parent, if any
+	timer *time.Timer
+	stop  func() bool // a.unregister, made once
 }
 
 // arm starts an attempt of at most d on ctx.
@@ -47,8 +46,8 @@ func (a *attemptCtx) arm(ctx context.Context, d time.Duration) {
 		}
 	}
 	if a.timer == nil {
-		a.expire, a.stop = a.fire, a.unregister
-		a.timer = time.AfterFunc(d, a.expire)
+		a.stop = a.unregister
+		a.timer = time.AfterFunc(d, a.fire)
 	} else {
 		a.timer.Reset(d)
 	}

@@ -23,8 +23,8 @@ type lifetime struct {
 	bufs     sync.WaitGroup // chunks whose buffer is not back yet
 	first    chunkRef       // the first chunk, kept here to spare an allocation
 	firstMsg outMsg         // the first message, likewise
-	msgs     []*outMsg      // messages with data not known to be released
-	msgsBuf  [1]*outMsg     // msgs' first backing array: a one-shot upload's message
+	holds    []*hold        // parts not known to be released
+	holdsBuf [1]*hold       // holds' first backing array: a one-shot upload's part
 	ev       *uploadEvents  // told of forced releases
 }
 
@@ -69,9 +69,10 @@ func (l *lifetime) putBuffer(b *[]byte) {
 	}
 }
 
-// outMsg is one write message whose payload is (part of) a chunk's memory. It
-// is the mem.BufferPool that gRPC calls once it no longer reads the payload,
-// which drops the message's reference on the chunk, once.
+// outMsg is one write message whose payload is one or more parts of chunks:
+// up to maxParts consecutive pieces, at most 2 MiB together. Each part has
+// its hold: the mem.BufferPool that gRPC calls once it no longer reads that
+// part, which drops the part's reference on its chunk, once.
 //
 // grpc-go v1.85.0 never frees a data frame that reaches its writer goroutine
 // (loopy) after the stream was cleaned up: preprocessData drops such a frame
@@ -86,64 +87,122 @@ func (l *lifetime) putBuffer(b *[]byte) {
 // can go.
 type outMsg struct {
 	wire.WriteMsg
+	h0   hold       // the first part's hold
+	more *moreParts // nil until the message has a second part or a partial first one
+}
+
+// maxParts is the most parts a message takes: 2 MiB of 256 KiB chunks.
+const maxParts = maxMessage / (256 << 10)
+
+// moreParts is the storage of a message's parts beyond a whole first chunk.
+type moreParts struct {
+	datas [maxParts][]byte // the parts' bytes; Data and More point here
+	holds [maxParts - 1]hold
+	parts [maxParts - 1]wire.Part
+}
+
+// hold is one part's reference on its chunk until gRPC releases the part.
+type hold struct {
 	ref  *chunkRef
 	done atomic.Bool
+}
+
+// Get is never called: the payload buffers are ours.
+func (h *hold) Get(int) *[]byte { return nil }
+
+// Put is called by gRPC once it no longer reads the part.
+func (h *hold) Put(*[]byte) { h.release() }
+
+// release drops the part's reference; only the first call counts, and
+// reports true.
+func (h *hold) release() bool {
+	if h.done.CompareAndSwap(false, true) {
+		h.ref.unref()
+		return true
+	}
+	return false
 }
 
 // orphanGrace bounds the wait for gRPC to release the messages of a stream
 // that was torn down, when no later RPC proves it has let go of them.
 const orphanGrace = time.Second
 
-// newMsg returns a message over data, part of r's chunk, holding a reference
-// on r until gRPC releases it. An empty data makes a message without payload
-// and without a reference.
-func (l *lifetime) newMsg(r *chunkRef, data []byte) *outMsg {
-	m := &l.firstMsg
-	if m.ref != nil {
-		m = new(outMsg)
+// newMsg returns an empty message; add gives it its parts.
+func (l *lifetime) newMsg() *outMsg {
+	if l.firstMsg.Req == nil {
+		// Unused: every message gets its request right after newMsg.
+		return &l.firstMsg
 	}
-	m.ref = r
-	if len(data) == 0 {
-		return m
-	}
-	if len(data) == len(r.Data) {
-		m.Data = &r.Data
-	} else {
-		p := data[:len(data):len(data)]
-		m.Data = &p
-	}
-	m.Release = m
-	r.refs.Add(1)
-	l.track(m)
-	return m
+	return new(outMsg)
 }
 
-// track remembers a message with data until gRPC releases it. Released
-// messages are dropped as the list grows, which keeps it about as long as the
-// messages in flight.
-func (l *lifetime) track(m *outMsg) {
-	if len(l.msgs) >= 32 && len(l.msgs) == cap(l.msgs) {
-		kept := l.msgs[:0]
-		for _, x := range l.msgs {
+// parts returns how many parts m has.
+func (m *outMsg) parts() int {
+	if m.Data == nil {
+		return 0
+	}
+	return 1 + len(m.More)
+}
+
+// add appends data, a non-empty part of r's chunk, to m's payload, with a
+// reference on r until gRPC releases it.
+func (l *lifetime) add(m *outMsg, r *chunkRef, data []byte) {
+	i := m.parts()
+	if i >= maxParts {
+		panic("uploader: too many parts in one message")
+	}
+	var h *hold
+	switch {
+	case i == 0 && len(data) == len(r.Data):
+		m.Data, m.Release, h = &r.Data, &m.h0, &m.h0
+	default:
+		if m.more == nil {
+			m.more = new(moreParts)
+		}
+		d := &m.more.datas[i]
+		*d = data[:len(data):len(data)]
+		if i == 0 {
+			m.Data, m.Release, h = d, &m.h0, &m.h0
+		} else {
+			h = &m.more.holds[i-1]
+			m.more.parts[i-1] = wire.Part{Data: d, Release: h}
+			m.More = m.more.parts[:i]
+		}
+	}
+	h.ref = r
+	r.refs.Add(1)
+	l.track(h)
+}
+
+// track remembers a part until gRPC releases it. Released parts are dropped
+// as the list grows, which keeps it about as long as the parts in flight.
+func (l *lifetime) track(h *hold) {
+	if len(l.holds) >= 32 && len(l.holds) == cap(l.holds) {
+		kept := l.holds[:0]
+		for _, x := range l.holds {
 			if !x.done.Load() {
 				kept = append(kept, x)
 			}
 		}
-		clear(l.msgs[len(kept):])
-		l.msgs = kept
+		clear(l.holds[len(kept):])
+		l.holds = kept
 	}
-	if l.msgs == nil {
-		l.msgs = l.msgsBuf[:0]
+	if l.holds == nil {
+		l.holds = l.holdsBuf[:0]
 	}
-	l.msgs = append(l.msgs, m)
+	l.holds = append(l.holds, h)
 }
 
 // sent reports the outcome of SendMsg or Invoke for m: a message the codec
 // never took is released at once. One that gRPC took stays tracked until
 // gRPC releases it, or forceRelease or wait does.
 func (l *lifetime) sent(m *outMsg) {
-	if m.Data != nil && !m.Marshaled() {
-		m.release()
+	if m.Data == nil || m.Marshaled() {
+		return
+	}
+	m.h0.release()
+	for i := range m.More {
+		m.more.holds[i].release()
 	}
 }
 
@@ -153,13 +212,13 @@ func (l *lifetime) sent(m *outMsg) {
 // writer then went past every earlier message, so it has either released it
 // or never will (see outMsg).
 func (l *lifetime) forceRelease() (forced int) {
-	for _, m := range l.msgs {
-		if m.release() {
+	for _, h := range l.holds {
+		if h.release() {
 			forced++
 		}
 	}
-	clear(l.msgs)
-	l.msgs = l.msgs[:0]
+	clear(l.holds)
+	l.holds = l.holds[:0]
 	return forced
 }
 
@@ -167,19 +226,19 @@ func (l *lifetime) forceRelease() (forced int) {
 // streams are torn down: whatever gRPC has not released within orphanGrace,
 // it never will, so it is released by force then.
 func (l *lifetime) wait() {
-	var held []*outMsg
-	for _, m := range l.msgs {
-		if !m.done.Load() {
-			held = append(held, m)
+	var held []*hold
+	for _, h := range l.holds {
+		if !h.done.Load() {
+			held = append(held, h)
 		}
 	}
-	l.msgs = nil
+	l.holds = nil
 	if len(held) > 0 {
 		ev := l.ev
 		t := time.AfterFunc(orphanGrace, func() {
 			forced := 0
-			for _, m := range held {
-				if m.release() {
+			for _, h := range held {
+				if h.release() {
 					forced++
 				}
 			}
@@ -189,19 +248,3 @@ func (l *lifetime) wait() {
 	}
 	l.bufs.Wait()
 }
-
-// release drops the message's reference; only the first call counts, and
-// reports true.
-func (m *outMsg) release() bool {
-	if m.done.CompareAndSwap(false, true) {
-		m.ref.unref()
-		return true
-	}
-	return false
-}
-
-// Get is never called: the payload buffers are ours.
-func (m *outMsg) Get(int) *[]byte { return nil }
-
-// Put is called by gRPC once it no longer reads the payload.
-func (m *outMsg) Put(*[]byte) { m.release() }

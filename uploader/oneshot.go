@@ -52,7 +52,10 @@ func (w *Writer) writeUnary(r *chunkRef, spec *wire.WriteObjectSpec, checksums *
 	sc := &w.scratch
 	sc.first.WriteObjectSpec = spec
 	sc.req.FirstMessage, sc.req.FinishWrite, sc.req.ObjectChecksums = &sc.first, true, checksums
-	msg := w.life.newMsg(r, r.Data)
+	msg := w.life.newMsg()
+	if len(r.Data) > 0 {
+		w.life.add(msg, r, r.Data)
+	}
 	msg.Req, msg.CRC32C, msg.HasCRC = &sc.req, r.CRC32C, !w.cfg.noCRC32C
 	sc.resp.Reset()
 	err = w.invoke(wire.MethodWriteObject, &msg.WriteMsg, &sc.resp, w.retry.attemptTimeout())
@@ -78,7 +81,8 @@ func (w *Writer) writeStream(r *chunkRef, spec *wire.WriteObjectSpec, checksums 
 		if end == len(r.Data) {
 			req.FinishWrite, req.ObjectChecksums = true, checksums
 		}
-		msg := w.life.newMsg(r, r.Data[off:end])
+		msg := w.life.newMsg()
+		w.life.add(msg, r, r.Data[off:end])
 		msg.Req, msg.CRC32C, msg.HasCRC = req, r.PieceCRC32C(i), !w.cfg.noCRC32C
 		err = st.SendMsg(&msg.WriteMsg)
 		w.life.sent(msg)

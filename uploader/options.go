@@ -141,11 +141,19 @@ func WithRetry(opts ...RetryOption) SharedOption {
 	return &sharedOption{retry: opts}
 }
 
-// WithChunksInFlight bounds how many chunks of one upload may be sent and not
-// yet acknowledged as persisted by the service: the memory of one upload is at
-// most n+1 chunks. The default is 4.
+// WithChunksInFlight bounds how many chunks of one upload may be handed to
+// the session and not yet acknowledged as persisted by the service: the
+// memory of one upload is at most n+1 chunks. Consecutive chunks go out
+// together in messages of up to 2 MiB, so a window of at least 2 MiB keeps
+// messages at the service's limit. The default is 4 MiB worth of chunks (16
+// chunks of 256 KiB), and at least 2 chunks.
 func WithChunksInFlight(n int) option.ClientOption {
-	return newClientOption(func(c *clientConfig) { c.inFlight = n })
+	return newClientOption(func(c *clientConfig) {
+		if n < 1 {
+			n = -1 // invalid, not "unset"
+		}
+		c.inFlight = n
+	})
 }
 
 // Keepalive defaults: a connection on which an RPC is in flight and nothing
@@ -205,7 +213,7 @@ func (c *clientConfig) validate() error {
 			return fmt.Errorf("pool buffer size %d is not a positive multiple of %d (256 KiB) up to %d (MaxChunkSize)", n, pool.Quantum, MaxChunkSize)
 		}
 	}
-	if c.inFlight < 1 {
+	if c.inFlight < 0 {
 		return fmt.Errorf("chunks in flight %d must be at least 1", c.inFlight)
 	}
 	return nil

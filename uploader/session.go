@@ -41,7 +41,7 @@ type session struct {
 	ev       *uploadEvents
 	retry    *retrier
 	progress func(int64) // nil, or called with each new persisted size
-	window   int         // chunks that may be in flight
+	window   int64       // bytes that may be pushed and not yet persisted
 	noCRC    bool
 	uploadID string
 
@@ -52,8 +52,11 @@ type session struct {
 	broken    context.Context // done when the stream fails: see waitContext
 	setBroken context.CancelFunc
 	recvDone  chan struct{}
-	fresh     bool      // the next message is the stream's first: it names the upload
-	final     *chunkRef // the last chunk, once finish pushed it
+	fresh     bool        // the next message is the stream's first: it names the upload
+	sentTo    int64       // the offset up to which data went out on the current stream
+	last      int64       // the end of the data pushed so far
+	batch     []*chunkRef // scratch: the chunks a send goes through
+	final     *chunkRef   // the last chunk, once finish pushed it
 	checksums *wire.ObjectChecksums
 	timer     *time.Timer
 	seen      int64 // persisted size at the last progress report to the retrier
@@ -76,7 +79,7 @@ func (w *Writer) startSession(first []byte) (*session, error) {
 		ev:       &w.ev,
 		retry:    &w.retry,
 		progress: w.cfg.progress,
-		window:   w.c.inFlight,
+		window:   w.c.window(w.ch.ChunkSize()),
 		noCRC:    w.cfg.noCRC32C,
 		acked:    make(chan struct{}, 1),
 	}
@@ -203,38 +206,53 @@ func (s *session) ackLocked(persisted int64) {
 	}
 }
 
-// push takes over r, sends it, and then waits while more than the window of
-// chunks is in flight. A transient failure is recovered from before push
-// returns.
+// push takes over r, sends what makes whole messages of 2 MiB, and then
+// waits while more than the window is pushed and not persisted (sending the
+// rest first). A transient failure is recovered from before push returns.
 func (s *session) push(r *chunkRef) error {
 	s.mu.Lock()
 	s.pending = append(s.pending, r)
-	from := max(s.persisted, r.Offset)
 	s.mu.Unlock()
+	s.last = r.end()
 	if s.stream == nil {
 		if err := s.recover(); err != nil {
 			return err
 		}
-	} else if err := s.send(r, from); err != nil {
+	} else if err := s.send(false); err != nil {
 		if err := s.recoverFrom("BidiWriteObject", err); err != nil {
 			return err
 		}
 	}
-	return s.waitFor(func() bool { return len(s.pending) <= s.window })
+	return s.waitFor(func() bool { return s.last-s.persisted <= s.window })
 }
 
-// finish takes over the last chunk r, sends it with finish_write and the
-// object's checksums, and returns the object the service stored.
+// flush sends what was pushed and not sent yet, for a Writer about to wait
+// for a buffer: the chunks it holds come back only once sent and persisted.
+func (s *session) flush() error {
+	if s.stream == nil || s.sentTo >= s.last {
+		return nil
+	}
+	if err := s.send(true); err != nil {
+		return s.recoverFrom("BidiWriteObject", err)
+	}
+	return nil
+}
+
+// finish takes over the last chunk r, sends everything with finish_write and
+// the object's checksums, and returns the object the service stored.
 func (s *session) finish(r *chunkRef, checksums *wire.ObjectChecksums) (*wire.Object, error) {
 	s.final, s.checksums = r, checksums
-	if err := s.push(r); err != nil {
-		return nil, err
-	}
-	if s.stream != nil {
-		if err := s.stream.CloseSend(); err != nil {
-			if err := s.recoverFrom("BidiWriteObject", err); err != nil {
-				return nil, err
-			}
+	s.mu.Lock()
+	s.pending = append(s.pending, r)
+	s.mu.Unlock()
+	s.last = r.end()
+	if s.stream == nil {
+		if err := s.recover(); err != nil {
+			return nil, err
+		}
+	} else if err := s.sendAll(); err != nil {
+		if err := s.recoverFrom("BidiWriteObject", err); err != nil {
+			return nil, err
 		}
 	}
 	if err := s.waitFor(func() bool { return s.resource != nil }); err != nil {
@@ -261,6 +279,7 @@ func (s *session) waitFor(cond func() bool) error {
 		s.mu.Lock()
 		ok, rerr, persisted := cond(), s.recvErr, s.persisted
 		s.mu.Unlock()
+		idle := s.sentTo <= persisted // nothing sent awaits an acknowledgement
 		if persisted > s.seen {
 			s.seen = persisted
 			s.retry.progress()
@@ -274,6 +293,15 @@ func (s *session) waitFor(cond func() bool) error {
 			}
 			continue
 		}
+		// No acknowledgement will come while nothing sent awaits one:
+		// send what was kept back. Otherwise wait for the acknowledgement,
+		// so the next chunks can still fill a 2 MiB message.
+		if idle && s.sentTo < s.last {
+			if err := s.flush(); err != nil {
+				return err
+			}
+			continue
+		}
 		select {
 		case <-s.acked:
 		case <-s.t.ctx.Done():
@@ -282,55 +310,82 @@ func (s *session) waitFor(cond func() bool) error {
 	}
 }
 
-// send writes r's bytes from offset from on the current stream, one message
-// per 2 MiB piece of the chunk, each with its CRC32C; the chunk's last
-// message asks for a flush and the persisted size, or finishes the upload.
-func (s *session) send(r *chunkRef, from int64) error {
-	rel := int(from - r.Offset)
-	for {
-		piece := rel / chunker.MaxPiece
-		end := min((piece+1)*chunker.MaxPiece, len(r.Data))
-		data := r.Data[rel:end]
-		req := s.newRequest(r.Offset + int64(rel))
-		last := end == len(r.Data)
-		if last {
-			if r == s.final {
-				req.FinishWrite, req.ObjectChecksums = true, s.checksums
-			} else {
-				req.Flush, req.StateLookup = true, true
+// send sends the data pushed and not yet sent on the current stream, from
+// sentTo, in messages of up to 2 MiB made of consecutive chunks (each chunk
+// a part of the message, not copied), each with its CRC32C combined from
+// the chunks' and a flush and state lookup. Unless all is set it sends only
+// whole 2 MiB messages and keeps the rest for later.
+func (s *session) send(all bool) error {
+	if s.sentTo >= s.last {
+		return nil
+	}
+	s.mu.Lock()
+	batch := s.batch[:0]
+	for _, r := range s.pending {
+		if r.end() > s.sentTo {
+			batch = append(batch, r)
+		}
+	}
+	s.mu.Unlock()
+	defer func() {
+		clear(batch)
+		s.batch = batch[:0]
+	}()
+	for len(batch) > 0 && s.sentTo < s.last && (all || s.last-s.sentTo >= maxMessage) {
+		msg := s.life.newMsg()
+		start, size := s.sentTo, 0
+		var crc uint32
+		for len(batch) > 0 && msg.parts() < maxParts {
+			r := batch[0]
+			rel := int(s.sentTo - r.Offset)
+			piece := rel / chunker.MaxPiece
+			end := min((piece+1)*chunker.MaxPiece, len(r.Data))
+			data := r.Data[rel:end]
+			if size > 0 && size+len(data) > maxMessage {
+				break
+			}
+			if !s.noCRC {
+				pc := r.PieceCRC32C(piece)
+				if rel != piece*chunker.MaxPiece {
+					// A tail resent after a resume: checksum it afresh
+					// (the fault path only).
+					pc = crc32c.Checksum(data)
+				}
+				crc = crc32c.Combine(crc, pc, int64(len(data)))
+			}
+			s.life.add(msg, r, data)
+			size += len(data)
+			s.sentTo += int64(len(data))
+			if end == len(r.Data) {
+				batch = batch[1:]
 			}
 		}
-		msg := s.life.newMsg(r, data)
-		msg.Req = req
-		if !s.noCRC && len(data) > 0 {
-			msg.HasCRC = true
-			if rel == piece*chunker.MaxPiece {
-				msg.CRC32C = r.PieceCRC32C(piece)
-			} else {
-				// A tail resent after a resume: checksum it afresh (the
-				// fault path only).
-				msg.CRC32C = crc32c.Checksum(data)
-			}
-		}
+		req := s.newRequest(start)
+		req.Flush, req.StateLookup = true, true
+		msg.Req, msg.CRC32C, msg.HasCRC = req, crc, !s.noCRC
 		s.armTimer()
 		err := s.stream.SendMsg(&msg.WriteMsg)
 		s.life.sent(msg)
 		if err != nil {
 			return err
 		}
-		if last {
-			return nil
-		}
-		rel = end
 	}
+	return nil
 }
 
-// sendFinish sends a finish_write message without data at offset.
-func (s *session) sendFinish(offset int64) error {
-	req := s.newRequest(offset)
+// sendAll sends everything pushed, then finish_write with the object's
+// checksums, and half-closes the stream.
+func (s *session) sendAll() error {
+	if err := s.send(true); err != nil {
+		return err
+	}
+	req := s.newRequest(s.last)
 	req.FinishWrite, req.ObjectChecksums = true, s.checksums
 	s.armTimer()
-	return s.stream.SendMsg(req)
+	if err := s.stream.SendMsg(req); err != nil {
+		return err
+	}
+	return s.stream.CloseSend()
 }
 
 // newRequest starts a message at offset; a stream's first names the upload.
@@ -404,11 +459,14 @@ func (s *session) recoverFrom(op string, cause error) error {
 		}
 		s.ackLocked(st.GetPersistedSize())
 		persisted := s.persisted
-		resend := append([]*chunkRef(nil), s.pending...)
+		var first int64 = -1
+		if len(s.pending) > 0 {
+			first = s.pending[0].Offset
+		}
 		s.mu.Unlock()
-		if len(resend) > 0 && persisted < resend[0].Offset {
+		if persisted < first {
 			return &Error{Op: "QueryWriteStatus", Bucket: t.bucket, Object: t.object, Code: codes.DataLoss,
-				Err: fmt.Errorf("the service reports %d bytes persisted, below the %d it had acknowledged", persisted, resend[0].Offset)}
+				Err: fmt.Errorf("the service reports %d bytes persisted, below the %d it had acknowledged", persisted, first)}
 		}
 		if persisted > s.seen {
 			s.seen = persisted
@@ -419,20 +477,13 @@ func (s *session) recoverFrom(op string, cause error) error {
 			continue
 		}
 		op = "BidiWriteObject"
-		for _, r := range resend {
-			if err = s.send(r, max(persisted, r.Offset)); err != nil {
-				break
-			}
-		}
-		if err == nil && s.final != nil {
-			if len(resend) == 0 || resend[len(resend)-1] != s.final {
-				// Everything is persisted but the service never saw
-				// finish_write: finish with an empty message.
-				err = s.sendFinish(persisted)
-			}
-			if err == nil {
-				err = s.stream.CloseSend()
-			}
+		// Resend everything the service does not have, then finish if the
+		// upload had come that far.
+		s.sentTo = persisted
+		if s.final != nil {
+			err = s.sendAll()
+		} else {
+			err = s.send(true)
 		}
 		if err != nil {
 			cause = err

@@ -277,12 +277,11 @@ func (t *telemetry) tenantOf(ctx context.Context) string {
 // resumes, waits for a buffer, and buffers released by force. The Writer
 // owns it; the retrier, the session and the lifetime tracker report to it.
 type uploadEvents struct {
-	t       *telemetry
-	tg      *target    // the upload's context and names
+	tg      *target    // the upload's context, names and client
 	span    trace.Span // nil when not tracing
 	start   mono
-	retries int64
-	resumes int64
+	retries int32
+	resumes int32
 }
 
 // retried notes a failed attempt of op that will be retried after pause.
@@ -290,11 +289,11 @@ func (e *uploadEvents) retried(op string, cause error, pause time.Duration) {
 	e.retries++
 	if e.span != nil {
 		e.span.AddEvent("retry", trace.WithAttributes(
-			attribute.String("rpc", op), attribute.String("cause", cause.Error()), attribute.Int64("attempt", e.retries)))
+			attribute.String("rpc", op), attribute.String("cause", cause.Error()), attribute.Int64("attempt", int64(e.retries))))
 	}
-	if l := e.t.logger; l != nil {
+	if l := e.tg.c.tel.logger; l != nil {
 		l.LogAttrs(e.tg.ctx, slog.LevelWarn, "objup: retrying after a transient failure", e.logAttrs(
-			slog.String("rpc", op), slog.String("cause", cause.Error()), slog.Duration("backoff", pause), slog.Int64("retry", e.retries))...)
+			slog.String("rpc", op), slog.String("cause", cause.Error()), slog.Duration("backoff", pause), slog.Int("retry", int(e.retries)))...)
 	}
 }
 
@@ -304,7 +303,7 @@ func (e *uploadEvents) resumed(offset int64, cause error) {
 	if e.span != nil {
 		e.span.AddEvent("resume", trace.WithAttributes(attribute.Int64("offset", offset), attribute.String("cause", errText(cause))))
 	}
-	if l := e.t.logger; l != nil {
+	if l := e.tg.c.tel.logger; l != nil {
 		l.LogAttrs(e.tg.ctx, slog.LevelInfo, "objup: resumed the upload", e.logAttrs(
 			slog.Int64("offset", offset), slog.String("cause", errText(cause)))...)
 	}
@@ -312,14 +311,14 @@ func (e *uploadEvents) resumed(offset int64, cause error) {
 
 // waited notes a wait of d for a chunk buffer (a pool budget or WithBuffer).
 func (e *uploadEvents) waited(d time.Duration) {
-	if l := e.t.logger; l != nil {
+	if l := e.tg.c.tel.logger; l != nil {
 		l.LogAttrs(e.tg.ctx, slog.LevelDebug, "objup: waited for a chunk buffer", e.logAttrs(slog.Duration("wait", d))...)
 	}
 }
 
 // forced notes n messages that gRPC never released, released by force.
 func (e *uploadEvents) forced(n int) {
-	if l := e.t.logger; l != nil && n > 0 {
+	if l := e.tg.c.tel.logger; l != nil && n > 0 {
 		l.LogAttrs(context.Background(), slog.LevelDebug, "objup: released buffers gRPC dropped", e.logAttrs(slog.Int("messages", n))...)
 	}
 }
@@ -342,7 +341,7 @@ func errText(err error) string {
 // ended records the upload's end: its metrics, and its span's attributes
 // and status.
 func (e *uploadEvents) ended(size int64, path string, err error) {
-	t := e.t
+	t := e.tg.c.tel
 	code := codeOf(err)
 	if t.uploads != nil {
 		o := t.opts(setKey{code: code, path: path, tenant: t.tenantOf(e.tg.ctx)})
@@ -351,10 +350,10 @@ func (e *uploadEvents) ended(size int64, path string, err error) {
 		t.duration.Record(ctx, now().since(e.start).Seconds(), o.record...)
 		t.size.Record(ctx, size, o.record...)
 		if e.retries > 0 {
-			t.retries.Add(ctx, e.retries, o.add...)
+			t.retries.Add(ctx, int64(e.retries), o.add...)
 		}
 		if e.resumes > 0 {
-			t.resumes.Add(ctx, e.resumes, o.add...)
+			t.resumes.Add(ctx, int64(e.resumes), o.add...)
 		}
 	}
 	if s := e.span; s != nil {

@@ -129,7 +129,7 @@ func (w *Writer) init(ctx context.Context, bucket, object string, opts []WriterO
 		return invalid("NewWriter", bucket, object, "%w", err)
 	}
 	w.life.alloc = alloc
-	w.ev = uploadEvents{t: w.c.tel, tg: &w.target, start: now()}
+	w.ev = uploadEvents{tg: &w.target, start: now()}
 	w.ctx, w.ev.span = w.c.tel.startSpan(ctx, bucket, object)
 	w.life.ev = &w.ev
 	w.retry.init(w.cfg.retry, &w.ev)
@@ -284,7 +284,7 @@ func (w *Writer) send(r *chunkRef) error {
 // first and then waits again, instead of waiting for itself.
 func (w *Writer) buffer() (*[]byte, error) {
 	var start time.Time
-	if w.ev.t.logger != nil {
+	if w.c.tel.logger != nil {
 		start = time.Now()
 		defer func() {
 			if d := time.Since(start); d > time.Millisecond {
@@ -292,10 +292,21 @@ func (w *Writer) buffer() (*[]byte, error) {
 			}
 		}()
 	}
-	for {
-		if w.sess == nil {
-			return w.life.alloc.Get(w.ctx)
+	if w.sess == nil {
+		return w.life.alloc.Get(w.ctx)
+	}
+	// The session keeps chunks back to send them together; if the buffer
+	// must be waited for, they go out first, since they come back only
+	// once sent and persisted.
+	if t, ok := w.life.alloc.(tryGetter); ok {
+		if b, ok := t.TryGet(); ok {
+			return b, nil
 		}
+	}
+	if err := w.sess.flush(); err != nil {
+		return nil, err
+	}
+	for {
 		b, err := w.life.alloc.Get(w.sess.waitContext())
 		if err == nil || w.ctx.Err() != nil {
 			return b, err
@@ -304,6 +315,12 @@ func (w *Writer) buffer() (*[]byte, error) {
 			return nil, err
 		}
 	}
+}
+
+// tryGetter is an allocator that can hand out a buffer without waiting, as
+// pool.Pool and pool.Fixed do.
+type tryGetter interface {
+	TryGet() (*[]byte, bool)
 }
 
 // fail records the first error and abandons the upload.

@@ -23,13 +23,13 @@ type writerConfig struct {
 	ifGenerationNotMatch *int64
 	ifMetagenMatch       *int64
 	ifMetagenNotMatch    *int64
-	noCRC32C             bool
-	md5                  bool
 	progress             func(int64)
 	buffer               []byte
-	hasBuffer            bool
 	chunkSize            int
 	retry                *retryConfig // the client's, until a WithRetry of the Writer's own
+	noCRC32C             bool
+	md5                  bool
+	hasBuffer            bool
 	ownRetry             bool
 }
 
