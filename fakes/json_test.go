@@ -318,6 +318,7 @@ func TestJSONResumableEdgeCases(t *testing.T) {
 				var o jsonObject
 				r.decode(t, &o)
 				checkResource(t, o, name, data)
+				media(t, srv, name, data)
 				continue
 			}
 			r.errorReason(t, http.StatusBadRequest)
@@ -384,6 +385,10 @@ func TestJSONUploadRejects(t *testing.T) {
 	}
 	absent(t, cc, "bad-crc")
 	absent(t, cc, "x")
+	// The same upload with the right checksum goes through.
+	body, ctype = multipartBody(t, `{"name":"bad-crc","crc32c":"`+b64CRC(data)+`"}`, "text/plain", data)
+	do(t, srv, "POST", uploadPath("multipart", ""), body, "Content-Type", ctype)
+	media(t, srv, "bad-crc", data)
 }
 
 func TestJSONRangeReads(t *testing.T) {
@@ -619,6 +624,9 @@ func TestJSONList(t *testing.T) {
 		do(t, srv, "GET", "/storage/v1/b/"+bucket+"/o?"+tc.query, nil).errorReason(t, tc.status)
 	}
 	do(t, srv, "GET", "/storage/v1/b/nope/o", nil).errorReason(t, 404)
+	for _, n := range names {
+		media(t, srv, n, []byte(n))
+	}
 }
 
 func TestJSONBucketsAndVersions(t *testing.T) {
@@ -743,6 +751,8 @@ func TestJSONUnimplemented(t *testing.T) {
 	if r.status != 404 || !bytes.Contains(r.body, []byte("<Code>NoSuchKey</Code>")) {
 		t.Fatalf("XML GET of a missing object: %d %q", r.status, r.body)
 	}
+	media(t, srv, "src", []byte("x"))
+	absent(t, dial(t, srv), "dst")
 }
 
 func TestJSONCallLogAndStats(t *testing.T) {
@@ -796,4 +806,5 @@ func TestJSONCallLogAndStats(t *testing.T) {
 	if len(srv.Calls()) != 9 {
 		t.Fatalf("the stats request was logged: %v", srv.Calls())
 	}
+	media(t, srv, "b", []byte("xy"))
 }
