@@ -41,20 +41,32 @@ func (r *chunkRef) end() int64 { return r.Offset + int64(len(r.Data)) }
 func (r *chunkRef) unref() {
 	switch n := r.refs.Add(-1); {
 	case n == 0:
+		l := r.l
 		if r.Buf != nil {
-			r.l.alloc.Put(r.Buf)
+			l.alloc.Put(r.Buf)
 		}
-		r.l.bufs.Done()
+		if r != &l.first {
+			// Nothing refers to r any more: pending lists drop a chunk
+			// before its last reference, and a released hold never reads
+			// its chunk again.
+			*r = chunkRef{}
+			refPool.Put(r)
+		}
+		l.bufs.Done()
 	case n < 0:
 		panic("uploader: chunk released more often than referenced")
 	}
 }
 
+// refPool recycles the chunk references of resumable uploads: one per chunk
+// would be a quarter of a large upload's allocations.
+var refPool = sync.Pool{New: func() any { return new(chunkRef) }}
+
 // newRef takes ownership of a chunk: one reference, the caller's.
 func (l *lifetime) newRef(c chunker.Chunk) *chunkRef {
 	r := &l.first
 	if r.l != nil {
-		r = new(chunkRef)
+		r = refPool.Get().(*chunkRef)
 	}
 	r.l, r.Chunk = l, c
 	r.refs.Store(1)

@@ -327,10 +327,8 @@ func (s *session) send(all bool) error {
 		}
 	}
 	s.mu.Unlock()
-	defer func() {
-		clear(batch)
-		s.batch = batch[:0]
-	}()
+	s.batch = batch // keep the capacity for the next send
+	defer clear(batch)
 	for len(batch) > 0 && s.sentTo < s.last && (all || s.last-s.sentTo >= maxMessage) {
 		msg := s.life.newMsg()
 		start, size := s.sentTo, 0

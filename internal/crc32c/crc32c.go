@@ -56,6 +56,10 @@ func Combine(crc1, crc2 uint32, len2 int64) uint32 {
 	if len2 <= 0 {
 		return crc1
 	}
+	if crc1 == 0 {
+		// x^(8*len2) * 0 is 0: the first piece of an object costs nothing.
+		return crc2
+	}
 	return multModP(x2nModP(uint64(len2), 3), crc1) ^ crc2
 }
 
