@@ -32,6 +32,55 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type Object_Retention_Mode int32
+
+const (
+	Object_Retention_MODE_UNSPECIFIED Object_Retention_Mode = 0
+	Object_Retention_UNLOCKED         Object_Retention_Mode = 1
+	Object_Retention_LOCKED           Object_Retention_Mode = 2
+)
+
+// Enum value maps for Object_Retention_Mode.
+var (
+	Object_Retention_Mode_name = map[int32]string{
+		0: "MODE_UNSPECIFIED",
+		1: "UNLOCKED",
+		2: "LOCKED",
+	}
+	Object_Retention_Mode_value = map[string]int32{
+		"MODE_UNSPECIFIED": 0,
+		"UNLOCKED":         1,
+		"LOCKED":           2,
+	}
+)
+
+func (x Object_Retention_Mode) Enum() *Object_Retention_Mode {
+	p := new(Object_Retention_Mode)
+	*p = x
+	return p
+}
+
+func (x Object_Retention_Mode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Object_Retention_Mode) Descriptor() protoreflect.EnumDescriptor {
+	return file_internal_wire_storage_proto_enumTypes[0].Descriptor()
+}
+
+func (Object_Retention_Mode) Type() protoreflect.EnumType {
+	return &file_internal_wire_storage_proto_enumTypes[0]
+}
+
+func (x Object_Retention_Mode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Object_Retention_Mode.Descriptor instead.
+func (Object_Retention_Mode) EnumDescriptor() ([]byte, []int) {
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{20, 1, 0}
+}
+
 type ChecksummedData struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Content       []byte                 `protobuf:"bytes,1,opt,name=content,proto3" json:"content,omitempty"`
@@ -1832,6 +1881,13 @@ type Object struct {
 	CustomTime             *timestamppb.Timestamp `protobuf:"bytes,26,opt,name=custom_time,json=customTime,proto3" json:"custom_time,omitempty"`
 	Etag                   string                 `protobuf:"bytes,27,opt,name=etag,proto3" json:"etag,omitempty"`
 	FinalizeTime           *timestamppb.Timestamp `protobuf:"bytes,36,opt,name=finalize_time,json=finalizeTime,proto3" json:"finalize_time,omitempty"`
+	Acl                    []*ObjectAccessControl `protobuf:"bytes,10,rep,name=acl,proto3" json:"acl,omitempty"`
+	KmsKey                 string                 `protobuf:"bytes,18,opt,name=kms_key,json=kmsKey,proto3" json:"kms_key,omitempty"`
+	TemporaryHold          bool                   `protobuf:"varint,20,opt,name=temporary_hold,json=temporaryHold,proto3" json:"temporary_hold,omitempty"`
+	RetentionExpireTime    *timestamppb.Timestamp `protobuf:"bytes,21,opt,name=retention_expire_time,json=retentionExpireTime,proto3" json:"retention_expire_time,omitempty"`
+	EventBasedHold         *bool                  `protobuf:"varint,23,opt,name=event_based_hold,json=eventBasedHold,proto3,oneof" json:"event_based_hold,omitempty"`
+	Retention              *Object_Retention      `protobuf:"bytes,30,opt,name=retention,proto3" json:"retention,omitempty"`
+	Contexts               *ObjectContexts        `protobuf:"bytes,38,opt,name=contexts,proto3" json:"contexts,omitempty"`
 	unknownFields          protoimpl.UnknownFields
 	sizeCache              protoimpl.SizeCache
 }
@@ -2002,6 +2058,304 @@ func (x *Object) GetEtag() string {
 func (x *Object) GetFinalizeTime() *timestamppb.Timestamp {
 	if x != nil {
 		return x.FinalizeTime
+	}
+	return nil
+}
+
+func (x *Object) GetAcl() []*ObjectAccessControl {
+	if x != nil {
+		return x.Acl
+	}
+	return nil
+}
+
+func (x *Object) GetKmsKey() string {
+	if x != nil {
+		return x.KmsKey
+	}
+	return ""
+}
+
+func (x *Object) GetTemporaryHold() bool {
+	if x != nil {
+		return x.TemporaryHold
+	}
+	return false
+}
+
+func (x *Object) GetRetentionExpireTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RetentionExpireTime
+	}
+	return nil
+}
+
+func (x *Object) GetEventBasedHold() bool {
+	if x != nil && x.EventBasedHold != nil {
+		return *x.EventBasedHold
+	}
+	return false
+}
+
+func (x *Object) GetRetention() *Object_Retention {
+	if x != nil {
+		return x.Retention
+	}
+	return nil
+}
+
+func (x *Object) GetContexts() *ObjectContexts {
+	if x != nil {
+		return x.Contexts
+	}
+	return nil
+}
+
+type ObjectAccessControl struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Role          string                 `protobuf:"bytes,1,opt,name=role,proto3" json:"role,omitempty"`
+	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	Entity        string                 `protobuf:"bytes,3,opt,name=entity,proto3" json:"entity,omitempty"`
+	EntityId      string                 `protobuf:"bytes,4,opt,name=entity_id,json=entityId,proto3" json:"entity_id,omitempty"`
+	Email         string                 `protobuf:"bytes,5,opt,name=email,proto3" json:"email,omitempty"`
+	Etag          string                 `protobuf:"bytes,8,opt,name=etag,proto3" json:"etag,omitempty"`
+	EntityAlt     string                 `protobuf:"bytes,9,opt,name=entity_alt,json=entityAlt,proto3" json:"entity_alt,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ObjectAccessControl) Reset() {
+	*x = ObjectAccessControl{}
+	mi := &file_internal_wire_storage_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ObjectAccessControl) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ObjectAccessControl) ProtoMessage() {}
+
+func (x *ObjectAccessControl) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_wire_storage_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ObjectAccessControl.ProtoReflect.Descriptor instead.
+func (*ObjectAccessControl) Descriptor() ([]byte, []int) {
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ObjectAccessControl) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *ObjectAccessControl) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ObjectAccessControl) GetEntity() string {
+	if x != nil {
+		return x.Entity
+	}
+	return ""
+}
+
+func (x *ObjectAccessControl) GetEntityId() string {
+	if x != nil {
+		return x.EntityId
+	}
+	return ""
+}
+
+func (x *ObjectAccessControl) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+func (x *ObjectAccessControl) GetEtag() string {
+	if x != nil {
+		return x.Etag
+	}
+	return ""
+}
+
+func (x *ObjectAccessControl) GetEntityAlt() string {
+	if x != nil {
+		return x.EntityAlt
+	}
+	return ""
+}
+
+type ObjectContexts struct {
+	state         protoimpl.MessageState                 `protogen:"open.v1"`
+	Custom        map[string]*ObjectCustomContextPayload `protobuf:"bytes,1,rep,name=custom,proto3" json:"custom,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ObjectContexts) Reset() {
+	*x = ObjectContexts{}
+	mi := &file_internal_wire_storage_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ObjectContexts) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ObjectContexts) ProtoMessage() {}
+
+func (x *ObjectContexts) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_wire_storage_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ObjectContexts.ProtoReflect.Descriptor instead.
+func (*ObjectContexts) Descriptor() ([]byte, []int) {
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ObjectContexts) GetCustom() map[string]*ObjectCustomContextPayload {
+	if x != nil {
+		return x.Custom
+	}
+	return nil
+}
+
+type ObjectCustomContextPayload struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Value         string                 `protobuf:"bytes,1,opt,name=value,proto3" json:"value,omitempty"`
+	CreateTime    *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	UpdateTime    *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ObjectCustomContextPayload) Reset() {
+	*x = ObjectCustomContextPayload{}
+	mi := &file_internal_wire_storage_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ObjectCustomContextPayload) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ObjectCustomContextPayload) ProtoMessage() {}
+
+func (x *ObjectCustomContextPayload) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_wire_storage_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ObjectCustomContextPayload.ProtoReflect.Descriptor instead.
+func (*ObjectCustomContextPayload) Descriptor() ([]byte, []int) {
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *ObjectCustomContextPayload) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
+func (x *ObjectCustomContextPayload) GetCreateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreateTime
+	}
+	return nil
+}
+
+func (x *ObjectCustomContextPayload) GetUpdateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdateTime
+	}
+	return nil
+}
+
+// Retention is Object.Retention of the public API.
+type Object_Retention struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Mode            Object_Retention_Mode  `protobuf:"varint,1,opt,name=mode,proto3,enum=objup.wire.v2.Object_Retention_Mode" json:"mode,omitempty"`
+	RetainUntilTime *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=retain_until_time,json=retainUntilTime,proto3" json:"retain_until_time,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *Object_Retention) Reset() {
+	*x = Object_Retention{}
+	mi := &file_internal_wire_storage_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Object_Retention) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Object_Retention) ProtoMessage() {}
+
+func (x *Object_Retention) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_wire_storage_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Object_Retention.ProtoReflect.Descriptor instead.
+func (*Object_Retention) Descriptor() ([]byte, []int) {
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{20, 1}
+}
+
+func (x *Object_Retention) GetMode() Object_Retention_Mode {
+	if x != nil {
+		return x.Mode
+	}
+	return Object_Retention_MODE_UNSPECIFIED
+}
+
+func (x *Object_Retention) GetRetainUntilTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RetainUntilTime
 	}
 	return nil
 }
@@ -2194,7 +2548,7 @@ const file_internal_wire_storage_proto_rawDesc = "" +
 	"\x14_if_generation_matchB\x1a\n" +
 	"\x18_if_generation_not_matchB\x1a\n" +
 	"\x18_if_metageneration_matchB\x1e\n" +
-	"\x1c_if_metageneration_not_match\"\xcc\a\n" +
+	"\x1c_if_metageneration_not_match\"\x98\f\n" +
 	"\x06Object\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\tR\x06bucket\x12\x1e\n" +
@@ -2220,10 +2574,47 @@ const file_internal_wire_storage_proto_rawDesc = "" +
 	"\vcustom_time\x18\x1a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"customTime\x12\x12\n" +
 	"\x04etag\x18\x1b \x01(\tR\x04etag\x12?\n" +
-	"\rfinalize_time\x18$ \x01(\v2\x1a.google.protobuf.TimestampR\ffinalizeTime\x1a;\n" +
+	"\rfinalize_time\x18$ \x01(\v2\x1a.google.protobuf.TimestampR\ffinalizeTime\x124\n" +
+	"\x03acl\x18\n" +
+	" \x03(\v2\".objup.wire.v2.ObjectAccessControlR\x03acl\x12\x17\n" +
+	"\akms_key\x18\x12 \x01(\tR\x06kmsKey\x12%\n" +
+	"\x0etemporary_hold\x18\x14 \x01(\bR\rtemporaryHold\x12N\n" +
+	"\x15retention_expire_time\x18\x15 \x01(\v2\x1a.google.protobuf.TimestampR\x13retentionExpireTime\x12-\n" +
+	"\x10event_based_hold\x18\x17 \x01(\bH\x00R\x0eeventBasedHold\x88\x01\x01\x12=\n" +
+	"\tretention\x18\x1e \x01(\v2\x1f.objup.wire.v2.Object.RetentionR\tretention\x129\n" +
+	"\bcontexts\x18& \x01(\v2\x1d.objup.wire.v2.ObjectContextsR\bcontexts\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B&Z$github.com/objup/objup/internal/wireb\x06proto3"
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a\xc5\x01\n" +
+	"\tRetention\x128\n" +
+	"\x04mode\x18\x01 \x01(\x0e2$.objup.wire.v2.Object.Retention.ModeR\x04mode\x12F\n" +
+	"\x11retain_until_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x0fretainUntilTime\"6\n" +
+	"\x04Mode\x12\x14\n" +
+	"\x10MODE_UNSPECIFIED\x10\x00\x12\f\n" +
+	"\bUNLOCKED\x10\x01\x12\n" +
+	"\n" +
+	"\x06LOCKED\x10\x02B\x13\n" +
+	"\x11_event_based_hold\"\xb7\x01\n" +
+	"\x13ObjectAccessControl\x12\x12\n" +
+	"\x04role\x18\x01 \x01(\tR\x04role\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x16\n" +
+	"\x06entity\x18\x03 \x01(\tR\x06entity\x12\x1b\n" +
+	"\tentity_id\x18\x04 \x01(\tR\bentityId\x12\x14\n" +
+	"\x05email\x18\x05 \x01(\tR\x05email\x12\x12\n" +
+	"\x04etag\x18\b \x01(\tR\x04etag\x12\x1d\n" +
+	"\n" +
+	"entity_alt\x18\t \x01(\tR\tentityAlt\"\xb9\x01\n" +
+	"\x0eObjectContexts\x12A\n" +
+	"\x06custom\x18\x01 \x03(\v2).objup.wire.v2.ObjectContexts.CustomEntryR\x06custom\x1ad\n" +
+	"\vCustomEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12?\n" +
+	"\x05value\x18\x02 \x01(\v2).objup.wire.v2.ObjectCustomContextPayloadR\x05value:\x028\x01\"\xac\x01\n" +
+	"\x1aObjectCustomContextPayload\x12\x14\n" +
+	"\x05value\x18\x01 \x01(\tR\x05value\x12;\n" +
+	"\vcreate_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"createTime\x12;\n" +
+	"\vupdate_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"updateTimeB&Z$github.com/objup/objup/internal/wireb\x06proto3"
 
 var (
 	file_internal_wire_storage_proto_rawDescOnce sync.Once
@@ -2237,77 +2628,94 @@ func file_internal_wire_storage_proto_rawDescGZIP() []byte {
 	return file_internal_wire_storage_proto_rawDescData
 }
 
-var file_internal_wire_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_internal_wire_storage_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_internal_wire_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_internal_wire_storage_proto_goTypes = []any{
-	(*ChecksummedData)(nil),             // 0: objup.wire.v2.ChecksummedData
-	(*ObjectChecksums)(nil),             // 1: objup.wire.v2.ObjectChecksums
-	(*CommonObjectRequestParams)(nil),   // 2: objup.wire.v2.CommonObjectRequestParams
-	(*ContentRange)(nil),                // 3: objup.wire.v2.ContentRange
-	(*WriteObjectSpec)(nil),             // 4: objup.wire.v2.WriteObjectSpec
-	(*WriteObjectRequest)(nil),          // 5: objup.wire.v2.WriteObjectRequest
-	(*WriteObjectResponse)(nil),         // 6: objup.wire.v2.WriteObjectResponse
-	(*AppendObjectSpec)(nil),            // 7: objup.wire.v2.AppendObjectSpec
-	(*BidiWriteObjectRequest)(nil),      // 8: objup.wire.v2.BidiWriteObjectRequest
-	(*BidiWriteObjectResponse)(nil),     // 9: objup.wire.v2.BidiWriteObjectResponse
-	(*StartResumableWriteRequest)(nil),  // 10: objup.wire.v2.StartResumableWriteRequest
-	(*StartResumableWriteResponse)(nil), // 11: objup.wire.v2.StartResumableWriteResponse
-	(*QueryWriteStatusRequest)(nil),     // 12: objup.wire.v2.QueryWriteStatusRequest
-	(*QueryWriteStatusResponse)(nil),    // 13: objup.wire.v2.QueryWriteStatusResponse
-	(*ReadObjectRequest)(nil),           // 14: objup.wire.v2.ReadObjectRequest
-	(*ReadObjectResponse)(nil),          // 15: objup.wire.v2.ReadObjectResponse
-	(*GetObjectRequest)(nil),            // 16: objup.wire.v2.GetObjectRequest
-	(*ListObjectsRequest)(nil),          // 17: objup.wire.v2.ListObjectsRequest
-	(*ListObjectsResponse)(nil),         // 18: objup.wire.v2.ListObjectsResponse
-	(*DeleteObjectRequest)(nil),         // 19: objup.wire.v2.DeleteObjectRequest
-	(*Object)(nil),                      // 20: objup.wire.v2.Object
-	nil,                                 // 21: objup.wire.v2.Object.MetadataEntry
-	(*fieldmaskpb.FieldMask)(nil),       // 22: google.protobuf.FieldMask
-	(*timestamppb.Timestamp)(nil),       // 23: google.protobuf.Timestamp
+	(Object_Retention_Mode)(0),          // 0: objup.wire.v2.Object.Retention.Mode
+	(*ChecksummedData)(nil),             // 1: objup.wire.v2.ChecksummedData
+	(*ObjectChecksums)(nil),             // 2: objup.wire.v2.ObjectChecksums
+	(*CommonObjectRequestParams)(nil),   // 3: objup.wire.v2.CommonObjectRequestParams
+	(*ContentRange)(nil),                // 4: objup.wire.v2.ContentRange
+	(*WriteObjectSpec)(nil),             // 5: objup.wire.v2.WriteObjectSpec
+	(*WriteObjectRequest)(nil),          // 6: objup.wire.v2.WriteObjectRequest
+	(*WriteObjectResponse)(nil),         // 7: objup.wire.v2.WriteObjectResponse
+	(*AppendObjectSpec)(nil),            // 8: objup.wire.v2.AppendObjectSpec
+	(*BidiWriteObjectRequest)(nil),      // 9: objup.wire.v2.BidiWriteObjectRequest
+	(*BidiWriteObjectResponse)(nil),     // 10: objup.wire.v2.BidiWriteObjectResponse
+	(*StartResumableWriteRequest)(nil),  // 11: objup.wire.v2.StartResumableWriteRequest
+	(*StartResumableWriteResponse)(nil), // 12: objup.wire.v2.StartResumableWriteResponse
+	(*QueryWriteStatusRequest)(nil),     // 13: objup.wire.v2.QueryWriteStatusRequest
+	(*QueryWriteStatusResponse)(nil),    // 14: objup.wire.v2.QueryWriteStatusResponse
+	(*ReadObjectRequest)(nil),           // 15: objup.wire.v2.ReadObjectRequest
+	(*ReadObjectResponse)(nil),          // 16: objup.wire.v2.ReadObjectResponse
+	(*GetObjectRequest)(nil),            // 17: objup.wire.v2.GetObjectRequest
+	(*ListObjectsRequest)(nil),          // 18: objup.wire.v2.ListObjectsRequest
+	(*ListObjectsResponse)(nil),         // 19: objup.wire.v2.ListObjectsResponse
+	(*DeleteObjectRequest)(nil),         // 20: objup.wire.v2.DeleteObjectRequest
+	(*Object)(nil),                      // 21: objup.wire.v2.Object
+	(*ObjectAccessControl)(nil),         // 22: objup.wire.v2.ObjectAccessControl
+	(*ObjectContexts)(nil),              // 23: objup.wire.v2.ObjectContexts
+	(*ObjectCustomContextPayload)(nil),  // 24: objup.wire.v2.ObjectCustomContextPayload
+	nil,                                 // 25: objup.wire.v2.Object.MetadataEntry
+	(*Object_Retention)(nil),            // 26: objup.wire.v2.Object.Retention
+	nil,                                 // 27: objup.wire.v2.ObjectContexts.CustomEntry
+	(*fieldmaskpb.FieldMask)(nil),       // 28: google.protobuf.FieldMask
+	(*timestamppb.Timestamp)(nil),       // 29: google.protobuf.Timestamp
 }
 var file_internal_wire_storage_proto_depIdxs = []int32{
-	20, // 0: objup.wire.v2.WriteObjectSpec.resource:type_name -> objup.wire.v2.Object
-	4,  // 1: objup.wire.v2.WriteObjectRequest.write_object_spec:type_name -> objup.wire.v2.WriteObjectSpec
-	0,  // 2: objup.wire.v2.WriteObjectRequest.checksummed_data:type_name -> objup.wire.v2.ChecksummedData
-	1,  // 3: objup.wire.v2.WriteObjectRequest.object_checksums:type_name -> objup.wire.v2.ObjectChecksums
-	2,  // 4: objup.wire.v2.WriteObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
-	20, // 5: objup.wire.v2.WriteObjectResponse.resource:type_name -> objup.wire.v2.Object
-	1,  // 6: objup.wire.v2.WriteObjectResponse.persisted_data_checksums:type_name -> objup.wire.v2.ObjectChecksums
-	4,  // 7: objup.wire.v2.BidiWriteObjectRequest.write_object_spec:type_name -> objup.wire.v2.WriteObjectSpec
-	7,  // 8: objup.wire.v2.BidiWriteObjectRequest.append_object_spec:type_name -> objup.wire.v2.AppendObjectSpec
-	0,  // 9: objup.wire.v2.BidiWriteObjectRequest.checksummed_data:type_name -> objup.wire.v2.ChecksummedData
-	1,  // 10: objup.wire.v2.BidiWriteObjectRequest.object_checksums:type_name -> objup.wire.v2.ObjectChecksums
-	2,  // 11: objup.wire.v2.BidiWriteObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
-	20, // 12: objup.wire.v2.BidiWriteObjectResponse.resource:type_name -> objup.wire.v2.Object
-	1,  // 13: objup.wire.v2.BidiWriteObjectResponse.persisted_data_checksums:type_name -> objup.wire.v2.ObjectChecksums
-	4,  // 14: objup.wire.v2.StartResumableWriteRequest.write_object_spec:type_name -> objup.wire.v2.WriteObjectSpec
-	2,  // 15: objup.wire.v2.StartResumableWriteRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
-	1,  // 16: objup.wire.v2.StartResumableWriteRequest.object_checksums:type_name -> objup.wire.v2.ObjectChecksums
-	2,  // 17: objup.wire.v2.QueryWriteStatusRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
-	20, // 18: objup.wire.v2.QueryWriteStatusResponse.resource:type_name -> objup.wire.v2.Object
-	1,  // 19: objup.wire.v2.QueryWriteStatusResponse.persisted_data_checksums:type_name -> objup.wire.v2.ObjectChecksums
-	2,  // 20: objup.wire.v2.ReadObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
-	22, // 21: objup.wire.v2.ReadObjectRequest.read_mask:type_name -> google.protobuf.FieldMask
-	0,  // 22: objup.wire.v2.ReadObjectResponse.checksummed_data:type_name -> objup.wire.v2.ChecksummedData
-	1,  // 23: objup.wire.v2.ReadObjectResponse.object_checksums:type_name -> objup.wire.v2.ObjectChecksums
-	3,  // 24: objup.wire.v2.ReadObjectResponse.content_range:type_name -> objup.wire.v2.ContentRange
-	20, // 25: objup.wire.v2.ReadObjectResponse.metadata:type_name -> objup.wire.v2.Object
-	2,  // 26: objup.wire.v2.GetObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
-	22, // 27: objup.wire.v2.GetObjectRequest.read_mask:type_name -> google.protobuf.FieldMask
-	22, // 28: objup.wire.v2.ListObjectsRequest.read_mask:type_name -> google.protobuf.FieldMask
-	20, // 29: objup.wire.v2.ListObjectsResponse.objects:type_name -> objup.wire.v2.Object
-	2,  // 30: objup.wire.v2.DeleteObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
-	23, // 31: objup.wire.v2.Object.create_time:type_name -> google.protobuf.Timestamp
-	1,  // 32: objup.wire.v2.Object.checksums:type_name -> objup.wire.v2.ObjectChecksums
-	23, // 33: objup.wire.v2.Object.update_time:type_name -> google.protobuf.Timestamp
-	23, // 34: objup.wire.v2.Object.update_storage_class_time:type_name -> google.protobuf.Timestamp
-	21, // 35: objup.wire.v2.Object.metadata:type_name -> objup.wire.v2.Object.MetadataEntry
-	23, // 36: objup.wire.v2.Object.custom_time:type_name -> google.protobuf.Timestamp
-	23, // 37: objup.wire.v2.Object.finalize_time:type_name -> google.protobuf.Timestamp
-	38, // [38:38] is the sub-list for method output_type
-	38, // [38:38] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	21, // 0: objup.wire.v2.WriteObjectSpec.resource:type_name -> objup.wire.v2.Object
+	5,  // 1: objup.wire.v2.WriteObjectRequest.write_object_spec:type_name -> objup.wire.v2.WriteObjectSpec
+	1,  // 2: objup.wire.v2.WriteObjectRequest.checksummed_data:type_name -> objup.wire.v2.ChecksummedData
+	2,  // 3: objup.wire.v2.WriteObjectRequest.object_checksums:type_name -> objup.wire.v2.ObjectChecksums
+	3,  // 4: objup.wire.v2.WriteObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
+	21, // 5: objup.wire.v2.WriteObjectResponse.resource:type_name -> objup.wire.v2.Object
+	2,  // 6: objup.wire.v2.WriteObjectResponse.persisted_data_checksums:type_name -> objup.wire.v2.ObjectChecksums
+	5,  // 7: objup.wire.v2.BidiWriteObjectRequest.write_object_spec:type_name -> objup.wire.v2.WriteObjectSpec
+	8,  // 8: objup.wire.v2.BidiWriteObjectRequest.append_object_spec:type_name -> objup.wire.v2.AppendObjectSpec
+	1,  // 9: objup.wire.v2.BidiWriteObjectRequest.checksummed_data:type_name -> objup.wire.v2.ChecksummedData
+	2,  // 10: objup.wire.v2.BidiWriteObjectRequest.object_checksums:type_name -> objup.wire.v2.ObjectChecksums
+	3,  // 11: objup.wire.v2.BidiWriteObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
+	21, // 12: objup.wire.v2.BidiWriteObjectResponse.resource:type_name -> objup.wire.v2.Object
+	2,  // 13: objup.wire.v2.BidiWriteObjectResponse.persisted_data_checksums:type_name -> objup.wire.v2.ObjectChecksums
+	5,  // 14: objup.wire.v2.StartResumableWriteRequest.write_object_spec:type_name -> objup.wire.v2.WriteObjectSpec
+	3,  // 15: objup.wire.v2.StartResumableWriteRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
+	2,  // 16: objup.wire.v2.StartResumableWriteRequest.object_checksums:type_name -> objup.wire.v2.ObjectChecksums
+	3,  // 17: objup.wire.v2.QueryWriteStatusRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
+	21, // 18: objup.wire.v2.QueryWriteStatusResponse.resource:type_name -> objup.wire.v2.Object
+	2,  // 19: objup.wire.v2.QueryWriteStatusResponse.persisted_data_checksums:type_name -> objup.wire.v2.ObjectChecksums
+	3,  // 20: objup.wire.v2.ReadObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
+	28, // 21: objup.wire.v2.ReadObjectRequest.read_mask:type_name -> google.protobuf.FieldMask
+	1,  // 22: objup.wire.v2.ReadObjectResponse.checksummed_data:type_name -> objup.wire.v2.ChecksummedData
+	2,  // 23: objup.wire.v2.ReadObjectResponse.object_checksums:type_name -> objup.wire.v2.ObjectChecksums
+	4,  // 24: objup.wire.v2.ReadObjectResponse.content_range:type_name -> objup.wire.v2.ContentRange
+	21, // 25: objup.wire.v2.ReadObjectResponse.metadata:type_name -> objup.wire.v2.Object
+	3,  // 26: objup.wire.v2.GetObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
+	28, // 27: objup.wire.v2.GetObjectRequest.read_mask:type_name -> google.protobuf.FieldMask
+	28, // 28: objup.wire.v2.ListObjectsRequest.read_mask:type_name -> google.protobuf.FieldMask
+	21, // 29: objup.wire.v2.ListObjectsResponse.objects:type_name -> objup.wire.v2.Object
+	3,  // 30: objup.wire.v2.DeleteObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
+	29, // 31: objup.wire.v2.Object.create_time:type_name -> google.protobuf.Timestamp
+	2,  // 32: objup.wire.v2.Object.checksums:type_name -> objup.wire.v2.ObjectChecksums
+	29, // 33: objup.wire.v2.Object.update_time:type_name -> google.protobuf.Timestamp
+	29, // 34: objup.wire.v2.Object.update_storage_class_time:type_name -> google.protobuf.Timestamp
+	25, // 35: objup.wire.v2.Object.metadata:type_name -> objup.wire.v2.Object.MetadataEntry
+	29, // 36: objup.wire.v2.Object.custom_time:type_name -> google.protobuf.Timestamp
+	29, // 37: objup.wire.v2.Object.finalize_time:type_name -> google.protobuf.Timestamp
+	22, // 38: objup.wire.v2.Object.acl:type_name -> objup.wire.v2.ObjectAccessControl
+	29, // 39: objup.wire.v2.Object.retention_expire_time:type_name -> google.protobuf.Timestamp
+	26, // 40: objup.wire.v2.Object.retention:type_name -> objup.wire.v2.Object.Retention
+	23, // 41: objup.wire.v2.Object.contexts:type_name -> objup.wire.v2.ObjectContexts
+	27, // 42: objup.wire.v2.ObjectContexts.custom:type_name -> objup.wire.v2.ObjectContexts.CustomEntry
+	29, // 43: objup.wire.v2.ObjectCustomContextPayload.create_time:type_name -> google.protobuf.Timestamp
+	29, // 44: objup.wire.v2.ObjectCustomContextPayload.update_time:type_name -> google.protobuf.Timestamp
+	0,  // 45: objup.wire.v2.Object.Retention.mode:type_name -> objup.wire.v2.Object.Retention.Mode
+	29, // 46: objup.wire.v2.Object.Retention.retain_until_time:type_name -> google.protobuf.Timestamp
+	24, // 47: objup.wire.v2.ObjectContexts.CustomEntry.value:type_name -> objup.wire.v2.ObjectCustomContextPayload
+	48, // [48:48] is the sub-list for method output_type
+	48, // [48:48] is the sub-list for method input_type
+	48, // [48:48] is the sub-list for extension type_name
+	48, // [48:48] is the sub-list for extension extendee
+	0,  // [0:48] is the sub-list for field type_name
 }
 
 func init() { file_internal_wire_storage_proto_init() }
@@ -2346,18 +2754,20 @@ func file_internal_wire_storage_proto_init() {
 	file_internal_wire_storage_proto_msgTypes[16].OneofWrappers = []any{}
 	file_internal_wire_storage_proto_msgTypes[17].OneofWrappers = []any{}
 	file_internal_wire_storage_proto_msgTypes[19].OneofWrappers = []any{}
+	file_internal_wire_storage_proto_msgTypes[20].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_wire_storage_proto_rawDesc), len(file_internal_wire_storage_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   22,
+			NumEnums:      1,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
 		GoTypes:           file_internal_wire_storage_proto_goTypes,
 		DependencyIndexes: file_internal_wire_storage_proto_depIdxs,
+		EnumInfos:         file_internal_wire_storage_proto_enumTypes,
 		MessageInfos:      file_internal_wire_storage_proto_msgTypes,
 	}.Build()
 	File_internal_wire_storage_proto = out.File
