@@ -30,6 +30,26 @@ type ObjectAttrs struct {
 	Etag    string
 	Created time.Time
 	Updated time.Time
+	// CustomTime is the object's custom time, zero if none.
+	CustomTime time.Time
+	// KMSKeyName names the Cloud KMS key that encrypts the object, if any.
+	KMSKeyName string
+	// ACL is the object's access control list, as the service reported it.
+	ACL []ACLRule
+	// Retention is the object's retention, nil if none.
+	Retention *Retention
+	// TemporaryHold and EventBasedHold tell whether the holds are set.
+	TemporaryHold  bool
+	EventBasedHold bool
+	// Contexts are the object's custom contexts.
+	Contexts map[string]string
+}
+
+// Retention is an object's retention: its mode and the time until which the
+// object can be neither deleted nor overwritten.
+type Retention struct {
+	Mode        RetentionMode
+	RetainUntil time.Time
 }
 
 const bucketPrefix = "projects/_/buckets/"
@@ -62,6 +82,26 @@ func (a *ObjectAttrs) setFromObject(o *wire.Object) {
 	}
 	if t := o.GetUpdateTime(); t != nil {
 		a.Updated = t.AsTime()
+	}
+	if t := o.GetCustomTime(); t != nil {
+		a.CustomTime = t.AsTime()
+	}
+	a.KMSKeyName = o.GetKmsKey()
+	if acl := o.GetAcl(); len(acl) > 0 {
+		a.ACL = make([]ACLRule, len(acl))
+		for i, r := range acl {
+			a.ACL[i] = ACLRule{Entity: r.GetEntity(), Role: r.GetRole()}
+		}
+	}
+	if r := o.GetRetention(); r != nil {
+		a.Retention = &Retention{Mode: RetentionMode(r.GetMode()), RetainUntil: r.GetRetainUntilTime().AsTime()}
+	}
+	a.TemporaryHold, a.EventBasedHold = o.GetTemporaryHold(), o.GetEventBasedHold()
+	if c := o.GetContexts().GetCustom(); len(c) > 0 {
+		a.Contexts = make(map[string]string, len(c))
+		for k, v := range c {
+			a.Contexts[k] = v.GetValue()
+		}
 	}
 }
 

@@ -10,8 +10,9 @@ import (
 // idempotent reports whether a one-shot upload may be repeated as a whole:
 // only a precondition makes a second write of the same object harmless.
 func (w *Writer) idempotent() bool {
-	return w.cfg.ifGenerationMatch != nil || w.cfg.ifGenerationNotMatch != nil ||
-		w.cfg.ifMetagenMatch != nil || w.cfg.ifMetagenNotMatch != nil
+	s := &w.scratch.spec
+	return s.IfGenerationMatch != nil || s.IfGenerationNotMatch != nil ||
+		s.IfMetagenerationMatch != nil || s.IfMetagenerationNotMatch != nil
 }
 
 // oneShot sends the whole object, r, in one WriteObject call, retried by the

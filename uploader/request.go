@@ -48,33 +48,19 @@ func (t *target) invoke(method string, req, resp any, timeout time.Duration) err
 	return err
 }
 
-// spec builds the object's WriteObjectSpec. first is the start of the data, for
-// content sniffing; size is the object's size, or -1 if unknown.
+// spec completes the object's WriteObjectSpec, which the options filled:
+// the name and bucket, the content type (sniffed from first, the start of the
+// data, when no option set one) and the size, or -1 if unknown.
 func (w *Writer) spec(first []byte, size int64) *wire.WriteObjectSpec {
-	ct := w.cfg.contentType
-	if ct == "" {
+	s := &w.scratch.spec
+	o := s.Resource
+	o.Name, o.Bucket = w.object, w.resource()
+	if o.ContentType == "" {
 		if len(first) > 512 {
 			first = first[:512]
 		}
-		ct = http.DetectContentType(first)
+		o.ContentType = http.DetectContentType(first)
 	}
-	s := &w.scratch.spec
-	s.Resource = &w.scratch.object
-	*s.Resource = wire.Object{
-		Name:               w.object,
-		Bucket:             w.resource(),
-		ContentType:        ct,
-		ContentEncoding:    w.cfg.contentEncoding,
-		ContentDisposition: w.cfg.contentDisposition,
-		ContentLanguage:    w.cfg.contentLanguage,
-		CacheControl:       w.cfg.cacheControl,
-		StorageClass:       w.cfg.storageClass,
-		Metadata:           w.cfg.metadata,
-	}
-	s.IfGenerationMatch = w.cfg.ifGenerationMatch
-	s.IfGenerationNotMatch = w.cfg.ifGenerationNotMatch
-	s.IfMetagenerationMatch = w.cfg.ifMetagenMatch
-	s.IfMetagenerationNotMatch = w.cfg.ifMetagenNotMatch
 	if size >= 0 {
 		w.scratch.size = size
 		s.ObjectSize = &w.scratch.size
@@ -82,17 +68,26 @@ func (w *Writer) spec(first []byte, size int64) *wire.WriteObjectSpec {
 	return s
 }
 
-// checksums returns the whole-object checksums to send at finish_write.
+// checksums returns the whole-object checksums to send at finish_write: the
+// caller's (WithSendCRC32C, WithSendMD5), else those computed while writing.
 func (w *Writer) checksums() *wire.ObjectChecksums {
-	if w.cfg.noCRC32C && !w.cfg.md5 {
+	cfg := &w.cfg
+	hasCRC := cfg.hasCRC || !cfg.noCRC32C
+	if !hasCRC && !cfg.md5 && cfg.sendMD5 == nil {
 		return nil
 	}
 	cs := &w.scratch.checksums
-	if !w.cfg.noCRC32C {
+	if hasCRC {
 		w.scratch.crc = w.ch.CRC32C()
+		if cfg.hasCRC {
+			w.scratch.crc = cfg.sendCRC
+		}
 		cs.Crc32C = &w.scratch.crc
 	}
-	if w.cfg.md5 {
+	switch {
+	case cfg.sendMD5 != nil:
+		cs.Md5Hash = cfg.sendMD5
+	case cfg.md5:
 		cs.Md5Hash = w.ch.MD5()
 	}
 	return cs

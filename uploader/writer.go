@@ -54,11 +54,8 @@ type Writer struct {
 	misused  atomic.Bool // a method was called while another ran
 	err      error       // sticky; set once
 	closed   bool
-	recorded bool // the upload's end was recorded
-	stored   bool // the object is stored: attrsVal holds its attributes
-	// attrsVal holds the stored object's attributes inside the Writer, which
-	// spares a small upload an allocation.
-	attrsVal ObjectAttrs
+	recorded bool         // the upload's end was recorded
+	attrs    *ObjectAttrs // the stored object's attributes
 }
 
 // NewWriter returns a Writer for gs://bucket/object. It validates the names,
@@ -91,6 +88,8 @@ func (w *Writer) init(ctx context.Context, bucket, object string, opts []WriterO
 	}
 	w.cfg.retry = &w.c.retry
 	w.cfg.chunkSize = w.c.chunkSize
+	w.scratch.spec.Resource = &w.scratch.object
+	w.cfg.spec, w.cfg.obj = &w.scratch.spec, &w.scratch.object
 	for _, o := range opts {
 		if o == nil {
 			continue
@@ -98,6 +97,9 @@ func (w *Writer) init(ctx context.Context, bucket, object string, opts []WriterO
 		if err := o.applyWriter(&w.cfg); err != nil {
 			return invalid("NewWriter", bucket, object, "%w", err)
 		}
+	}
+	if w.cfg.md5 && w.cfg.sendMD5 != nil {
+		return invalid("NewWriter", bucket, object, "WithMD5 and WithSendMD5 exclude each other")
 	}
 	if w.cfg.chunkSize != 0 {
 		if err := checkChunkSize(w.cfg.chunkSize); err != nil {
@@ -403,12 +405,7 @@ func (w *Writer) CloseWithError(err error) error {
 
 // Attrs returns the stored object's attributes after Close returned nil, and nil
 // before that or after a failure.
-func (w *Writer) Attrs() *ObjectAttrs {
-	if !w.stored {
-		return nil
-	}
-	return &w.attrsVal
-}
+func (w *Writer) Attrs() *ObjectAttrs { return w.attrs }
 
 // end releases the upload's buffers and records its end.
 func (w *Writer) end() {
@@ -446,8 +443,8 @@ func (w *Writer) finished(o *wire.Object, size int64) error {
 		return &Error{Op: "Close", Bucket: w.bucket, Object: w.object, Code: codes.DataLoss,
 			Err: fmt.Errorf("the service reports CRC32C %08x, %08x was written", cs.GetCrc32C(), w.ch.CRC32C())}
 	}
-	w.attrsVal.setFromObject(o)
-	w.stored = true
+	w.attrs = new(ObjectAttrs)
+	w.attrs.setFromObject(o)
 	if w.cfg.progress != nil {
 		w.cfg.progress(size)
 	}

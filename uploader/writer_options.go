@@ -1,8 +1,19 @@
 package uploader
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
 
-// WriterOption configures one Writer (NewWriter, Upload, Item.Options).
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/objup/objup/internal/wire"
+)
+
+// WriterOption configures one Writer (NewWriter, Upload, Item.Options). Each
+// is validated when NewWriter applies it: an invalid value is an
+// InvalidArgument error and nothing is sent.
 type WriterOption interface {
 	applyWriter(*writerConfig) error
 }
@@ -11,59 +22,56 @@ type writerOptionFunc func(*writerConfig) error
 
 func (f writerOptionFunc) applyWriter(c *writerConfig) error { return f(c) }
 
+// writerConfig is what the options set. The object's attributes and the
+// preconditions go straight into the request, where the v2 API puts them:
+// spec is the Writer's WriteObjectSpec, and obj its resource.
 type writerConfig struct {
-	contentType          string
-	contentEncoding      string
-	contentDisposition   string
-	contentLanguage      string
-	cacheControl         string
-	storageClass         string
-	metadata             map[string]string
-	ifGenerationMatch    *int64
-	ifGenerationNotMatch *int64
-	ifMetagenMatch       *int64
-	ifMetagenNotMatch    *int64
-	progress             func(int64)
-	buffer               []byte
-	chunkSize            int
-	retry                *retryConfig // the client's, until a WithRetry of the Writer's own
-	noCRC32C             bool
-	md5                  bool
-	hasBuffer            bool
-	ownRetry             bool
+	spec      *wire.WriteObjectSpec
+	obj       *wire.Object
+	progress  func(int64)
+	buffer    []byte
+	sendMD5   []byte // the caller's MD5 of the object, sent as it is
+	chunkSize int
+	retry     *retryConfig // the client's, until a WithRetry of the Writer's own
+	sendCRC   uint32       // the caller's CRC32C of the object, if hasCRC
+	hasCRC    bool
+	noCRC32C  bool
+	md5       bool
+	hasBuffer bool
+	ownRetry  bool
 }
 
 // WithContentType sets the object's Content-Type. Without it, the type is
 // sniffed from the first 512 bytes with http.DetectContentType, as the official
 // client does.
 func WithContentType(t string) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error { c.contentType = t; return nil })
+	return writerOptionFunc(func(c *writerConfig) error { c.obj.ContentType = t; return nil })
 }
 
 // WithContentEncoding sets the object's Content-Encoding (e.g. "gzip").
 func WithContentEncoding(e string) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error { c.contentEncoding = e; return nil })
+	return writerOptionFunc(func(c *writerConfig) error { c.obj.ContentEncoding = e; return nil })
 }
 
 // WithContentDisposition sets the object's Content-Disposition.
 func WithContentDisposition(d string) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error { c.contentDisposition = d; return nil })
+	return writerOptionFunc(func(c *writerConfig) error { c.obj.ContentDisposition = d; return nil })
 }
 
 // WithContentLanguage sets the object's Content-Language.
 func WithContentLanguage(l string) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error { c.contentLanguage = l; return nil })
+	return writerOptionFunc(func(c *writerConfig) error { c.obj.ContentLanguage = l; return nil })
 }
 
 // WithCacheControl sets the object's Cache-Control.
 func WithCacheControl(cc string) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error { c.cacheControl = cc; return nil })
+	return writerOptionFunc(func(c *writerConfig) error { c.obj.CacheControl = cc; return nil })
 }
 
 // WithStorageClass sets the object's storage class (e.g. "NEARLINE"); empty
 // means the bucket's default.
 func WithStorageClass(class string) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error { c.storageClass = class; return nil })
+	return writerOptionFunc(func(c *writerConfig) error { c.obj.StorageClass = class; return nil })
 }
 
 // WithMetadata sets the object's custom metadata. The map is read when the
@@ -74,11 +82,167 @@ func WithMetadata(md map[string]string) WriterOption {
 			if k == "" {
 				return fmt.Errorf("metadata has an empty key")
 			}
-			if c.metadata == nil {
-				c.metadata = make(map[string]string, len(md))
+			if c.obj.Metadata == nil {
+				c.obj.Metadata = make(map[string]string, len(md))
 			}
-			c.metadata[k] = v
+			c.obj.Metadata[k] = v
 		}
+		return nil
+	})
+}
+
+// WithCustomTime sets the object's custom time (Object.custom_time), which
+// lifecycle rules such as daysSinceCustomTime read. It must not be zero.
+func WithCustomTime(t time.Time) WriterOption {
+	return writerOptionFunc(func(c *writerConfig) error {
+		if t.IsZero() {
+			return fmt.Errorf("custom time is zero")
+		}
+		c.obj.CustomTime = timestamppb.New(t)
+		return nil
+	})
+}
+
+// WithKMSKeyName encrypts the object with a Cloud KMS key (Object.kms_key):
+// projects/P/locations/L/keyRings/R/cryptoKeys/K, optionally followed by
+// /cryptoKeyVersions/V.
+func WithKMSKeyName(name string) WriterOption {
+	return writerOptionFunc(func(c *writerConfig) error {
+		if err := checkKMSKeyName(name); err != nil {
+			return err
+		}
+		c.obj.KmsKey = name
+		return nil
+	})
+}
+
+func checkKMSKeyName(name string) error {
+	p := strings.Split(name, "/")
+	if (len(p) != 8 && len(p) != 10) || p[0] != "projects" || p[2] != "locations" || p[4] != "keyRings" || p[6] != "cryptoKeys" ||
+		(len(p) == 10 && p[8] != "cryptoKeyVersions") {
+		return fmt.Errorf("KMS key name %q is not projects/P/locations/L/keyRings/R/cryptoKeys/K", name)
+	}
+	for _, s := range p {
+		if s == "" {
+			return fmt.Errorf("KMS key name %q has an empty part", name)
+		}
+	}
+	return nil
+}
+
+// Predefined ACLs that WithPredefinedACL takes, as the v2 API names them.
+const (
+	ACLAuthenticatedRead      = "authenticatedRead"
+	ACLBucketOwnerFullControl = "bucketOwnerFullControl"
+	ACLBucketOwnerRead        = "bucketOwnerRead"
+	ACLPrivate                = "private"
+	ACLProjectPrivate         = "projectPrivate"
+	ACLPublicRead             = "publicRead"
+)
+
+// WithPredefinedACL applies a predefined ACL to the object
+// (WriteObjectSpec.predefined_acl): one of the ACL constants. It excludes
+// WithACL. Buckets with uniform bucket-level access reject both.
+func WithPredefinedACL(acl string) WriterOption {
+	return writerOptionFunc(func(c *writerConfig) error {
+		switch acl {
+		case ACLAuthenticatedRead, ACLBucketOwnerFullControl, ACLBucketOwnerRead, ACLPrivate, ACLProjectPrivate, ACLPublicRead:
+		default:
+			return fmt.Errorf("predefined ACL %q is not one of authenticatedRead, bucketOwnerFullControl, bucketOwnerRead, private, projectPrivate, publicRead", acl)
+		}
+		if len(c.obj.Acl) > 0 {
+			return fmt.Errorf("WithPredefinedACL and WithACL exclude each other")
+		}
+		c.spec.PredefinedAcl = acl
+		return nil
+	})
+}
+
+// ACLRule grants Role ("READER" or "OWNER") to Entity, as in the official
+// client's storage.ACLRule: "allUsers", "allAuthenticatedUsers",
+// "user-EMAIL", "group-EMAIL", "domain-DOMAIN", "project-TEAM-PROJECT".
+type ACLRule struct {
+	Entity string
+	Role   string
+}
+
+// WithACL sets the object's access control list (Object.acl). It excludes
+// WithPredefinedACL.
+func WithACL(rules ...ACLRule) WriterOption {
+	return writerOptionFunc(func(c *writerConfig) error {
+		if c.spec.PredefinedAcl != "" {
+			return fmt.Errorf("WithPredefinedACL and WithACL exclude each other")
+		}
+		acl := make([]*wire.ObjectAccessControl, 0, len(rules))
+		for _, r := range rules {
+			if r.Entity == "" || !utf8.ValidString(r.Entity) {
+				return fmt.Errorf("ACL rule with an empty or invalid entity")
+			}
+			if r.Role != "READER" && r.Role != "OWNER" {
+				return fmt.Errorf("ACL role %q for %q is not READER or OWNER", r.Role, r.Entity)
+			}
+			acl = append(acl, &wire.ObjectAccessControl{Entity: r.Entity, Role: r.Role})
+		}
+		c.obj.Acl = acl
+		return nil
+	})
+}
+
+// RetentionMode is an object retention mode (Object.Retention.Mode).
+type RetentionMode int32
+
+const (
+	// RetentionUnlocked lets the retention be shortened or removed later.
+	RetentionUnlocked RetentionMode = RetentionMode(wire.Object_Retention_UNLOCKED)
+	// RetentionLocked cannot be shortened or removed.
+	RetentionLocked RetentionMode = RetentionMode(wire.Object_Retention_LOCKED)
+)
+
+// WithRetention keeps the object from deletion and overwrite until
+// retainUntil (Object.retention). The bucket must allow object retention.
+// retainUntil must be in the future.
+func WithRetention(mode RetentionMode, retainUntil time.Time) WriterOption {
+	return writerOptionFunc(func(c *writerConfig) error {
+		if mode != RetentionUnlocked && mode != RetentionLocked {
+			return fmt.Errorf("retention mode %d is not RetentionUnlocked or RetentionLocked", mode)
+		}
+		if !retainUntil.After(time.Now()) {
+			return fmt.Errorf("retain-until time %v is not in the future", retainUntil)
+		}
+		c.obj.Retention = &wire.Object_Retention{Mode: wire.Object_Retention_Mode(mode), RetainUntilTime: timestamppb.New(retainUntil)}
+		return nil
+	})
+}
+
+// WithTemporaryHold places a temporary hold on the object
+// (Object.temporary_hold): it cannot be deleted or overwritten until the hold
+// is released.
+func WithTemporaryHold() WriterOption {
+	return writerOptionFunc(func(c *writerConfig) error { c.obj.TemporaryHold = true; return nil })
+}
+
+// WithEventBasedHold sets the object's event-based hold
+// (Object.event_based_hold), overriding the bucket's default.
+func WithEventBasedHold(on bool) WriterOption {
+	return writerOptionFunc(func(c *writerConfig) error { c.obj.EventBasedHold = &on; return nil })
+}
+
+// WithContexts sets the object's custom contexts (Object.contexts.custom):
+// key/value pairs that, unlike metadata, can be filtered on when listing.
+// Keys must be non-empty. The map is read when the option is applied.
+func WithContexts(kv map[string]string) WriterOption {
+	return writerOptionFunc(func(c *writerConfig) error {
+		if len(kv) == 0 {
+			return nil
+		}
+		custom := make(map[string]*wire.ObjectCustomContextPayload, len(kv))
+		for k, v := range kv {
+			if k == "" {
+				return fmt.Errorf("context has an empty key")
+			}
+			custom[k] = &wire.ObjectCustomContextPayload{Value: v}
+		}
+		c.obj.Contexts = &wire.ObjectContexts{Custom: custom}
 		return nil
 	})
 }
@@ -98,7 +262,7 @@ func WithGenerationMatch(gen int64) WriterOption {
 		if gen < 0 {
 			return fmt.Errorf("generation %d is negative", gen)
 		}
-		c.ifGenerationMatch = &gen
+		c.spec.IfGenerationMatch = &gen
 		return nil
 	})
 }
@@ -110,7 +274,7 @@ func WithGenerationNotMatch(gen int64) WriterOption {
 		if gen < 0 {
 			return fmt.Errorf("generation %d is negative", gen)
 		}
-		c.ifGenerationNotMatch = &gen
+		c.spec.IfGenerationNotMatch = &gen
 		return nil
 	})
 }
@@ -122,7 +286,7 @@ func WithMetagenerationMatch(mg int64) WriterOption {
 		if mg <= 0 {
 			return fmt.Errorf("metageneration %d must be positive", mg)
 		}
-		c.ifMetagenMatch = &mg
+		c.spec.IfMetagenerationMatch = &mg
 		return nil
 	})
 }
@@ -134,7 +298,7 @@ func WithMetagenerationNotMatch(mg int64) WriterOption {
 		if mg <= 0 {
 			return fmt.Errorf("metageneration %d must be positive", mg)
 		}
-		c.ifMetagenNotMatch = &mg
+		c.spec.IfMetagenerationNotMatch = &mg
 		return nil
 	})
 }
@@ -147,8 +311,35 @@ func WithoutCRC32C() WriterOption {
 
 // WithMD5 computes the object's MD5 while writing and sends it with the last
 // message, so the service verifies it too. It costs a second pass over the data.
+// WithSendMD5 sends an MD5 the caller already has instead.
 func WithMD5() WriterOption {
 	return writerOptionFunc(func(c *writerConfig) error { c.md5 = true; return nil })
+}
+
+// WithSendCRC32C sends crc, the CRC32C (Castagnoli) of the whole object that
+// the caller already has, as the object's checksum, like the official
+// Writer's SendCRC32C: the service verifies it, and an object whose bytes do
+// not match fails with DATA_LOSS (see IsDataLoss) and is not stored. Each
+// message still carries the CRC32C of its own bytes.
+func WithSendCRC32C(crc uint32) WriterOption {
+	return writerOptionFunc(func(c *writerConfig) error {
+		c.sendCRC, c.hasCRC = crc, true
+		return nil
+	})
+}
+
+// WithSendMD5 sends sum, the MD5 of the whole object that the caller already
+// has: the service verifies it, objup does not compute it, and an object
+// whose bytes do not match fails with DATA_LOSS and is not stored. sum must be
+// 16 bytes; it excludes WithMD5.
+func WithSendMD5(sum []byte) WriterOption {
+	return writerOptionFunc(func(c *writerConfig) error {
+		if len(sum) != 16 {
+			return fmt.Errorf("MD5 of %d bytes, want 16", len(sum))
+		}
+		c.sendMD5 = append([]byte(nil), sum...)
+		return nil
+	})
 }
 
 // WithProgress calls f with the number of bytes the service has acknowledged,
