@@ -45,7 +45,11 @@ func (s *Server) newUpload(ctx context.Context, spec *wire.WriteObjectSpec, comm
 	if err != nil {
 		return nil, err
 	}
-	return newUpload(b, specTemplate(spec), specConditions(spec), spec.ObjectSize), nil
+	tmpl := specTemplate(spec)
+	if tmpl.extra, err = specExtra(spec); err != nil {
+		return nil, err
+	}
+	return newUpload(b, tmpl, specConditions(spec), spec.ObjectSize), nil
 }
 
 // specTemplate returns the attributes a write's spec gives its object.

@@ -20,31 +20,37 @@ func formatTime(us int64) string {
 
 // objectResource is the JSON API's object resource.
 type objectResource struct {
-	Kind                    string            `json:"kind"`
-	ID                      string            `json:"id"`
-	SelfLink                string            `json:"selfLink"`
-	MediaLink               string            `json:"mediaLink"`
-	Name                    string            `json:"name"`
-	Bucket                  string            `json:"bucket"`
-	Generation              string            `json:"generation"`
-	Metageneration          string            `json:"metageneration"`
-	ContentType             string            `json:"contentType,omitempty"`
-	ContentEncoding         string            `json:"contentEncoding,omitempty"`
-	ContentDisposition      string            `json:"contentDisposition,omitempty"`
-	ContentLanguage         string            `json:"contentLanguage,omitempty"`
-	CacheControl            string            `json:"cacheControl,omitempty"`
-	StorageClass            string            `json:"storageClass"`
-	Size                    string            `json:"size"`
-	MD5Hash                 string            `json:"md5Hash"`
-	CRC32C                  string            `json:"crc32c"`
-	Etag                    string            `json:"etag"`
-	TimeCreated             string            `json:"timeCreated"`
-	Updated                 string            `json:"updated"`
-	TimeStorageClassUpdated string            `json:"timeStorageClassUpdated"`
-	TimeFinalized           string            `json:"timeFinalized"`
-	TimeDeleted             string            `json:"timeDeleted,omitempty"`
-	CustomTime              string            `json:"customTime,omitempty"`
-	Metadata                map[string]string `json:"metadata,omitempty"`
+	Kind                    string             `json:"kind"`
+	ID                      string             `json:"id"`
+	SelfLink                string             `json:"selfLink"`
+	MediaLink               string             `json:"mediaLink"`
+	Name                    string             `json:"name"`
+	Bucket                  string             `json:"bucket"`
+	Generation              string             `json:"generation"`
+	Metageneration          string             `json:"metageneration"`
+	ContentType             string             `json:"contentType,omitempty"`
+	ContentEncoding         string             `json:"contentEncoding,omitempty"`
+	ContentDisposition      string             `json:"contentDisposition,omitempty"`
+	ContentLanguage         string             `json:"contentLanguage,omitempty"`
+	CacheControl            string             `json:"cacheControl,omitempty"`
+	StorageClass            string             `json:"storageClass"`
+	Size                    string             `json:"size"`
+	MD5Hash                 string             `json:"md5Hash"`
+	CRC32C                  string             `json:"crc32c"`
+	Etag                    string             `json:"etag"`
+	TimeCreated             string             `json:"timeCreated"`
+	Updated                 string             `json:"updated"`
+	TimeStorageClassUpdated string             `json:"timeStorageClassUpdated"`
+	TimeFinalized           string             `json:"timeFinalized"`
+	TimeDeleted             string             `json:"timeDeleted,omitempty"`
+	CustomTime              string             `json:"customTime,omitempty"`
+	Metadata                map[string]string  `json:"metadata,omitempty"`
+	ACL                     []aclResource      `json:"acl,omitempty"`
+	KMSKeyName              string             `json:"kmsKeyName,omitempty"`
+	TemporaryHold           bool               `json:"temporaryHold,omitempty"`
+	EventBasedHold          *bool              `json:"eventBasedHold,omitempty"`
+	Retention               *retentionResource `json:"retention,omitempty"`
+	Contexts                *contextsResource  `json:"contexts,omitempty"`
 }
 
 // resource returns o as the JSON API's object resource; base is the
@@ -52,7 +58,7 @@ type objectResource struct {
 func (b *bucket) resource(o *object, base string) *objectResource {
 	gen := strconv.FormatInt(o.generation, 10)
 	path := "/b/" + url.PathEscape(b.name) + "/o/" + url.PathEscape(o.name)
-	return &objectResource{
+	r := &objectResource{
 		Kind:                    "storage#object",
 		ID:                      b.name + "/" + o.name + "/" + gen,
 		SelfLink:                base + "/storage/v1" + path,
@@ -79,6 +85,8 @@ func (b *bucket) resource(o *object, base string) *objectResource {
 		CustomTime:              formatTime(o.customTime),
 		Metadata:                o.metadata,
 	}
+	o.extra.setJSON(r, b.name, o.name)
+	return r
 }
 
 // objectList is the JSON API's objects.list response.

@@ -96,6 +96,7 @@ func (b *bucket) toObject(o *object) *wire.Object {
 		Metadata:               o.metadata,
 		Checksums:              &wire.ObjectChecksums{Crc32C: &crc, Md5Hash: o.md5[:]},
 	}
+	o.extra.setExtra(w)
 	return w
 }
 

@@ -87,6 +87,7 @@ type object struct {
 	contentType, contentEncoding, contentDisposition string
 	contentLanguage, cacheControl, storageClass      string
 	metadata                                         map[string]string
+	extra                                            *objectExtra // nil for most objects
 
 	// content is the object's bytes in parts, as received: never written
 	// after the object is stored.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strconv"
 	"strings"
 	"unicode"
@@ -59,6 +60,27 @@ const invalidCode = codes.InvalidArgument
 
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
+
+// Is makes errors.Is match the standard sentinels for the common cases:
+// fs.ErrNotExist for codes.NotFound (a missing bucket, or a resumable
+// session the service no longer knows), fs.ErrPermission for
+// codes.PermissionDenied and codes.Unauthenticated. context.Canceled and
+// context.DeadlineExceeded match through the cause.
+func (e *Error) Is(target error) bool {
+	switch target {
+	case fs.ErrNotExist:
+		return e.Code == codes.NotFound
+	case fs.ErrPermission:
+		return e.Code == codes.PermissionDenied || e.Code == codes.Unauthenticated
+	}
+	return false
+}
+
+// CodeOf returns the gRPC code of err: codes.OK for nil, the Code of an
+// *Error in err's chain, codes.Canceled or codes.DeadlineExceeded for a
+// context error, the code of a gRPC status, and codes.Unknown otherwise. It
+// reads any error objup returns, and those of UploadMany's results.
+func CodeOf(err error) codes.Code { return codeOf(err) }
 
 // GRPCStatus returns the status of the cause when it is a gRPC status, otherwise a
 // status with e.Code and e's message, so status.FromError(err) always works.

@@ -1,0 +1,288 @@
+package uploader_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"errors"
+	"hash/crc32"
+	"io/fs"
+	"maps"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/storage"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/objup/objup/uploader"
+)
+
+// officialClients returns the official client over gRPC and over JSON, both
+// on e's fake.
+func officialClients(t *testing.T, e *env) (grpcClient, jsonClient *storage.Client) {
+	t.Helper()
+	ctx := context.Background()
+	g, err := storage.NewGRPCClient(ctx,
+		option.WithEndpoint(e.srv.GRPCAddr()),
+		option.WithoutAuthentication(),
+		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
+		storage.WithDisabledClientMetrics())
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := storage.NewClient(ctx, option.WithEndpoint(e.srv.HTTPURL()+"/storage/v1/"), option.WithoutAuthentication())
+	if err != nil {
+		g.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close(); j.Close() })
+	return g, j
+}
+
+// TestAttributesRoundTrip writes each attribute with objup, one-shot and
+// resumable, and reads it back with objup's Attrs and with the official
+// client over gRPC and over JSON.
+func TestAttributesRoundTrip(t *testing.T) {
+	e := newEnv(t)
+	g, j := officialClients(t, e)
+	custom := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	until := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second)
+	const kms = "projects/p/locations/us/keyRings/r/cryptoKeys/k"
+	tests := []struct {
+		name  string
+		opt   uploader.WriterOption
+		check func(a *storage.ObjectAttrs) bool
+		ours  func(a *uploader.ObjectAttrs) bool
+	}{
+		{"custom time", uploader.WithCustomTime(custom),
+			func(a *storage.ObjectAttrs) bool { return a.CustomTime.Equal(custom) },
+			func(a *uploader.ObjectAttrs) bool { return a.CustomTime.Equal(custom) }},
+		{"kms key", uploader.WithKMSKeyName(kms),
+			func(a *storage.ObjectAttrs) bool { return a.KMSKeyName == kms },
+			func(a *uploader.ObjectAttrs) bool { return a.KMSKeyName == kms }},
+		{"predefined acl", uploader.WithPredefinedACL(uploader.ACLPublicRead),
+			func(a *storage.ObjectAttrs) bool { return hasRule(a.ACL, "allUsers", "READER") },
+			func(a *uploader.ObjectAttrs) bool { return len(a.ACL) == 1 && a.ACL[0].Entity == "allUsers" }},
+		{"acl", uploader.WithACL(uploader.ACLRule{Entity: "user-a@example.com", Role: "OWNER"}, uploader.ACLRule{Entity: "allAuthenticatedUsers", Role: "READER"}),
+			func(a *storage.ObjectAttrs) bool {
+				return hasRule(a.ACL, "user-a@example.com", "OWNER") && hasRule(a.ACL, "allAuthenticatedUsers", "READER")
+			},
+			func(a *uploader.ObjectAttrs) bool { return len(a.ACL) == 2 }},
+		{"retention", uploader.WithRetention(uploader.RetentionUnlocked, until),
+			func(a *storage.ObjectAttrs) bool {
+				return a.Retention != nil && a.Retention.Mode == "Unlocked" && a.Retention.RetainUntil.Equal(until)
+			},
+			func(a *uploader.ObjectAttrs) bool {
+				return a.Retention != nil && a.Retention.Mode == uploader.RetentionUnlocked && a.Retention.RetainUntil.Equal(until)
+			}},
+		{"temporary hold", uploader.WithTemporaryHold(),
+			func(a *storage.ObjectAttrs) bool { return a.TemporaryHold },
+			func(a *uploader.ObjectAttrs) bool { return a.TemporaryHold }},
+		{"event-based hold", uploader.WithEventBasedHold(true),
+			func(a *storage.ObjectAttrs) bool { return a.EventBasedHold },
+			func(a *uploader.ObjectAttrs) bool { return a.EventBasedHold }},
+		{"contexts", uploader.WithContexts(map[string]string{"team": "storage", "tier": "hot"}),
+			func(a *storage.ObjectAttrs) bool {
+				return a.Contexts != nil && a.Contexts.Custom["team"].Value == "storage" && a.Contexts.Custom["tier"].Value == "hot"
+			},
+			func(a *uploader.ObjectAttrs) bool {
+				return maps.Equal(a.Contexts, map[string]string{"team": "storage", "tier": "hot"})
+			}},
+	}
+	for _, tc := range tests {
+		for _, size := range []int{kib, q + 1} {
+			name := "attrs/" + tc.name + "/" + sizeName(size)
+			t.Run(tc.name+"/"+sizeName(size), func(t *testing.T) {
+				data := payload(size, 3)
+				ours, err := e.c.Upload(context.Background(), bucket, name, bytes.NewReader(data), tc.opt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !tc.ours(ours) {
+					t.Errorf("objup's Attrs: %+v", ours)
+				}
+				sameBytes(t, name, e.content(name), data)
+				for peer, c := range map[string]*storage.Client{"grpc": g, "json": j} {
+					if peer == "grpc" && tc.name == "retention" {
+						// The official client v1.70.0 does not read
+						// Object.retention from gRPC (newObjectFromProto
+						// leaves Retention out); objup's Attrs and JSON
+						// show it.
+						continue
+					}
+					a, err := c.Bucket(bucket).Object(name).Attrs(context.Background())
+					if err != nil {
+						t.Fatalf("%s Attrs: %v", peer, err)
+					}
+					if !tc.check(a) {
+						t.Errorf("%s reads %+v", peer, a)
+					}
+				}
+			})
+		}
+	}
+}
+
+func hasRule(acl []storage.ACLRule, entity, role string) bool {
+	for _, r := range acl {
+		if string(r.Entity) == entity && string(r.Role) == role {
+			return true
+		}
+	}
+	return false
+}
+
+// TestInvalidAttributesRejectedBeforeAnyRPC: bad attribute values are
+// InvalidArgument at NewWriter, with no call made.
+func TestInvalidAttributesRejectedBeforeAnyRPC(t *testing.T) {
+	e := newEnv(t)
+	bad := map[string][]uploader.WriterOption{
+		"zero custom time":       {uploader.WithCustomTime(time.Time{})},
+		"kms key":                {uploader.WithKMSKeyName("projects/p/keyRings/r")},
+		"kms key empty part":     {uploader.WithKMSKeyName("projects//locations/l/keyRings/r/cryptoKeys/k")},
+		"predefined acl":         {uploader.WithPredefinedACL("everyone")},
+		"acl role":               {uploader.WithACL(uploader.ACLRule{Entity: "allUsers", Role: "WRITER"})},
+		"acl entity":             {uploader.WithACL(uploader.ACLRule{Role: "READER"})},
+		"acl and predefined":     {uploader.WithPredefinedACL(uploader.ACLPrivate), uploader.WithACL(uploader.ACLRule{Entity: "allUsers", Role: "READER"})},
+		"retention mode":         {uploader.WithRetention(0, time.Now().Add(time.Hour))},
+		"retention in the past":  {uploader.WithRetention(uploader.RetentionLocked, time.Now().Add(-time.Hour))},
+		"context key":            {uploader.WithContexts(map[string]string{"": "v"})},
+		"md5 length":             {uploader.WithSendMD5([]byte{1, 2, 3})},
+		"md5 twice":              {uploader.WithMD5(), uploader.WithSendMD5(make([]byte, 16))},
+		"generation not match":   {uploader.WithGenerationNotMatch(-1)},
+		"metageneration not mat": {uploader.WithMetagenerationNotMatch(0)},
+	}
+	for name, opts := range bad {
+		if _, err := e.c.NewWriter(context.Background(), bucket, "o", opts...); !uploader.IsInvalidArgument(err) {
+			t.Errorf("%s: NewWriter = %v, want InvalidArgument", name, err)
+		}
+	}
+	if m := e.methods(); len(m) != 0 {
+		t.Fatalf("calls made: %v", m)
+	}
+}
+
+// TestAllFourPreconditions: each precondition lets the write through when it
+// holds and fails it with FailedPrecondition, nothing stored, when it does
+// not.
+func TestAllFourPreconditions(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	first, err := e.c.Upload(ctx, bucket, "pre", bytes.NewReader([]byte("v1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, mg := first.Generation, first.Metageneration
+	// Each case builds its option from the live generation and
+	// metageneration at the time of the write.
+	tests := []struct {
+		name string
+		opt  func(gen, mg int64) uploader.WriterOption
+		ok   bool
+	}{
+		{"generation match", func(gen, _ int64) uploader.WriterOption { return uploader.WithGenerationMatch(gen) }, true},
+		{"generation match, stale", func(gen, _ int64) uploader.WriterOption { return uploader.WithGenerationMatch(gen - 1) }, false},
+		{"generation not match, other", func(gen, _ int64) uploader.WriterOption { return uploader.WithGenerationNotMatch(gen - 1) }, true},
+		{"generation not match, live", func(gen, _ int64) uploader.WriterOption { return uploader.WithGenerationNotMatch(gen) }, false},
+		{"metageneration match", func(_, mg int64) uploader.WriterOption { return uploader.WithMetagenerationMatch(mg) }, true},
+		{"metageneration match, wrong", func(_, mg int64) uploader.WriterOption { return uploader.WithMetagenerationMatch(mg + 5) }, false},
+		{"metageneration not match", func(_, mg int64) uploader.WriterOption { return uploader.WithMetagenerationNotMatch(mg + 5) }, true},
+		{"metageneration not match, same", func(_, mg int64) uploader.WriterOption { return uploader.WithMetagenerationNotMatch(mg) }, false},
+	}
+	for i, tc := range tests {
+		for _, size := range []int{kib, q + 1} {
+			data := payload(size, uint64(i))
+			a, err := e.c.Upload(ctx, bucket, "pre", bytes.NewReader(data), tc.opt(live, mg))
+			if tc.ok != (err == nil) {
+				t.Fatalf("%s (%s): %v", tc.name, sizeName(size), err)
+			}
+			if err != nil {
+				if !uploader.IsPreconditionFailed(err) || uploader.CodeOf(err) != codes.FailedPrecondition {
+					t.Fatalf("%s: %v, want FailedPrecondition", tc.name, err)
+				}
+				continue
+			}
+			if a.Generation <= live {
+				t.Fatalf("%s: generation %d after %d", tc.name, a.Generation, live)
+			}
+			live, mg = a.Generation, a.Metageneration
+			sameBytes(t, tc.name, e.content("pre"), data)
+		}
+	}
+}
+
+// TestCallerChecksums: checksums the caller already has are sent as they
+// are; the service accepts right ones and rejects wrong ones with DATA_LOSS,
+// nothing stored, on both paths; objup does not compute an MD5 it was given.
+func TestCallerChecksums(t *testing.T) {
+	e := newEnv(t)
+	for _, size := range []int{kib, 3*q + 7} {
+		data := payload(size, 8)
+		crc := crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli))
+		sum := md5.Sum(data)
+		tests := []struct {
+			name string
+			opts []uploader.WriterOption
+			ok   bool
+		}{
+			{"crc32c", []uploader.WriterOption{uploader.WithSendCRC32C(crc)}, true},
+			{"md5", []uploader.WriterOption{uploader.WithSendMD5(sum[:])}, true},
+			{"both", []uploader.WriterOption{uploader.WithSendCRC32C(crc), uploader.WithSendMD5(sum[:])}, true},
+			{"wrong crc32c", []uploader.WriterOption{uploader.WithSendCRC32C(crc ^ 1)}, false},
+			{"wrong md5", []uploader.WriterOption{uploader.WithSendMD5(make([]byte, 16))}, false},
+			{"wrong crc32c without per-message crcs", []uploader.WriterOption{uploader.WithoutCRC32C(), uploader.WithSendCRC32C(crc ^ 1)}, false},
+		}
+		for _, tc := range tests {
+			name := "sums/" + tc.name + "/" + sizeName(size)
+			a, err := e.c.Upload(context.Background(), bucket, name, bytes.NewReader(data), tc.opts...)
+			if tc.ok {
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if !bytes.Equal(a.MD5, sum[:]) {
+					t.Fatalf("%s: stored MD5 %x, want %x", name, a.MD5, sum)
+				}
+				sameBytes(t, name, e.content(name), data)
+				continue
+			}
+			if !uploader.IsDataLoss(err) {
+				t.Fatalf("%s: %v, want DATA_LOSS", name, err)
+			}
+			e.absent(name)
+		}
+	}
+}
+
+// TestCodeOfAndErrorsIs: CodeOf reads the code of any error, and errors.Is
+// matches the standard sentinels for the common cases.
+func TestCodeOfAndErrorsIs(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	_, err := e.c.Upload(ctx, "no-such-bucket", "o", bytes.NewReader([]byte("x")))
+	if uploader.CodeOf(err) != codes.NotFound || !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("unknown bucket: %v (code %v)", err, uploader.CodeOf(err))
+	}
+	e.srv.FailCall("WriteObject", 1, codes.PermissionDenied)
+	_, err = e.c.Upload(ctx, bucket, "o", bytes.NewReader([]byte("x")))
+	if uploader.CodeOf(err) != codes.PermissionDenied || !errors.Is(err, fs.ErrPermission) {
+		t.Fatalf("permission denied: %v", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = e.c.Upload(cctx, bucket, "o", bytes.NewReader([]byte("x")))
+	if uploader.CodeOf(err) != codes.Canceled || !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
+	}
+	if c := uploader.CodeOf(nil); c != codes.OK {
+		t.Fatalf("CodeOf(nil) = %v", c)
+	}
+	if c := uploader.CodeOf(errors.New("plain")); c != codes.Unknown {
+		t.Fatalf("CodeOf(plain) = %v", c)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		t.Fatal("a cancelled upload matches fs.ErrNotExist")
+	}
+}
