@@ -73,9 +73,22 @@
 //     when the retries ran out, the last attempt's status, kept in the cause
 //     so that status.Code(err) and the message still tell what failed.
 //
-// The predicates IsPreconditionFailed, IsNotFound, IsPermissionDenied,
-// IsInvalidArgument and IsDataLoss classify an error, and status.FromError
-// gives the service's status. UploadMany returns the per-item *Error values
+// CodeOf reads the code of any error; the predicates IsPreconditionFailed,
+// IsNotFound, IsPermissionDenied, IsInvalidArgument and IsDataLoss classify
+// one; errors.Is matches fs.ErrNotExist (NotFound), fs.ErrPermission
+// (PermissionDenied, Unauthenticated) and the context errors; and
+// status.FromError gives the service's status.
+//
+// # Telemetry
+//
+// Each upload records OpenTelemetry metrics once, when it ends (objup.uploads,
+// objup.upload.duration, objup.upload.size, objup.upload.retries,
+// objup.upload.resumes, with the attributes objup.result, objup.path and,
+// with WithTenantAttribute, objup.tenant), a span with retry and resume
+// events, and, with WithLogger, slog records of retries, resumes and waits.
+// The global providers are used unless WithMeterProvider or
+// WithTracerProvider say otherwise; while the program has set none, tracing
+// costs nothing and metrics cost no allocation. UploadMany returns the per-item *Error values
 // in each Result; its own error is an *Error for invalid input, the first
 // failed item's *Error under StopOnError, and otherwise errors.Join of the
 // failed items' *Error values.

@@ -3,9 +3,16 @@ package uploader_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"hash/crc32"
+	"io/fs"
 	"log"
 	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
@@ -114,4 +121,47 @@ func ExampleIsPreconditionFailed() {
 	// Output:
 	// true false
 	// false true
+}
+
+func ExampleWithRetry() {
+	srv, c := startFake()
+	defer srv.Close()
+	defer c.Close()
+	// One slow attempt costs at most 5 s; a failure episode gives up after
+	// 20 s with the last attempt's error, and only UNAVAILABLE is retried.
+	w, err := c.NewWriter(context.Background(), "demo", "retried.txt",
+		uploader.WithRetry(
+			uploader.WithAttemptTimeout(5*time.Second),
+			uploader.WithRetryDeadline(20*time.Second),
+			uploader.WithErrorFunc(func(err error) bool { return status.Code(err) == codes.Unavailable }),
+		))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Fprint(w, "hello")
+	if err := w.Close(); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(w.Attrs().Size)
+	// Output: 5
+}
+
+func ExampleCodeOf() {
+	srv, c := startFake()
+	defer srv.Close()
+	defer c.Close()
+	_, err := c.Upload(context.Background(), "no-such-bucket", "a.txt", strings.NewReader("x"))
+	fmt.Println(uploader.CodeOf(err), errors.Is(err, fs.ErrNotExist))
+	// Output: NotFound true
+}
+
+func ExampleWithSendCRC32C() {
+	srv, c := startFake()
+	defer srv.Close()
+	defer c.Close()
+	data := []byte("content whose checksum the caller already has")
+	crc := crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli))
+	_, err := c.Upload(context.Background(), "demo", "checked.txt", bytes.NewReader(data), uploader.WithSendCRC32C(crc^1))
+	fmt.Println(uploader.IsDataLoss(err))
+	// Output: true
 }
