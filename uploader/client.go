@@ -42,6 +42,7 @@ type Client struct {
 	callOpts  []grpc.CallOption
 	pools     sync.Map // chunk size -> *pool.Pool, for Writers with their own chunk size
 	tel       *telemetry
+	tr        transport
 	closed    atomic.Bool
 }
 
@@ -110,6 +111,7 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 		return nil, newError("NewClient", "", "", fmt.Errorf("dial: %w", err))
 	}
 	c.conn = conn
+	c.tr = grpcTransport{c}
 	return c, nil
 }
 
@@ -196,7 +198,7 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.tel.close()
-	return c.conn.Close()
+	return c.tr.close()
 }
 
 func (c *Client) closedErr() error {

@@ -15,8 +15,19 @@ func (w *Writer) idempotent() bool {
 		s.IfMetagenerationMatch != nil || s.IfMetagenerationNotMatch != nil
 }
 
-// oneShot sends the whole object, r, in one WriteObject call, retried by the
-// upload's retrier. It drops the Writer's reference on r.
+// oneShot sends the whole object, r, in one request of the client's
+// transport and checks what the service stored. It drops the Writer's
+// reference on r.
+func (w *Writer) oneShot(r *chunkRef) error {
+	defer r.unref()
+	o, err := w.c.tr.oneShot(w, r)
+	if err != nil {
+		return err
+	}
+	return w.finished(o, int64(len(r.Data)))
+}
+
+// grpcOneShot sends r as one WriteObject call, retried.
 //
 // An object of at most 2 MiB goes out as a unary call (one request message,
 // one response): on the wire it is a client stream of one message, and gRPC
@@ -24,8 +35,7 @@ func (w *Writer) idempotent() bool {
 // several messages of at most 2 MiB on one WriteObject client stream, each
 // with its own CRC32C, the last with finish_write; gRPC starts one goroutine
 // for such a stream.
-func (w *Writer) oneShot(r *chunkRef) error {
-	defer r.unref()
+func (w *Writer) grpcOneShot(r *chunkRef) (*wire.Object, error) {
 	size := int64(len(r.Data))
 	spec := w.spec(r.Data, size)
 	checksums := w.checksums()
@@ -39,10 +49,10 @@ func (w *Writer) oneShot(r *chunkRef) error {
 			o, sent, err = w.writeStream(r, spec, checksums)
 		}
 		if err == nil {
-			return w.finished(o, size)
+			return o, nil
 		}
 		if err = w.retry.retry(w.ctx, "WriteObject", err, sent, w.idempotent()); err != nil {
-			return w.target.err("WriteObject", err)
+			return nil, w.target.err("WriteObject", err)
 		}
 	}
 }

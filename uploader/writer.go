@@ -46,7 +46,7 @@ type Writer struct {
 	ch      chunker.Chunker
 	life    lifetime
 	retry   retrier
-	sess    *session
+	sess    uploadSession
 	scratch scratch
 	ev      uploadEvents // what the upload reports while it runs and when it ends
 
@@ -269,7 +269,7 @@ func (w *Writer) room() error {
 // send hands a full chunk to the session, opening it with the first one.
 func (w *Writer) send(r *chunkRef) error {
 	if w.sess == nil {
-		s, err := w.startSession(r.Data)
+		s, err := w.c.tr.startSession(w, r.Data)
 		if err != nil {
 			r.unref()
 			return err
