@@ -43,6 +43,7 @@ type Client struct {
 	pools     sync.Map // chunk size -> *pool.Pool, for Writers with their own chunk size
 	tel       *telemetry
 	tr        transport
+	httpTr    *httpTransport // the transport, when WithHTTP
 	closed    atomic.Bool
 }
 
@@ -98,6 +99,15 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 		return nil, newError("NewClient", "", "", fmt.Errorf("telemetry: %w", err))
 	}
 	c.tel = tel
+	if cfg.http {
+		t, err := newHTTPTransport(ctx, apiOpts)
+		if err != nil {
+			tel.close()
+			return nil, newError("NewClient", "", "", fmt.Errorf("HTTP transport: %w", err))
+		}
+		c.tr, c.httpTr = t, t
+		return c, nil
+	}
 	dial := defaultDialOptions()
 	if !cfg.keepalive.off {
 		dial = append(dial, option.WithGRPCDialOption(grpc.WithKeepaliveParams(keepalive.ClientParameters{

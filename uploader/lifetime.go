@@ -186,6 +186,15 @@ func (l *lifetime) add(m *outMsg, r *chunkRef, data []byte) {
 	l.track(h)
 }
 
+// hold returns a reference on r for a request body that reads r's memory,
+// tracked until released.
+func (l *lifetime) hold(r *chunkRef) *hold {
+	h := &hold{ref: r}
+	r.refs.Add(1)
+	l.track(h)
+	return h
+}
+
 // track remembers a part until gRPC releases it. Released parts are dropped
 // as the list grows, which keeps it about as long as the parts in flight.
 func (l *lifetime) track(h *hold) {

@@ -28,6 +28,7 @@ type clientConfig struct {
 	retry     retryConfig
 	keepalive keepaliveConfig
 	telemetry telemetryConfig
+	http      bool
 	err       error // the first invalid option
 }
 
