@@ -301,6 +301,13 @@ var (
 // startExternalFake builds fakes/cmd/fakegcs once and runs it as a separate
 // process on loopback, returning its gRPC address.
 func startExternalFake(b testing.TB) (string, func()) {
+	addr, _, stop := startExternalFakeBoth(b)
+	return addr, stop
+}
+
+// startExternalFakeBoth is startExternalFake returning the JSON API's URL
+// too.
+func startExternalFakeBoth(b testing.TB) (grpcAddr, httpURL string, stop func()) {
 	fakegcsOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "objup-fakegcs")
 		if err != nil {
@@ -325,7 +332,7 @@ func startExternalFake(b testing.TB) (string, func()) {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	stop := func() {
+	stop = func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		done := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(done) }()
@@ -338,14 +345,20 @@ func startExternalFake(b testing.TB) (string, func()) {
 	}
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
-		if addr, ok := strings.CutPrefix(sc.Text(), "grpc "); ok {
+		if a, ok := strings.CutPrefix(sc.Text(), "grpc "); ok {
+			grpcAddr = a
+		}
+		if u, ok := strings.CutPrefix(sc.Text(), "http "); ok {
+			httpURL = u
+		}
+		if grpcAddr != "" && httpURL != "" {
 			go func() { _, _ = io.Copy(io.Discard, stdout) }()
-			return addr, stop
+			return grpcAddr, httpURL, stop
 		}
 	}
 	stop()
-	b.Fatal("fakegcs did not print its gRPC address")
-	return "", nil
+	b.Fatal("fakegcs did not print its addresses")
+	return "", "", nil
 }
 
 // cpuMeter measures the CPU time this process spends (user and system, all
