@@ -200,6 +200,9 @@ func (s *Server) unaryInterceptor(ctx context.Context, req any, info *grpc.Unary
 	var resp any
 	err := s.faults.before(ctx, c.Method)
 	if err == nil {
+		_, err = s.retryGRPC(ctx, c.Method)
+	}
+	if err == nil {
 		resp, err = handler(ctx, req)
 	} else {
 		c.Bucket, c.Object = targetOf(req)
@@ -212,8 +215,12 @@ func (s *Server) unaryInterceptor(ctx context.Context, req any, info *grpc.Unary
 func (s *Server) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	c, ctx := newCall(ss.Context(), info.FullMethod)
 	err := s.faults.before(ctx, c.Method)
+	var rc *retryCall
 	if err == nil {
-		err = handler(srv, &callStream{ServerStream: ss, ctx: ctx})
+		rc, err = s.retryGRPC(ctx, c.Method)
+	}
+	if err == nil {
+		err = handler(srv, wrapRetry(&callStream{ServerStream: ss, ctx: ctx}, rc))
 	}
 	c.Code = status.Code(err)
 	s.calls.add(c)

@@ -33,12 +33,19 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveStats(w, r)
 		return
 	}
+	if isRetryTestPath(path) {
+		s.serveRetryTests(w, r, path)
+		return
+	}
 	rt := s.route(r, path)
 	c := &Call{Method: rt.method, Bucket: rt.bucket, Object: rt.object, Tenant: lastValue(r.Header, header.TenantKey)}
 	rt.call = c
+	s.retryHTTP(r, rt)
 	err := rt.serve(w, r)
 	if err != nil {
-		writeError(w, rt, err)
+		if !isConnClosed(err) {
+			writeError(w, rt, err)
+		}
 		c.Code = status.Code(err)
 	}
 	s.calls.add(c)

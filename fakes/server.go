@@ -34,6 +34,7 @@ type Server struct {
 
 	faults faults
 	calls  callLog
+	retry  retryTests
 
 	serving   sync.WaitGroup
 	serveErr  error // first unexpected error of a Serve loop; guarded by mu
@@ -76,6 +77,7 @@ func New(opts ...Option) (*Server, error) {
 		grpc.MaxRecvMsgSize(64<<20),
 		grpc.ChainUnaryInterceptor(s.unaryInterceptor),
 		grpc.ChainStreamInterceptor(s.streamInterceptor),
+		grpc.UnknownServiceHandler(s.serveRaw),
 	)
 	wire.RegisterStorageServer(s.grpc, &service{s: s})
 	s.http = &http.Server{Handler: http.HandlerFunc(s.serveHTTP), ReadHeaderTimeout: 30 * time.Second}

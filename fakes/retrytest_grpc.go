@@ -1,0 +1,179 @@
+package fakes
+
+import (
+	"context"
+	"hash/crc32"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/objup/objup/header"
+	"github.com/objup/objup/internal/crc32c"
+	"github.com/objup/objup/internal/wire"
+)
+
+// retryCall is a gRPC call under a retry test: the instructions that apply
+// while it runs (after-bytes for uploads, broken streams for reads).
+type retryCall struct {
+	s      *Server
+	id     string
+	method string // the retry test method name
+
+	broken    instruction // a read's broken stream, if hasBroken
+	hasBroken bool
+}
+
+// retryGRPC applies the retry test that a gRPC call names in its
+// x-retry-test-id metadata, if the test runs over gRPC and has an
+// instruction left for the call's method. A status instruction (its HTTP
+// status mapped to a gRPC code as the testbench does) or a reset
+// (codes.Unavailable) is consumed and returned as the call's error. For
+// other instructions it returns the retryCall that carries them out while
+// the call runs; nil if there is none.
+func (s *Server) retryGRPC(ctx context.Context, method string) (*retryCall, error) {
+	if s.retry.count.Load() == 0 {
+		return nil, nil
+	}
+	name := grpcRetryMethods[method]
+	if name == "" {
+		return nil, nil
+	}
+	id := header.FromIncoming(ctx, retryTestHeader)
+	if id == "" {
+		return nil, nil
+	}
+	in, ok := s.retry.peek(id, name, transportGRPC)
+	if !ok {
+		return nil, nil
+	}
+	rc := &retryCall{s: s, id: id, method: name}
+	switch in.kind {
+	case instrStatus:
+		if rc.take(in) {
+			code, _ := grpcCode(in.status)
+			return nil, status.Errorf(code, "fakes: retry test %s: %s", id, instructionText(in))
+		}
+	case instrReset:
+		if rc.take(in) {
+			return nil, status.Errorf(codes.Unavailable, "fakes: retry test %s: %s", id, instructionText(in))
+		}
+	case instrBroken:
+		rc.broken, rc.hasBroken = in, true
+	}
+	return rc, nil
+}
+
+func (rc *retryCall) take(in instruction) bool { return rc.s.retry.take(rc.id, rc.method, in) }
+
+// brokenError consumes the broken-stream instruction and returns the error
+// that ends the read.
+func (rc *retryCall) brokenError() error {
+	rc.take(rc.broken)
+	return status.Errorf(codes.Unavailable, "fakes: retry test %s: %s", rc.id, instructionText(rc.broken))
+}
+
+// retryStream is a stream under a retry test: it cuts uploads at the byte an
+// after-bytes instruction names, and reads where a broken-stream
+// instruction says.
+type retryStream struct {
+	grpc.ServerStream
+	rc      *retryCall
+	sent    int64 // content bytes sent by a read
+	pending error // the error of the next RecvMsg, once an upload was cut
+}
+
+// SendMsg sends a ReadObject response, cut short where a broken-stream
+// instruction says: the bytes up to the limit go out, then the read fails
+// with codes.Unavailable, as in the testbench.
+func (rs *retryStream) SendMsg(m any) error {
+	resp, ok := m.(*wire.ReadObjectResponse)
+	if !ok || !rs.rc.hasBroken || resp.ChecksummedData == nil {
+		return rs.ServerStream.SendMsg(m)
+	}
+	content := resp.ChecksummedData.Content
+	limit := rs.rc.broken.bytes
+	if rs.sent+int64(len(content)) < limit {
+		rs.sent += int64(len(content))
+		return rs.ServerStream.SendMsg(m)
+	}
+	cut := content[:limit-rs.sent]
+	crc := crc32.Checksum(cut, crc32c.Table)
+	msg := &wire.ReadObjectResponse{
+		Metadata:        resp.Metadata,
+		ObjectChecksums: resp.ObjectChecksums,
+		ContentRange:    resp.ContentRange,
+		ChecksummedData: &wire.ChecksummedData{Content: cut, Crc32C: &crc},
+	}
+	if err := rs.ServerStream.SendMsg(msg); err != nil {
+		return err
+	}
+	return rs.rc.brokenError()
+}
+
+// RecvMsg receives a write message and applies a return-N-after-MK
+// instruction, as the testbench does: the message whose content carries
+// byte M is cut there, its first bytes are stored (for a resumable upload,
+// persisted), and the next receive fails with the code of status N.
+// Nothing else of the message counts: not its finish_write, flush or
+// state_lookup. A message whose CRC32C does not match is left to the
+// server, which rejects it.
+func (rs *retryStream) RecvMsg(m any) error {
+	if rs.pending != nil {
+		return rs.pending
+	}
+	if err := rs.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+	var (
+		offset int64
+		data   *wire.ChecksummedData
+		drop   func()
+	)
+	switch r := m.(type) {
+	case *wire.WriteObjectRequest:
+		offset, data = r.GetWriteOffset(), r.GetChecksummedData()
+		drop = func() { r.FinishWrite = false }
+	case *wire.BidiWriteObjectRequest:
+		offset, data = r.GetWriteOffset(), r.GetChecksummedData()
+		drop = func() { r.FinishWrite, r.Flush, r.StateLookup = false, false, false }
+	default:
+		return nil
+	}
+	n := int64(len(data.GetContent()))
+	if n == 0 {
+		return nil
+	}
+	in, ok := rs.rc.s.retry.peek(rs.rc.id, rs.rc.method, transportGRPC)
+	if !ok || in.kind != instrStatusAfter || offset >= in.bytes || offset+n < in.bytes {
+		return nil
+	}
+	if data.Crc32C != nil && crc32.Checksum(data.Content, crc32c.Table) != *data.Crc32C {
+		return nil
+	}
+	if !rs.rc.take(in) {
+		return nil
+	}
+	data.Content, data.Crc32C = data.Content[:in.bytes-offset], nil
+	drop()
+	code, _ := grpcCode(in.status)
+	rs.pending = status.Errorf(code, "fakes: retry test %s: %s: the upload was cut after %d bytes", rs.rc.id, instructionText(in), in.bytes)
+	return nil
+}
+
+// retryStreamOf returns the retry call of a stream, or nil.
+func retryStreamOf(ss grpc.ServerStream) *retryCall {
+	if rs, ok := ss.(*retryStream); ok {
+		return rs.rc
+	}
+	return nil
+}
+
+// wrapRetry returns ss, or a retryStream over it when the call runs under
+// a retry test with instructions that apply while it runs.
+func wrapRetry(ss grpc.ServerStream, rc *retryCall) grpc.ServerStream {
+	if rc == nil {
+		return ss
+	}
+	return &retryStream{ServerStream: ss, rc: rc}
+}

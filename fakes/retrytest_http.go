@@ -1,0 +1,322 @@
+package fakes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// connClosedError is the error of a request whose connection the fake
+// closed on purpose (a reset or a broken stream): nothing more is written
+// to it, and the request log records codes.Unavailable.
+type connClosedError struct{ msg string }
+
+func (e *connClosedError) Error() string { return e.msg }
+
+// GRPCStatus gives the request log its code.
+func (e *connClosedError) GRPCStatus() *status.Status { return status.New(codes.Unavailable, e.msg) }
+
+// isConnClosed reports whether err says the connection was closed on
+// purpose, so that no error response can be written.
+func isConnClosed(err error) bool {
+	var ce *connClosedError
+	return errors.As(err, &ce)
+}
+
+// retryStatusError is the error a status instruction fails a request with.
+func retryStatusError(id, raw string, in instruction) *apiError {
+	code, _ := grpcCode(in.status)
+	reason := "retryTest"
+	switch {
+	case in.status == http.StatusTooManyRequests:
+		reason = "rateLimitExceeded"
+	case in.status >= 500:
+		reason = "backendError"
+	}
+	return &apiError{
+		kind: kind{code: code, http: in.status, reason: reason},
+		msg:  fmt.Sprintf("fakes: retry test %s: %s", id, raw),
+	}
+}
+
+// retryMethodOf returns the retry test method name of a JSON API route
+// ("objects.get" and "xml.objects.get" are "storage.objects.get"), or "" if
+// the fake does not serve it over HTTP.
+func retryMethodOf(route string) string {
+	name := "storage." + strings.TrimPrefix(route, "xml.")
+	if !retryMethods[name].http {
+		return ""
+	}
+	return name
+}
+
+// retryHTTP applies the retry test that a request names in its
+// x-retry-test-id header, if the test runs over HTTP and has an instruction
+// left for the request's method: it replaces rt.serve with a handler that
+// carries the instruction out. A status instruction or a reset is consumed
+// at once; the others when the request reaches the bytes they name, as in
+// the testbench.
+func (s *Server) retryHTTP(r *http.Request, rt *httpRoute) {
+	if s.retry.count.Load() == 0 {
+		return
+	}
+	id := r.Header.Get(retryTestHeader)
+	if id == "" {
+		return
+	}
+	method := retryMethodOf(rt.method)
+	if method == "" {
+		return
+	}
+	in, ok := s.retry.peek(id, method, transportHTTP)
+	if !ok {
+		return
+	}
+	raw := instructionText(in)
+	take := func() bool { return s.retry.take(id, method, in) }
+	serve := rt.serve
+	switch {
+	case in.kind == instrStatus:
+		if take() {
+			rt.serve = func(http.ResponseWriter, *http.Request) error { return retryStatusError(id, raw, in) }
+		}
+	case in.kind == instrReset:
+		if take() {
+			rt.serve = func(w http.ResponseWriter, _ *http.Request) error {
+				closeConn(w, true)
+				return &connClosedError{fmt.Sprintf("fakes: retry test %s: %s", id, raw)}
+			}
+		}
+	case in.kind == instrBroken:
+		rt.serve = func(w http.ResponseWriter, r *http.Request) error {
+			bw := &brokenWriter{ResponseWriter: w, left: in.bytes, take: take}
+			err := serve(bw, r)
+			if bw.broke {
+				return &connClosedError{fmt.Sprintf("fakes: retry test %s: %s: the response broke after %d bytes", id, raw, in.bytes)}
+			}
+			return err
+		}
+	case method == "storage.objects.insert":
+		rt.serve = s.retryUpload(id, raw, in, take, serve)
+	case in.kind == instrStall:
+		rt.serve = func(w http.ResponseWriter, r *http.Request) error {
+			return serve(&stallWriter{ResponseWriter: w, s: s, ctx: r.Context(), left: in.bytes, d: in.stall, take: take}, r)
+		}
+	}
+}
+
+// instructionText is how the request log and error messages name an
+// instruction.
+func instructionText(in instruction) string {
+	switch in.kind {
+	case instrStatus:
+		return fmt.Sprintf("return-%d", in.status)
+	case instrReset:
+		return "return-reset-connection"
+	case instrBroken:
+		return fmt.Sprintf("return-broken-stream after %d bytes", in.bytes)
+	case instrStatusAfter:
+		return fmt.Sprintf("return-%d-after-%dK", in.status, in.bytes>>10)
+	}
+	return fmt.Sprintf("stall-for-%ds-after-%dK", int64(in.stall/time.Second), in.bytes>>10)
+}
+
+// retryUpload returns the handler of an upload request under an
+// after-bytes instruction (return-N-after-MK, stall-for-Ss-after-MK), which
+// applies to the content of uploads:
+//
+//   - to a chunk of a resumable session, as in the testbench: a chunk that
+//     carries byte M is cut there, its first bytes are kept and the request
+//     fails with status N; a chunk sent when the session already has M bytes
+//     fails at once; a stall waits before the chunk is stored;
+//   - to a single-shot upload (media or multipart) whose Content-Length is
+//     at least M bytes: it fails with nothing stored, or waits first.
+//
+// Other requests, such as the start of a session or a status query, pass.
+func (s *Server) retryUpload(id, raw string, in instruction, take func() bool, serve func(http.ResponseWriter, *http.Request) error) func(http.ResponseWriter, *http.Request) error {
+	fail := func() error { return retryStatusError(id, raw, instruction{kind: instrStatus, status: in.status}) }
+	return func(w http.ResponseWriter, r *http.Request) error {
+		q := r.URL.Query()
+		upID := q.Get("upload_id")
+		if upID == "" {
+			if t := q.Get("uploadType"); r.Method != http.MethodPost || t != "media" && t != "multipart" || r.ContentLength < in.bytes {
+				return serve(w, r)
+			}
+			if in.kind == instrStall {
+				if take() {
+					if err := s.wait(r.Context(), in.stall); err != nil {
+						return err
+					}
+				}
+				return serve(w, r)
+			}
+			if take() {
+				return fail()
+			}
+			return serve(w, r)
+		}
+		if r.Method != http.MethodPut && r.Method != http.MethodPost {
+			return serve(w, r)
+		}
+		cr, err := parseContentRange(r.Header.Get("Content-Range"), r.ContentLength)
+		if err != nil || cr.first < 0 {
+			return serve(w, r)
+		}
+		up, err := s.jsonSession(upID)
+		if err != nil {
+			return serve(w, r)
+		}
+		up.mu.Lock()
+		persisted, done := up.size, up.stored != nil || up.gone
+		up.mu.Unlock()
+		at := in.bytes
+		switch {
+		case done || cr.first > persisted:
+			return serve(w, r) // the handler answers
+		case in.kind == instrStall:
+			if persisted <= at && cr.first <= at && at <= cr.last && take() {
+				if err := s.wait(r.Context(), in.stall); err != nil {
+					return err
+				}
+			}
+			return serve(w, r)
+		case persisted >= at:
+			if take() {
+				return fail()
+			}
+			return serve(w, r)
+		case at > cr.last+1:
+			return serve(w, r)
+		}
+		// The chunk carries byte at: store the bytes before it, as a chunk
+		// of unknown total (so that it cannot complete the object), and
+		// fail.
+		n := at - cr.first
+		r2 := r.Clone(r.Context())
+		r2.Body = io.NopCloser(io.LimitReader(r.Body, n))
+		r2.ContentLength = n
+		r2.Header.Set("Content-Range", fmt.Sprintf("bytes %d-%d/*", cr.first, at-1))
+		if err := serve(discardWriter{http.Header{}}, r2); err != nil {
+			return err
+		}
+		if take() {
+			return fail()
+		}
+		return nil
+	}
+}
+
+// discardWriter is a ResponseWriter that drops the response.
+type discardWriter struct{ h http.Header }
+
+func (d discardWriter) Header() http.Header         { return d.h }
+func (d discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (d discardWriter) WriteHeader(int)             {}
+
+// wait blocks for d, or until ctx ends or the server closes.
+func (s *Server) wait(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return status.FromContextError(ctx.Err()).Err()
+	case <-s.faults.stop:
+		return status.Error(codes.Unavailable, "fakes: server closing")
+	}
+}
+
+// closeConn closes the request's connection: with a reset (RST) and
+// nothing sent if reset, else after sending what the response holds so
+// far, with a normal close, so that the client sees the response end early.
+func closeConn(w http.ResponseWriter, reset bool) {
+	rc := http.NewResponseController(w)
+	if !reset {
+		rc.Flush()
+	}
+	conn, _, err := rc.Hijack()
+	if err != nil {
+		return // not HTTP/1: the handler's error ends the response
+	}
+	if tc, ok := conn.(*net.TCPConn); ok && reset {
+		tc.SetLinger(0)
+	}
+	conn.Close()
+}
+
+// brokenWriter lets left bytes of the response body through, then closes
+// the connection and fails every later write. take consumes the
+// instruction when the break happens.
+type brokenWriter struct {
+	http.ResponseWriter
+	left  int64
+	take  func() bool
+	broke bool
+}
+
+var errBroken = errors.New("fakes: the response was broken on purpose")
+
+func (b *brokenWriter) Write(p []byte) (int, error) {
+	if b.broke {
+		return 0, errBroken
+	}
+	if int64(len(p)) < b.left {
+		b.left -= int64(len(p))
+		return b.ResponseWriter.Write(p)
+	}
+	n, err := b.ResponseWriter.Write(p[:b.left])
+	if err != nil {
+		return n, err
+	}
+	b.broke = true
+	b.take()
+	closeConn(b.ResponseWriter, false)
+	return n, errBroken
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (b *brokenWriter) Unwrap() http.ResponseWriter { return b.ResponseWriter }
+
+// stallWriter lets left bytes of the response body through, then waits d
+// before it writes more.
+type stallWriter struct {
+	http.ResponseWriter
+	s     *Server
+	ctx   context.Context
+	left  int64
+	d     time.Duration
+	take  func() bool
+	ended bool // the stall is over, or did not happen
+}
+
+func (sw *stallWriter) Write(p []byte) (int, error) {
+	if sw.ended || int64(len(p)) <= sw.left {
+		sw.left -= int64(len(p))
+		return sw.ResponseWriter.Write(p)
+	}
+	n, err := sw.ResponseWriter.Write(p[:sw.left])
+	if err != nil {
+		return n, err
+	}
+	sw.ended = true
+	if sw.take() {
+		http.NewResponseController(sw.ResponseWriter).Flush()
+		if err := sw.s.wait(sw.ctx, sw.d); err != nil {
+			return n, err
+		}
+	}
+	m, err := sw.ResponseWriter.Write(p[n:])
+	return n + m, err
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (sw *stallWriter) Unwrap() http.ResponseWriter { return sw.ResponseWriter }
