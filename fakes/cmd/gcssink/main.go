@@ -1,0 +1,82 @@
+// Command gcssink runs the sink of package fakes as a standalone server: a
+// storage v2 gRPC server that answers the write RPCs (WriteObject,
+// BidiWriteObject, StartResumableWrite, QueryWriteStatus) with the real
+// checks (write offsets, CRC32C per message and per object, finish_write)
+// and then discards the content. Benchmarks run it in a process of its own,
+// so that what they measure in theirs is the client alone.
+//
+// Usage:
+//
+//	gcssink [-grpc 127.0.0.1:9090] [-md5]
+//
+// The address defaults to 127.0.0.1:0 (a free port on loopback); an empty
+// host ("-grpc :9090") also means loopback, and only an explicit host such
+// as 0.0.0.0 listens elsewhere. Every well-formed bucket exists. -md5 hashes
+// every write with MD5, so that an MD5 a client declares only at the end of
+// a resumable upload is checked too (without it, the sink checks an MD5 only
+// when it is declared before the content, and refuses one declared later).
+//
+// Once it listens, gcssink prints exactly one line on standard output, which
+// scripts may parse:
+//
+//	grpc 127.0.0.1:PORT
+//
+// It serves until SIGINT or SIGTERM, then shuts down gracefully (calls in
+// flight get up to 5 seconds), prints what it received on standard error,
+// and exits with status 0. It exits with status 2 on bad flags and 1 if it
+// cannot start or stop cleanly.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/objup/objup/fakes"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run serves until ctx ends and returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("gcssink", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("grpc", fakes.DefaultAddr, "`address` of the storage v2 gRPC server")
+	md5 := fs.Bool("md5", false, "hash every write with MD5 (checks an MD5 declared at the end; costs 1-2 CPU s/GiB)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "gcssink: unexpected arguments: %q\n", fs.Args())
+		return 2
+	}
+	opts := []fakes.SinkOption{fakes.WithSinkAddr(*addr)}
+	if *md5 {
+		opts = append(opts, fakes.WithSinkMD5())
+	}
+	k, err := fakes.NewSink(opts...)
+	if err != nil {
+		fmt.Fprintf(stderr, "gcssink: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "grpc %s\n", k.GRPCAddr())
+	<-ctx.Done()
+	err = k.Close()
+	st := k.Stats()
+	fmt.Fprintf(stderr, "gcssink: %d objects (%d bytes) finalized; %d write messages, %d content bytes received; %d resumable sessions; %d failed calls\n",
+		st.Objects, st.Bytes, st.Messages, st.Received, st.Sessions, st.Failed)
+	if err != nil {
+		fmt.Fprintf(stderr, "gcssink: %v\n", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"hash/crc32"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/objup/objup/internal/wire"
+)
+
+// raceEnabled is set when the test binary is built with -race, so the
+// command is built the same way and reuses the cached packages.
+var raceEnabled bool
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// firstLine reads r line by line in a goroutine: it sends the first line
+// (or "" at EOF) on the returned channel, drains the rest, then calls after,
+// if not nil.
+func firstLine(r io.Reader, after func()) <-chan string {
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(r)
+		first := ""
+		if sc.Scan() {
+			first = sc.Text()
+		}
+		line <- first
+		for sc.Scan() {
+		}
+		if after != nil {
+			after()
+		}
+	}()
+	return line
+}
+
+// addr checks the address line gcssink prints and returns the address.
+func addr(t *testing.T, line <-chan string) string {
+	t.Helper()
+	select {
+	case got := <-line:
+		a, ok := strings.CutPrefix(got, "grpc 127.0.0.1:")
+		if !ok || a == "" {
+			t.Fatalf("gcssink printed %q", got)
+		}
+		return "127.0.0.1:" + a
+	case <-time.After(60 * time.Second):
+		t.Fatal("gcssink printed no address within 60 s")
+	}
+	return ""
+}
+
+// exercise writes a 1 KiB object, then sends one with a wrong CRC32C, which
+// the sink refuses.
+func exercise(t *testing.T, addr string) {
+	t.Helper()
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	data := bytes.Repeat([]byte("sink"), 256)
+	crc := crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli))
+	for _, tc := range []struct {
+		crc  uint32
+		code codes.Code
+	}{{crc, codes.OK}, {crc + 1, codes.DataLoss}} {
+		st, err := wire.NewWriteObjectStream(ctx, cc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Send(&wire.WriteObjectRequest{
+			FirstMessage: &wire.WriteObjectRequest_WriteObjectSpec{WriteObjectSpec: &wire.WriteObjectSpec{
+				Resource: &wire.Object{Bucket: "projects/_/buckets/any-bucket", Name: "hello"},
+			}},
+			Data:        &wire.WriteObjectRequest_ChecksummedData{ChecksummedData: &wire.ChecksummedData{Content: data, Crc32C: &tc.crc}},
+			FinishWrite: true,
+		})
+		resp, err := st.CloseAndRecv()
+		if status.Code(err) != tc.code {
+			t.Fatalf("WriteObject with CRC32C %#x: %v; want %v", tc.crc, err, tc.code)
+		}
+		if err == nil && (resp.GetResource().GetSize() != 1024 || resp.GetResource().GetChecksums().GetCrc32C() != crc) {
+			t.Fatalf("WriteObject = %v", resp)
+		}
+	}
+}
+
+// wantStats is what gcssink reports after exercise.
+const wantStats = "gcssink: 1 objects (1024 bytes) finalized; 2 write messages, 1024 content bytes received; 0 resumable sessions; 1 failed calls\n"
+
+func TestRun(t *testing.T) {
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"-grpc", ":0"}, pw, &stderr)
+		pw.Close()
+	}()
+	exercise(t, addr(t, firstLine(pr, nil)))
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit status %d, stderr %q", code, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not return after its context ended")
+	}
+	if got := stderr.String(); got != wantStats {
+		t.Fatalf("stderr %q, want %q", got, wantStats)
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"-nope"}, 2, "flag provided but not defined"},
+		{[]string{"extra"}, 2, "unexpected arguments"},
+		{[]string{"-grpc", "bad"}, 1, `sink address "bad"`},
+		{[]string{"-grpc", "127.0.0.1:99999"}, 1, "sink listener"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), tc.args, &stdout, &stderr); code != tc.code || !strings.Contains(stderr.String(), tc.want) || stdout.Len() != 0 {
+			t.Errorf("run(%q) = %d, stdout %q, stderr %q; want %d and %q", tc.args, code, stdout.String(), stderr.String(), tc.code, tc.want)
+		}
+	}
+}
+
+// TestBinary builds gcssink, runs it as the contract says, and stops it with
+// each signal it handles.
+func TestBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the command")
+	}
+	bin := filepath.Join(t.TempDir(), "gcssink")
+	args := []string{"build", "-o", bin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	for _, sig := range []os.Signal{syscall.SIGTERM, os.Interrupt} {
+		t.Run(sig.String(), func(t *testing.T) {
+			cmd := exec.Command(bin, "-grpc", "127.0.0.1:0")
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			line := firstLine(stdout, func() { exited <- cmd.Wait() })
+			stopped := false
+			defer func() {
+				if !stopped {
+					cmd.Process.Kill()
+					<-exited
+				}
+			}()
+			exercise(t, addr(t, line))
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-exited:
+				stopped = true
+				if err != nil {
+					t.Fatalf("gcssink exited with %v; stderr %q", err, stderr.String())
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("gcssink did not exit within 30 s of %v", sig)
+			}
+			if code := cmd.ProcessState.ExitCode(); code != 0 || stderr.String() != wantStats {
+				t.Fatalf("exit code %d, stderr %q; want 0 and %q", code, stderr.String(), wantStats)
+			}
+		})
+	}
+}
