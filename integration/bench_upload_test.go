@@ -9,6 +9,9 @@ package integration
 // BenchmarkUploadInProcess runs the fake in this process (end to end: B/op
 // includes the server's work); BenchmarkUploadClientOnly runs it as a separate
 // process (fakes/cmd/fakegcs), so B/op and allocs/op count the client alone.
+// With OBJUP_BENCH_SERVER=sink it runs fakes/cmd/gcssink instead: the same
+// write checks, and the content dropped, so the server takes less of the
+// machine the client shares with it.
 
 import (
 	"bufio"
@@ -60,19 +63,84 @@ func BenchmarkUploadInProcess(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer srv.Close()
-	benchUploads(b, srv.GRPCAddr())
+	benchUploads(b, srv.GRPCAddr(), "fakes.New, in this process")
 }
 
 func BenchmarkUploadClientOnly(b *testing.B) {
-	addr, stop := startExternalFake(b)
+	addr, server, stop := startClientOnlyServer(b)
 	defer stop()
-	benchUploads(b, addr)
+	benchUploads(b, addr, server)
+}
+
+var (
+	loggedServers sync.Map // the servers benchUploads named in its log
+	gcssinkBin    = sync.OnceValues(func() (string, error) {
+		dir, err := os.MkdirTemp("", "objup-gcssink")
+		if err != nil {
+			return "", err
+		}
+		bin := filepath.Join(dir, "gcssink")
+		if out, err := exec.Command("go", "build", "-o", bin, "github.com/objup/objup/fakes/cmd/gcssink").CombinedOutput(); err != nil {
+			return "", fmt.Errorf("go build gcssink: %v\n%s", err, out)
+		}
+		return bin, nil
+	})
+)
+
+// startClientOnlyServer runs BenchmarkUploadClientOnly's server in a
+// separate process: fakegcs, or gcssink when OBJUP_BENCH_SERVER=sink. It
+// returns the server's address, what it is, and how to stop it.
+func startClientOnlyServer(b *testing.B) (string, string, func()) {
+	switch env := os.Getenv("OBJUP_BENCH_SERVER"); env {
+	case "", "fakegcs":
+		addr, stop := startExternalFake(b)
+		return addr, "fakes/cmd/fakegcs, in another process", stop
+	case "sink":
+	default:
+		b.Fatalf("OBJUP_BENCH_SERVER=%q: want fakegcs (the default) or sink", env)
+	}
+	bin, err := gcssinkBin()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-grpc", "127.0.0.1:0")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}
+	sc := bufio.NewScanner(stdout)
+	if sc.Scan() {
+		if addr, ok := strings.CutPrefix(sc.Text(), "grpc "); ok {
+			go func() { _, _ = io.Copy(io.Discard, stdout) }()
+			return addr, "fakes/cmd/gcssink (OBJUP_BENCH_SERVER=sink), in another process", stop
+		}
+	}
+	stop()
+	b.Fatal("gcssink did not print its gRPC address")
+	return "", "", nil
 }
 
 // uploadFunc uploads data as object name once.
 type uploadFunc func(ctx context.Context, name string, data []byte) error
 
-func benchUploads(b *testing.B, addr string) {
+// benchUploads runs the side-by-side uploads against the server at addr,
+// which server describes in the log.
+func benchUploads(b *testing.B, addr, server string) {
 	ctx := context.Background()
 	dial := []option.ClientOption{
 		option.WithEndpoint(addr),
@@ -142,6 +210,9 @@ func benchUploads(b *testing.B, addr string) {
 		for _, cl := range clients {
 			b.Run(fmt.Sprintf("size=%s/client=%s", size.name, cl.name), func(b *testing.B) {
 				name := "bench/" + size.name + "/" + cl.name
+				if _, logged := loggedServers.LoadOrStore(server, true); !logged {
+					b.Logf("server: %s", server)
+				}
 				b.SetBytes(int64(size.n))
 				b.ReportAllocs()
 				peak := startPeakHeap()
