@@ -59,6 +59,7 @@ type config struct {
 	bucket           string
 	prefix           string
 	tenant           string
+	tenants          int // -tenants: spread the items over t0..t(tenants-1); 0 when not given
 	callerBuffers    bool
 	endpoint         string // gRPC host:port of an emulator
 	endpointFromEnv  bool   // endpoint came from STORAGE_EMULATOR_HOST_GRPC
@@ -131,6 +132,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&cfg.bucket, "bucket", defaultBucket, "bucket; naming one without -endpoint uploads to real GCS")
 	fs.StringVar(&cfg.prefix, "prefix", defaultPrefix, "prefix of the object names (default for an emulator or GCS: "+defaultPrefix+"RUN-ID/)")
 	fs.StringVar(&cfg.tenant, "tenant", "", "tenant ID sent as "+header.TenantKey+" with every request")
+	fs.IntVar(&cfg.tenants, "tenants", 1, "spread the objects over `N` tenants, t0 to tN-1 (Item.Tenant)")
 	fs.StringVar(&buffers, "buffers", "pool", "chunk buffers: pool (the client's pool) or caller (the program's own buffers, one per worker)")
 	fs.StringVar(&cfg.endpoint, "endpoint", "", "gRPC host:port of an emulator (default $"+uploader.EmulatorEnv+")")
 	fs.StringVar(&cfg.httpEndpoint, "http-endpoint", "", "JSON API base URL used to verify an emulator's or GCS's objects, e.g. http://127.0.0.1:4443")
@@ -178,6 +180,14 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-max-size %s: at most %s, this example is for small objects", formatIEC(cfg.maxSize), formatIEC(maxSizeLimit))
 	case cfg.timeout < 0:
 		return nil, fmt.Errorf("-timeout %v cannot be negative", cfg.timeout)
+	}
+	switch {
+	case !set["tenants"]:
+		cfg.tenants = 0
+	case set["tenant"]:
+		return nil, fmt.Errorf("-tenant and -tenants exclude each other: give one tenant with -tenant, or spread the objects over N tenants with -tenants")
+	case cfg.tenants < 1:
+		return nil, fmt.Errorf("-tenants %d: at least one tenant", cfg.tenants)
 	}
 	if cfg.tenant != "" || set["tenant"] {
 		if _, err := header.WithTenant(context.Background(), cfg.tenant); err != nil {

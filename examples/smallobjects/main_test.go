@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -442,6 +443,11 @@ func TestUsage(t *testing.T) {
 		{[]string{"-buffers", "heap"}, `-buffers "heap"`},
 		{[]string{"-tenant", "a b"}, "-tenant"},
 		{[]string{"-tenant", ""}, "-tenant"},
+		{[]string{"-tenants", "0"}, "-tenants 0: at least one tenant"},
+		{[]string{"-tenants", "-3"}, "-tenants -3"},
+		{[]string{"-tenants", "many"}, `invalid value "many" for flag -tenants`},
+		{[]string{"-tenant", "a", "-tenants", "2"}, "-tenant and -tenants exclude each other"},
+		{[]string{"-tenants", "1", "-tenant", "a"}, "-tenant and -tenants exclude each other"},
 		{[]string{"-nope"}, "flag provided but not defined"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 		{[]string{"-http-endpoint", "http://127.0.0.1:1"}, "not to the embedded fake"},
@@ -538,5 +544,136 @@ func TestTimeout(t *testing.T) {
 		if s.OK || s.Failed == 0 || s.Verify.Method != verifyNone || !strings.Contains(s.Verify.Note, "deadline exceeded") {
 			t.Errorf("-timeout %s: ok %v, failed %d, verification %+v; want failures and no verification", timeout, s.OK, s.Failed, s.Verify)
 		}
+	}
+}
+
+// TestTenants spreads the objects over tenants with -tenants, against a fake
+// started apart: the per-tenant summary, built from the client's metrics,
+// counts per tenant what the fake stored for it, and failures land on the
+// tenant of the item that failed.
+func TestTenants(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		// fail makes the fake fail these WriteObject calls (1-based);
+		// with -concurrency 1 call i+1 uploads item i.
+		fail []int
+		// want are the tenants with their stored objects and failures.
+		want map[string][2]int64
+	}{
+		{"one", []string{"-n", "20", "-tenants", "1"}, nil, map[string][2]int64{"t0": {20, 0}}},
+		{"four", []string{"-n", "50", "-tenants", "4"}, nil, map[string][2]int64{"t0": {13, 0}, "t1": {13, 0}, "t2": {12, 0}, "t3": {12, 0}}},
+		{"more tenants than objects", []string{"-n", "3", "-tenants", "10"}, nil, map[string][2]int64{"t0": {1, 0}, "t1": {1, 0}, "t2": {1, 0}}},
+		{"resumable", []string{"-n", "6", "-tenants", "2", "-min-size", "300KiB", "-max-size", "600KiB"}, nil, map[string][2]int64{"t0": {3, 0}, "t1": {3, 0}}},
+		{"failures", []string{"-n", "12", "-tenants", "3", "-concurrency", "1"}, []int{2, 6, 9},
+			map[string][2]int64{"t0": {4, 0}, "t1": {3, 1}, "t2": {2, 2}}},
+		{"single tenant", []string{"-n", "7", "-tenant", "acme"}, nil, map[string][2]int64{"acme": {7, 0}}},
+		{"no tenant", []string{"-n", "7"}, nil, map[string][2]int64{"": {7, 0}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hermetic(t)
+			srv := fakes.NewTest(t, fakes.WithBucket(defaultBucket))
+			for _, nth := range tt.fail {
+				srv.FailCall(fakes.MethodWriteObject, nth, codes.PermissionDenied)
+			}
+			code := 0
+			if len(tt.fail) > 0 {
+				code = 1
+			}
+			s := runJSON(t, code, append([]string{"-endpoint", srv.GRPCAddr(), "-http-endpoint", srv.HTTPURL(), "-prefix", "p/"}, tt.args...)...)
+			stored := map[string]fakes.Usage{}
+			for _, u := range srv.Usage() {
+				stored[u.Tenant] = u
+			}
+			var objects, bytes int64
+			for _, ts := range s.ByTenant {
+				want, ok := tt.want[ts.Tenant]
+				if !ok {
+					t.Errorf("tenant %q in the summary: %+v", ts.Tenant, ts)
+					continue
+				}
+				u := stored[ts.Tenant]
+				if ts.Objects != want[0] || ts.Failed != want[1] || ts.Objects != u.Objects || ts.Bytes != u.Bytes {
+					t.Errorf("tenant %q: %d objects, %d bytes, %d failed; want %d objects, %d failed, and the fake stored %d objects, %d bytes",
+						ts.Tenant, ts.Objects, ts.Bytes, ts.Failed, want[0], want[1], u.Objects, u.Bytes)
+				}
+				// Objects above one 256 KiB chunk, and only those,
+				// take the resumable path.
+				wantResumable := int64(0)
+				if tt.name == "resumable" {
+					wantResumable = ts.Objects
+				}
+				if ts.Resumable != wantResumable {
+					t.Errorf("tenant %q: %d of %d objects took the resumable path", ts.Tenant, ts.Resumable, ts.Objects)
+				}
+				if ts.Objects > 0 && (ts.MeanMS <= 0 || ts.P50MS <= 0 || ts.P50MS > ts.P95MS) {
+					t.Errorf("tenant %q: durations mean %v, p50 %v, p95 %v", ts.Tenant, ts.MeanMS, ts.P50MS, ts.P95MS)
+				}
+				objects, bytes = objects+ts.Objects, bytes+ts.Bytes
+			}
+			if len(s.ByTenant) != len(tt.want) || objects != int64(s.Uploaded) || bytes != s.Bytes {
+				t.Errorf("%d tenants with %d objects, %d bytes; want %d tenants, and the %d objects, %d bytes uploaded",
+					len(s.ByTenant), objects, bytes, len(tt.want), s.Uploaded, s.Bytes)
+			}
+		})
+	}
+}
+
+// TestTenantsText checks the text summary of a run over more tenants than
+// it lists, on the resumable path.
+func TestTenantsText(t *testing.T) {
+	hermetic(t)
+	code, out, errOut := runMain(t, "-n", "40", "-tenants", "12", "-min-size", "200KiB", "-max-size", "400KiB", "-concurrency", "4")
+	if code != 0 {
+		t.Fatalf("exit status %d\n%s\n%s", code, out, errOut)
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		if n := utf8.RuneCountInString(line); n > textWidth {
+			t.Errorf("a line of %d columns, more than %d: %q", n, textWidth, line)
+		}
+	}
+	flat := strings.ReplaceAll(out, "\n"+strings.Repeat(" ", labelWidth), " ")
+	for _, want := range []string{
+		"tenants t0..t11",
+		"by tenant  from the client's OpenTelemetry metrics",
+		"tenant     objects     bytes failed retries  p50 ms  p95 ms mean ms",
+		" t0               4 ",
+		" t9               3 ",
+		"... and 2 more tenants (all of them with -json)",
+		"calls to the fake carried one of the run's tenants",
+		"result     OK",
+	} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, " t10 ") {
+		t.Errorf("summary lists more than %d tenants:\n%s", maxTenantRows, out)
+	}
+}
+
+func TestNaturalCompare(t *testing.T) {
+	got := []string{"t10", "t2", "", "t1", "b", "a10", "a9", "t01", "t0"}
+	slices.SortFunc(got, naturalCompare)
+	want := []string{"", "a9", "a10", "b", "t0", "t1", "t01", "t2", "t10"}
+	if !slices.Equal(got, want) {
+		t.Errorf("sorted %q; want %q", got, want)
+	}
+}
+
+func TestQuantile(t *testing.T) {
+	// 10 values in (0.001, 0.0025] and 10 in (0.0025, 0.005], from 0.002 to
+	// 0.004.
+	h := histogram{bounds: []float64{0.001, 0.0025, 0.005}, counts: []uint64{0, 10, 10, 0}, count: 20, min: 0.002, max: 0.004}
+	for _, tt := range []struct{ q, want float64 }{
+		{0.5, 0.0025}, {0.25, 0.00225}, {0.75, 0.00325}, {1, 0.004}, {0.05, 0.00205},
+	} {
+		if got := h.quantile(tt.q); math.Abs(got-tt.want) > 1e-12 {
+			t.Errorf("quantile(%v) = %v, want %v", tt.q, got, tt.want)
+		}
+	}
+	if got := (&histogram{}).quantile(0.5); got != 0 {
+		t.Errorf("quantile of nothing = %v", got)
 	}
 }

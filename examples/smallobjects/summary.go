@@ -30,6 +30,8 @@ type summary struct {
 	Dir      string `json:"dir,omitempty"`
 	Seed     uint64 `json:"seed,omitempty"`
 	Tenant   string `json:"tenant,omitempty"`
+	// Tenants is -tenants: the objects went to tenants t0 to t(Tenants-1).
+	Tenants int `json:"tenants,omitempty"`
 
 	Concurrency int `json:"concurrency"`
 	// Buffers is pool or caller; with caller, CallerBuffers buffers of
@@ -60,7 +62,10 @@ type summary struct {
 	Memory      memory    `json:"memory"`
 	Pool        poolUse   `json:"pool"`
 
-	TenantCalls *tenantCalls `json:"tenant_calls,omitempty"`
+	// ByTenant is the per-tenant part, from the client's OpenTelemetry
+	// metrics.
+	ByTenant    []tenantSummary `json:"by_tenant"`
+	TenantCalls *tenantCalls    `json:"tenant_calls,omitempty"`
 
 	// Hint suggests a cause when errors share a likely one.
 	Hint       string       `json:"hint,omitempty"`
@@ -101,7 +106,8 @@ type poolUse struct {
 	InUseBytes  int64  `json:"in_use_bytes"`
 }
 
-// tenantCalls counts the embedded fake's calls that carried the tenant.
+// tenantCalls counts the embedded fake's calls that carried the run's
+// tenant, or one of its tenants with -tenants.
 type tenantCalls struct {
 	WithTenant int `json:"with_tenant"`
 	Total      int `json:"total"`
@@ -316,8 +322,13 @@ func (s *summary) writeText(w io.Writer) error {
 		bufs = fmt.Sprintf("%d caller buffers of %s", s.CallerBuffers, formatIEC(int64(s.CallerBufferBytes)))
 	}
 	settings := fmt.Sprintf("concurrency %d, buffers: %s, GOMAXPROCS %d", s.Concurrency, bufs, s.GOMAXPROCS)
-	if s.Tenant != "" {
+	switch {
+	case s.Tenant != "":
 		settings += fmt.Sprintf(", tenant %q", s.Tenant)
+	case s.Tenants == 1:
+		settings += ", tenant t0"
+	case s.Tenants > 1:
+		settings += fmt.Sprintf(", tenants t0..t%d", s.Tenants-1)
 	}
 	b.line("settings", "%s", settings)
 	b.line("upload", "%d ok, %d failed, %s in %.2fs: %.0f objects/s, %.1f MB/s",
@@ -338,8 +349,13 @@ func (s *summary) writeText(w io.Writer) error {
 		s.Memory.Scope, formatSI(int64(s.Memory.AllocBytesPerObject)), s.Memory.AllocsPerObject, s.Memory.GCCycles)
 	b.line("pool", "%d gets, %d new buffers, %d puts, %d rejected, %d budget waits, %s in use",
 		s.Pool.Gets, s.Pool.News, s.Pool.Puts, s.Pool.Rejected, s.Pool.BudgetWaits, formatIEC(s.Pool.InUseBytes))
+	s.writeTenants(&b)
 	if t := s.TenantCalls; t != nil {
-		b.line("tenant", "%d of %d calls to the fake carried tenant %q", t.WithTenant, t.Total, s.Tenant)
+		if s.Tenant != "" {
+			b.line("tenant", "%d of %d calls to the fake carried tenant %q", t.WithTenant, t.Total, s.Tenant)
+		} else {
+			b.line("tenant", "%d of %d calls to the fake carried one of the run's tenants", t.WithTenant, t.Total)
+		}
 	}
 	if s.ErrorCount > 0 {
 		b.line("errors", "%d", s.ErrorCount)
