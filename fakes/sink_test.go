@@ -657,7 +657,9 @@ func BenchmarkSinkWrite(b *testing.B) {
 				}
 				cpu := processCPU() - start
 				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
-				b.ReportMetric(cpu.Seconds()/(float64(size)*float64(b.N)/(1<<30)), "cpu-s/GiB")
+				if size >= 1<<20 {
+					b.ReportMetric(cpu.Seconds()/(float64(size)*float64(b.N)/(1<<30)), "cpu-s/GiB")
+				}
 			})
 		}
 	}
