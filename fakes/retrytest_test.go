@@ -117,7 +117,9 @@ func TestRetryTestAPILifecycle(t *testing.T) {
 	if rt := retryTest(t, srv, other); rt.Transport != "HTTP" {
 		t.Fatalf("default transport %q, want HTTP", rt.Transport)
 	}
-	var list struct{ RetryTest []retryTestJSON `json:"retry_test"` }
+	var list struct {
+		RetryTest []retryTestJSON `json:"retry_test"`
+	}
 	do(t, srv, "GET", "/retry_tests", nil).decode(t, &list)
 	if len(list.RetryTest) != 2 || list.RetryTest[0].ID != id || list.RetryTest[1].ID != other {
 		t.Fatalf("GET /retry_tests: %+v", list)
