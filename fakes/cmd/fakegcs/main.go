@@ -23,6 +23,16 @@
 // recent calls the server keeps in its request log (a bounded ring; the
 // counters count every call).
 //
+// The HTTP port also serves the retry test API of Google's storage testbench
+// (POST /retry_test, GET and DELETE /retry_test/ID, GET /retry_tests): a
+// test arms instructions such as "return-503" or
+// "return-503-after-256K" per JSON API method, and the requests that carry
+// its id (header x-retry-test-id over HTTP, metadata over gRPC) consume
+// them. So the official clients' retry conformance suites run against
+// fakegcs: conformance/run.sh runs the Go client's, with
+// STORAGE_EMULATOR_HOST=http://ADDR and STORAGE_EMULATOR_HOST_GRPC=ADDR.
+// See package fakes for the instructions and methods.
+//
 // It serves until SIGINT or SIGTERM, then shuts down gracefully (calls in
 // flight get up to 5 seconds), prints the objects and bytes stored per
 // tenant on standard error, and exits with status 0. It exits with status 2
