@@ -3,6 +3,7 @@ package uploader
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -129,13 +130,25 @@ func (a *attemptCtx) Err() error {
 
 // AfterFunc registers f to run when the attempt ends early (its deadline, or
 // the parent's cancellation); context.WithCancel calls it for a child of a.
-// One child at a time is supported, which is what gRPC makes.
+// The first registration, the one gRPC makes for its child, costs nothing;
+// a later one is chained to it, with a stop function of its own.
 func (a *attemptCtx) AfterFunc(f func()) (stop func() bool) {
 	a.mu.Lock()
 	if a.fired {
 		a.mu.Unlock()
 		go f() // as context.AfterFunc does for a context already done
-		return a.stop
+		return func() bool { return false }
+	}
+	if prev := a.f; prev != nil {
+		var stopped atomic.Bool
+		a.f = func() {
+			prev()
+			if stopped.CompareAndSwap(false, true) {
+				f()
+			}
+		}
+		a.mu.Unlock()
+		return func() bool { return stopped.CompareAndSwap(false, true) }
 	}
 	a.f = f
 	if pd := a.Context.Done(); pd != nil && a.pstop == nil {
