@@ -43,7 +43,9 @@
 // idempotent, unless WithPolicy(RetryAlways) says otherwise; a resumable
 // upload resumes. gRPC keepalive (WithKeepalive) detects a connection that
 // silently stopped forwarding, so it is replaced and the retry goes out on a
-// new one.
+// new one. An attempt that times out may still have been stored: a one-shot
+// upload retried WithDoesNotExist then fails with FailedPrecondition although
+// the object, whole, is the one it wrote (as with the official client).
 //
 // # Tenants and headers
 //
