@@ -708,7 +708,7 @@ const (
 )
 
 // sinkMsg is one received WriteObjectRequest or BidiWriteObjectRequest. The
-// codec decodes every field but checksummed_data into req or bidi, and
+// codec decodes every field but checksummed_data into req or bidiReq, and
 // leaves the content where gRPC received it: data holds a reference on the
 // message's received buffers, and the content is n bytes from offset off.
 // The handler reads it with content and gives the buffers back with release,
@@ -719,7 +719,7 @@ type sinkMsg struct {
 
 	req     wire.WriteObjectRequest
 	bidiReq wire.BidiWriteObjectRequest
-	hdr     []byte // the fields but checksummed_data, re-encoded
+	hdr     []byte // the fields but checksummed_data, as they were encoded
 
 	hasData bool // checksummed_data is present
 	hasCRC  bool

@@ -493,6 +493,11 @@ func TestSinkSessionRejects(t *testing.T) {
 	wantStatus(t, err, codes.DataLoss, "object CRC32C mismatch")
 	_, err = queryStatus(ctx, cc, id)
 	wantStatus(t, err, codes.NotFound, id)
+
+	// The sink serves the write methods only.
+	var obj wire.Object
+	err = cc.Invoke(ctx, wire.MethodGetObject, &wire.GetObjectRequest{Bucket: bucketPrefix + sinkBucket, Object: "early-md5"}, &obj)
+	wantStatus(t, err, codes.Unimplemented, "GetObject")
 }
 
 // TestSinkDecode checks the view decoder against the proto decoder on
