@@ -107,7 +107,9 @@ func TestStressFaultyUploads(t *testing.T) {
 					sameBytes(t, o.name+" (stored by an attempt that looked failed)", e.content(o.name), o.data)
 				}
 			default:
-				e.absent(o.name)
+				if e.exists(o.name) {
+					t.Fatalf("%s was stored although its upload failed: %v", o.name, o.err)
+				}
 			}
 		}
 		if s := p.Stats(); s.InUseBytes != 0 {
