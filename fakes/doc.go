@@ -43,8 +43,9 @@
 // # gRPC methods
 //
 // WriteObject, BidiWriteObject, StartResumableWrite, QueryWriteStatus,
-// ReadObject, GetObject, ListObjects and DeleteObject. The server checks what
-// the service checks, and a few things more strictly:
+// ReadObject, BidiReadObject, GetObject, ListObjects, DeleteObject and
+// UpdateObject. The server checks what the service checks, and a few things
+// more strictly:
 //
 //   - the CRC32C of each message's content, when the message carries one, and
 //     the whole-object CRC32C and MD5 given in object_checksums at
@@ -73,6 +74,21 @@
 // message with state_lookup, and a client's half-close of a resumable stream,
 // with the persisted size, and finish_write with the object, after which the
 // stream ends.
+//
+// BidiReadObject answers the read ranges of each message in order, in
+// messages of at most 2 MiB with their CRC32C, the last of a range marked
+// range_end; the first response carries the object's metadata and a read
+// handle that names the generation read, so that a stream reopened with it
+// reads the same generation (or fails with codes.NotFound once it is gone).
+// A range that starts past the end fails the stream with codes.OutOfRange.
+// UpdateObject sets the fields its update mask names among content_type,
+// content_encoding, content_disposition, content_language, cache_control,
+// custom_time (which cannot move back or be removed), metadata and
+// metadata.KEY ("*" for all of them), bumping the metageneration as
+// objects.patch does; output-only fields in the mask are ignored, other
+// fields are codes.Unimplemented. The messages of these two methods are not
+// among internal/wire's: the server's handler of unknown methods serves them
+// from their protobuf encoding.
 //
 // # JSON API
 //
@@ -171,6 +187,62 @@
 // [Server.BreakStream], [Server.CorruptNext] and [Server.Delay], and remove
 // them with [Server.ClearFaults].
 //
+// # Retry test API
+//
+// The HTTP server also serves the retry test API of Google's storage
+// testbench, which the official clients' retry conformance suites drive
+// (conformance/run.sh runs the Go client's against fakegcs):
+//
+//   - POST /retry_test with {"instructions": {"storage.objects.insert":
+//     ["return-503", "return-503-after-256K"], ...}, "transport": "HTTP" or
+//     "GRPC"} creates a test and answers its resource, {"id", "instructions",
+//     "completed", "transport"};
+//   - GET /retry_test/ID answers it, with the instructions not consumed yet,
+//     and completed true once none is left; DELETE /retry_test/ID removes
+//     it; GET /retry_tests lists them. A server keeps the last 4096 tests.
+//
+// A request that names a test (header x-retry-test-id over HTTP, metadata
+// x-retry-test-id over gRPC) and arrives over the test's transport consumes
+// the test's next instruction for its method, as the testbench does. Over
+// HTTP the method is the JSON API method of the request (path-style reads
+// are storage.objects.get); over gRPC, WriteObject, BidiWriteObject and
+// StartResumableWrite consume those of storage.objects.insert, ReadObject,
+// BidiReadObject and GetObject those of storage.objects.get, UpdateObject
+// those of storage.objects.patch, ListObjects and DeleteObject their own;
+// QueryWriteStatus consumes none. The instructions:
+//
+//   - return-N, for N from 400: the call fails at once with HTTP status N,
+//     or over gRPC with the testbench's code for it (400 InvalidArgument, 401
+//     Unauthenticated, 408 and 503 Unavailable, 429 ResourceExhausted, 500
+//     Internal, 504 DeadlineExceeded; the usual code for the others);
+//   - return-reset-connection: over HTTP the server resets the TCP connection
+//     (RST) before it answers; over gRPC the call fails with Unavailable;
+//   - return-broken-stream and return-broken-stream-after-NK: the response
+//     stops after 4 bytes or N KiB of content: over HTTP the connection is
+//     closed in the middle of the body, over gRPC ReadObject and
+//     BidiReadObject send the bytes up to the limit and fail with
+//     Unavailable;
+//   - return-N-after-MK, on uploads: the request whose content reaches M KiB
+//     into the object (over HTTP a chunk of a resumable session, over gRPC a
+//     write message) is cut there, the bytes before are kept (a resumable
+//     session persists them, a one-shot write keeps nothing) and the upload
+//     fails with N. Over HTTP, as in the testbench, a chunk sent once the
+//     session already holds M KiB fails at once, and a single-shot upload
+//     (media or multipart) of at least M KiB by its Content-Length fails with
+//     nothing stored;
+//   - stall-for-Ss-after-MK, over HTTP: a response waits S seconds once M KiB
+//     of its body went out; an upload waits before it stores the chunk that
+//     reaches M KiB (a single-shot one of at least M KiB, before it starts).
+//
+// An instruction about bytes is consumed when a request reaches them, not
+// before. POST answers 400 for a method or an instruction the testbench does
+// not know, and 501, with a message that names it, for a method the fake
+// does not serve over the test's transport (ACLs, IAM, notifications, HMAC
+// keys, compose, copy, rewrite and bucket updates; over gRPC the bucket
+// methods too), for the redirect instructions of appendable uploads, and for
+// the few others it does not implement: a conformance suite skips those
+// cases. A server with no test pays one atomic load per request.
+//
 // # Cost
 //
 // The fake sits next to the clients it serves in benchmarks, so it keeps its
@@ -181,7 +253,8 @@
 // every byte written: at roughly 0.5 to 1 GB/s it dominates large writes.
 // Resumable sessions that are never finalized keep their data until Close;
 // finalized ones keep only their object, and the server remembers the last
-// 4096 of them.
+// 4096 of them. BidiReadObject copies each message's content once, into
+// the message it sends.
 //
 // # In tests
 //
