@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/api/option"
 	"google.golang.org/api/option/internaloption"
@@ -139,8 +140,15 @@ func (w *Writer) query(uploadType string) url.Values {
 // may register several callbacks on a request's context, so the attempt
 // context of gRPC calls, which takes one, is not used here.)
 func (w *Writer) do(method, u string, body io.ReadCloser, size int64, hdr http.Header) (resp *http.Response, cancel context.CancelFunc, err error) {
+	return w.doWithin(w.retry.attemptTimeout(), method, u, body, size, hdr)
+}
+
+// doWithin is do with the attempt's timeout given, for a request made off
+// the Writer's goroutine (it touches no state of the Writer's but the
+// upload's context and the client).
+func (w *Writer) doWithin(timeout time.Duration, method, u string, body io.ReadCloser, size int64, hdr http.Header) (resp *http.Response, cancel context.CancelFunc, err error) {
 	t := &w.target
-	ctx, stop := context.WithTimeout(t.ctx, w.retry.attemptTimeout())
+	ctx, stop := context.WithTimeout(t.ctx, timeout)
 	defer func() {
 		if err != nil {
 			stop()

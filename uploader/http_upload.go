@@ -80,11 +80,13 @@ func (t *httpTransport) startSession(w *Writer, first []byte) (uploadSession, er
 }
 
 // httpSession is a resumable upload of the JSON API. It sends what it was
-// pushed in PUTs of up to the window, each answered by the persisted size (a
-// 308 with Range), synchronously: the JSON API takes one request at a time.
-// After a failure it asks the session's status (Content-Range: bytes */*)
-// and resends from the persisted offset. Chunks go back once persisted and
-// once net/http closed the request body that read them.
+// pushed in PUTs of a window's worth of chunks, each answered by the
+// persisted size (a 308 with Range). The JSON API takes one request of a
+// session at a time, so one PUT runs on a goroutine of its own while the
+// Writer fills the next window. After a failure it asks the session's status
+// (Content-Range: bytes */*) and resends from the persisted offset. Chunks go
+// back once persisted and once net/http closed the request body that read
+// them.
 type httpSession struct {
 	w         *Writer
 	uri       string
@@ -96,18 +98,87 @@ type httpSession struct {
 	checksums *wire.ObjectChecksums
 	resource  *wire.Object
 	closed    bool
+
+	inflight chan putResult // the PUT running on its own goroutine, or nil
+	sending  int64          // the end of the bytes that PUT sends
+}
+
+// putResult is the session's answer to a PUT.
+type putResult struct {
+	persisted int64
+	resource  *wire.Object
+	err       error
 }
 
 func (s *httpSession) push(r *chunkRef) error {
 	s.pending = append(s.pending, r)
 	s.last = r.end()
-	if s.last-s.persisted < s.window {
+	if s.inflight == nil {
+		if s.last-s.persisted >= s.window {
+			s.launch()
+		}
 		return nil
 	}
-	return s.put()
+	if s.last-s.sending < s.window {
+		return nil
+	}
+	// A window is ready while the previous one is on its way: wait for
+	// it, then send the next.
+	if err := s.collect(); err != nil {
+		return err
+	}
+	if s.last-s.persisted >= s.window {
+		s.launch()
+	}
+	return nil
+}
+
+// launch starts a PUT of everything from the persisted offset on its own
+// goroutine.
+func (s *httpSession) launch() {
+	w := s.w
+	body, hdr := s.request()
+	n := body.size()
+	timeout := w.retry.attemptTimeout()
+	ch := make(chan putResult, 1)
+	s.inflight, s.sending = ch, s.persisted+n
+	go func() {
+		resp, cancel, err := w.doWithin(timeout, http.MethodPut, s.uri, body, n, hdr)
+		if err != nil {
+			ch <- putResult{err: err}
+			return
+		}
+		defer cancel()
+		persisted, o, err := readAnswer(resp)
+		ch <- putResult{persisted: persisted, resource: o, err: err}
+	}()
+}
+
+// collect waits for the PUT in flight and takes in its answer; a failed one
+// is resumed from the persisted offset, synchronously.
+func (s *httpSession) collect() error {
+	if s.inflight == nil {
+		return nil
+	}
+	r := <-s.inflight
+	s.inflight = nil
+	err := r.err
+	if err == nil {
+		if r.resource != nil {
+			s.resource = r.resource
+		}
+		if err = s.ack(r.persisted); err == nil {
+			s.w.retry.progress()
+			return nil
+		}
+	}
+	return s.recoverFrom(err)
 }
 
 func (s *httpSession) flush() error {
+	if err := s.collect(); err != nil {
+		return err
+	}
 	if s.last <= s.persisted {
 		return nil
 	}
@@ -115,6 +186,9 @@ func (s *httpSession) flush() error {
 }
 
 func (s *httpSession) finish(r *chunkRef, checksums *wire.ObjectChecksums) (*wire.Object, error) {
+	if err := s.collect(); err != nil {
+		return nil, err
+	}
 	s.pending = append(s.pending, r)
 	s.last, s.final, s.checksums = r.end(), true, checksums
 	if err := s.put(); err != nil {
@@ -132,36 +206,43 @@ func (s *httpSession) waitContext() context.Context { return s.w.ctx }
 
 func (s *httpSession) recover() error { return nil }
 
-// put sends everything pushed and not persisted, finishing the upload if the
-// last chunk was pushed, and retries from the persisted offset.
+// put sends everything pushed and not persisted, synchronously, finishing
+// the upload if the last chunk was pushed, and retries from the persisted
+// offset.
 func (s *httpSession) put() error {
-	w := s.w
-	op := "objects.insert"
 	for s.persisted < s.last || (s.final && s.resource == nil) {
-		err := s.putOnce()
-		if err == nil {
-			w.retry.progress()
+		if err := s.putOnce(); err != nil {
+			if err := s.recoverFrom(err); err != nil {
+				return err
+			}
 			continue
 		}
-		for {
-			if err = w.retry.retry(w.ctx, op, err, true, true); err != nil {
-				return w.target.err(op, err)
-			}
-			if err = s.query(); err == nil {
-				w.ev.resumed(s.persisted, nil)
-				break
-			}
-			op = "objects.insert (status)"
-		}
-		op = "objects.insert"
+		s.w.retry.progress()
 	}
 	return nil
 }
 
-// putOnce makes one PUT of the bytes from the persisted offset.
-func (s *httpSession) putOnce() error {
+// recoverFrom resumes after a failed PUT: backoff, then the session's
+// status, until the retrier gives up.
+func (s *httpSession) recoverFrom(err error) error {
 	w := s.w
-	body := w.bodyOver(nil, s.pending, s.persisted, nil)
+	op := "objects.insert"
+	for {
+		if err = w.retry.retry(w.ctx, op, err, true, true); err != nil {
+			return w.target.err(op, err)
+		}
+		if err = s.query(); err == nil {
+			w.ev.resumed(s.persisted, nil)
+			return nil
+		}
+		op = "objects.insert (status)"
+	}
+}
+
+// request builds a PUT of the bytes from the persisted offset to the end of
+// what was pushed, with the last request's total and checksums.
+func (s *httpSession) request() (*httpBody, http.Header) {
+	body := s.w.bodyOver(nil, s.pending, s.persisted, nil)
 	n := body.size()
 	total := "*"
 	if s.final {
@@ -179,7 +260,13 @@ func (s *httpSession) putOnce() error {
 			hdr.Set("X-Goog-Hash", h)
 		}
 	}
-	resp, cancel, err := w.do(http.MethodPut, s.uri, body, n, hdr)
+	return body, hdr
+}
+
+// putOnce makes one PUT of the bytes from the persisted offset.
+func (s *httpSession) putOnce() error {
+	body, hdr := s.request()
+	resp, cancel, err := s.w.do(http.MethodPut, s.uri, body, body.size(), hdr)
 	if err != nil {
 		return err
 	}
@@ -201,31 +288,41 @@ func (s *httpSession) query() error {
 	return s.answer(resp)
 }
 
-// answer reads the session's answer: 308 with the persisted range, or the
-// finished object.
+// answer takes in the session's answer to a request.
 func (s *httpSession) answer(resp *http.Response) error {
+	persisted, o, err := readAnswer(resp)
+	if err != nil {
+		return err
+	}
+	if o != nil {
+		s.resource = o
+	}
+	return s.ack(persisted)
+}
+
+// readAnswer reads a session's answer: 308 with the persisted range, or the
+// finished object. It closes the response.
+func readAnswer(resp *http.Response) (persisted int64, o *wire.Object, err error) {
 	switch resp.StatusCode {
 	case http.StatusPermanentRedirect:
 		defer closeResponse(resp)
-		persisted := int64(0)
 		if rg := resp.Header.Get("Range"); rg != "" {
 			end, ok := parseRangeEnd(rg)
 			if !ok {
-				return status.Errorf(codes.Internal, "the service answered Range %q", rg)
+				return 0, nil, status.Errorf(codes.Internal, "the service answered Range %q", rg)
 			}
 			persisted = end + 1
 		}
-		return s.ack(persisted)
+		return persisted, nil, nil
 	case http.StatusOK, http.StatusCreated:
 		o, err := objectOf(resp)
 		if err != nil {
-			return err
+			return 0, nil, err
 		}
-		s.resource = o
-		return s.ack(o.GetSize())
+		return o.GetSize(), o, nil
 	}
 	defer closeResponse(resp)
-	return statusError(resp)
+	return 0, nil, statusError(resp)
 }
 
 // parseRangeEnd reads the last byte of "bytes=0-N".
@@ -261,6 +358,12 @@ func (s *httpSession) ack(persisted int64) error {
 
 // abort cancels the session, so the service drops what it received.
 func (s *httpSession) abort(error) {
+	if s.inflight != nil {
+		// The upload's context ended or its Writer failed: the PUT in
+		// flight ends with it, or runs out its attempt timeout.
+		<-s.inflight
+		s.inflight = nil
+	}
 	if s.resource != nil || s.uri == "" {
 		return
 	}
@@ -278,6 +381,10 @@ func (s *httpSession) abort(error) {
 }
 
 func (s *httpSession) close() {
+	if s.inflight != nil {
+		<-s.inflight
+		s.inflight = nil
+	}
 	if s.closed {
 		return
 	}
