@@ -23,14 +23,17 @@ const (
 	MethodStartResumableWrite = "StartResumableWrite"
 	MethodQueryWriteStatus    = "QueryWriteStatus"
 	MethodReadObject          = "ReadObject"
+	MethodBidiReadObject      = "BidiReadObject"
 	MethodGetObject           = "GetObject"
 	MethodListObjects         = "ListObjects"
 	MethodDeleteObject        = "DeleteObject"
+	MethodUpdateObject        = "UpdateObject"
 )
 
 var methods = []string{
 	MethodWriteObject, MethodBidiWriteObject, MethodStartResumableWrite, MethodQueryWriteStatus,
-	MethodReadObject, MethodGetObject, MethodListObjects, MethodDeleteObject,
+	MethodReadObject, MethodBidiReadObject, MethodGetObject, MethodListObjects, MethodDeleteObject,
+	MethodUpdateObject,
 }
 
 // shortMethod turns "/google.storage.v2.Storage/WriteObject" into

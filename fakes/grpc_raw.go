@@ -10,20 +10,13 @@ import (
 	"github.com/objup/objup/internal/wire"
 )
 
-// Short names of the gRPC methods the server serves outside the wire
-// package's service table, from their protobuf encoding (see rawMethods).
-const (
-	methodBidiReadObject = "BidiReadObject"
-	methodUpdateObject   = "UpdateObject"
-)
-
 // rawMethods are the storage v2 methods served by the server's unknown-method
 // handler: their messages are not in internal/wire, so the handler reads and
 // writes their protobuf encoding with protowire, and reuses wire's messages
 // (Object, CommonObjectRequestParams) where they are embedded.
 var rawMethods = map[string]func(*Server, grpc.ServerStream) error{
-	"/" + wire.ServiceName + "/" + methodBidiReadObject: (*Server).bidiReadObject,
-	"/" + wire.ServiceName + "/" + methodUpdateObject:   (*Server).grpcUpdateObject,
+	"/" + wire.ServiceName + "/" + MethodBidiReadObject: (*Server).bidiReadObject,
+	"/" + wire.ServiceName + "/" + MethodUpdateObject:   (*Server).grpcUpdateObject,
 }
 
 // serveRaw is the gRPC server's handler of methods missing from its

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -357,5 +358,37 @@ func TestUpdateObject(t *testing.T) {
 	}
 	if stored, _ := srv.Object(bucket, "obj"); stored.Metageneration != 3 {
 		t.Fatalf("a failed update changed the object: metageneration %d", stored.Metageneration)
+	}
+}
+
+// TestRawMethodFaults checks that BidiReadObject and UpdateObject go
+// through the request log and take fault rules like the other methods.
+func TestRawMethodFaults(t *testing.T) {
+	srv, cc := start(t, fakes.WithCallLog(10))
+	put(t, cc, "obj", []byte("abc"))
+	srv.FailCall(fakes.MethodBidiReadObject, 1, codes.PermissionDenied)
+	srv.FailCall(fakes.MethodUpdateObject, 1, codes.PermissionDenied)
+	srv.ResetCalls()
+	o := officialBidi(t, srv).Bucket(bucket).Object("obj")
+	if _, err := o.NewReader(ctxT(t)); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("NewReader: %v, want PermissionDenied", err)
+	}
+	if _, err := o.Update(ctxT(t), storage.ObjectAttrsToUpdate{ContentType: "x"}); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("Update: %v, want PermissionDenied", err)
+	}
+	r, err := o.NewReader(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, r)
+	r.Close()
+	// A stream that fails before it is read names no object.
+	var got []string
+	for _, c := range srv.Calls() {
+		got = append(got, c.Method+" "+c.Object+" "+c.Code.String())
+	}
+	want := []string{"BidiReadObject  PermissionDenied", "UpdateObject  PermissionDenied", "BidiReadObject obj OK"}
+	if strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Fatalf("calls %q, want %q", got, want)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
@@ -226,11 +227,11 @@ var grpcRetryMethods = map[string]string{
 	MethodBidiWriteObject:     "storage.objects.insert",
 	MethodStartResumableWrite: "storage.objects.insert",
 	MethodReadObject:          "storage.objects.get",
-	methodBidiReadObject:      "storage.objects.get",
+	MethodBidiReadObject:      "storage.objects.get",
 	MethodGetObject:           "storage.objects.get",
 	MethodListObjects:         "storage.objects.list",
 	MethodDeleteObject:        "storage.objects.delete",
-	methodUpdateObject:        "storage.objects.patch",
+	MethodUpdateObject:        "storage.objects.patch",
 }
 
 // retryTest is one test of the retry test API: per method, the
@@ -373,28 +374,21 @@ func newRetryTest(body []byte) (*retryTest, error) {
 		return nil, newError(kindInvalid, "fakes: the requested transport %q is not HTTP or GRPC", in.Transport)
 	}
 	t := &retryTest{transport: tr, raw: make(map[string][]string), pending: make(map[string][]instruction)}
-	names := slices.Sorted(func(yield func(string) bool) {
-		for m := range in.Instructions {
-			if !yield(m) {
-				return
-			}
-		}
-	})
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(in.Instructions)) {
 		list := in.Instructions[name]
 		if err := checkRetryMethod(name, tr); err != nil {
 			return nil, err
 		}
 		for _, s := range list {
-			in, err := parseInstruction(s)
+			ins, err := parseInstruction(s)
 			if err == nil {
-				err = checkInstruction(name, tr, s, in)
+				err = checkInstruction(name, tr, s, ins)
 			}
 			if err != nil {
 				return nil, err
 			}
-			in.seq = len(t.pending[name])
-			t.pending[name] = append(t.pending[name], in)
+			ins.seq = len(t.pending[name])
+			t.pending[name] = append(t.pending[name], ins)
 		}
 		t.raw[name] = slices.Clone(list)
 	}
