@@ -205,7 +205,8 @@
 // x-retry-test-id over gRPC) and arrives over the test's transport consumes
 // the test's next instruction for its method, as the testbench does. Over
 // HTTP the method is the JSON API method of the request (path-style reads
-// are storage.objects.get); over gRPC, WriteObject, BidiWriteObject and
+// are storage.objects.get, and the cancel of a resumable session
+// storage.objects.delete); over gRPC, WriteObject, BidiWriteObject and
 // StartResumableWrite consume those of storage.objects.insert, ReadObject,
 // BidiReadObject and GetObject those of storage.objects.get, UpdateObject
 // those of storage.objects.patch, ListObjects and DeleteObject their own;

@@ -47,11 +47,16 @@ func retryStatusError(id, raw string, in instruction) *apiError {
 	}
 }
 
-// retryMethodOf returns the retry test method name of a JSON API route
-// ("objects.get" and "xml.objects.get" are "storage.objects.get"), or "" if
-// the fake does not serve it over HTTP.
-func retryMethodOf(route string) string {
+// retryMethodOf returns the retry test method name of a request to a JSON
+// API route ("objects.get" and "xml.objects.get" are "storage.objects.get";
+// the cancel of a resumable session, DELETE on its URI, is
+// "storage.objects.delete", as in the testbench), or "" if the fake does not
+// serve it over HTTP.
+func retryMethodOf(r *http.Request, route string) string {
 	name := "storage." + strings.TrimPrefix(route, "xml.")
+	if name == "storage.objects.insert" && r.Method == http.MethodDelete {
+		name = "storage.objects.delete"
+	}
 	if !retryMethods[name].http {
 		return ""
 	}
@@ -72,7 +77,7 @@ func (s *Server) retryHTTP(r *http.Request, rt *httpRoute) {
 	if id == "" {
 		return
 	}
-	method := retryMethodOf(rt.method)
+	method := retryMethodOf(r, rt.method)
 	if method == "" {
 		return
 	}

@@ -236,6 +236,13 @@ func TestRetryTestHTTP(t *testing.T) {
 			do(t, srv, "POST", uploadPath("media", "big"), data, "x-retry-test-id", id).errorReason(t, http.StatusServiceUnavailable)
 			absentHTTP(t, srv, "big")
 		}},
+		{"the cancel of a session is storage.objects.delete", "storage.objects.delete", []string{"return-503"}, func(t *testing.T, srv *fakes.Server, id string) {
+			loc := startSession(t, srv, "up", "")
+			do(t, srv, "DELETE", loc, nil, "x-retry-test-id", id).errorReason(t, http.StatusServiceUnavailable)
+			if r := do(t, srv, "DELETE", loc, nil, "x-retry-test-id", id); r.status != 499 {
+				t.Fatalf("second DELETE: %d %s", r.status, r.body)
+			}
+		}},
 		{"a gRPC test leaves HTTP requests alone", "", nil, func(t *testing.T, srv *fakes.Server, _ string) {
 			id := newRetryTest(t, srv, "GRPC", map[string][]string{"storage.objects.get": {"return-503"}})
 			if r := do(t, srv, "GET", objPath("obj"), nil, "x-retry-test-id", id); r.status != http.StatusOK {
