@@ -138,6 +138,21 @@ func parseInstruction(s string) (instruction, error) {
 	return instruction{}, newError(kindInvalid, "fakes: retry test instruction %q is not one the retry test API knows", s)
 }
 
+// instructionText is how error messages name an instruction.
+func instructionText(in instruction) string {
+	switch in.kind {
+	case instrStatus:
+		return fmt.Sprintf("return-%d", in.status)
+	case instrReset:
+		return "return-reset-connection"
+	case instrBroken:
+		return fmt.Sprintf("return-broken-stream after %d bytes", in.bytes)
+	case instrStatusAfter:
+		return fmt.Sprintf("return-%d-after-%dK", in.status, in.bytes>>10)
+	}
+	return fmt.Sprintf("stall-for-%ds-after-%dK", int64(in.stall/time.Second), in.bytes>>10)
+}
+
 // grpcCode is the gRPC code a status instruction fails a gRPC call with: the
 // testbench's mapping for the statuses it maps (400, 401, 408, 429, 500, 503,
 // 504), and the usual one for the others.

@@ -118,22 +118,6 @@ func (s *Server) retryHTTP(r *http.Request, rt *httpRoute) {
 	}
 }
 
-// instructionText is how the request log and error messages name an
-// instruction.
-func instructionText(in instruction) string {
-	switch in.kind {
-	case instrStatus:
-		return fmt.Sprintf("return-%d", in.status)
-	case instrReset:
-		return "return-reset-connection"
-	case instrBroken:
-		return fmt.Sprintf("return-broken-stream after %d bytes", in.bytes)
-	case instrStatusAfter:
-		return fmt.Sprintf("return-%d-after-%dK", in.status, in.bytes>>10)
-	}
-	return fmt.Sprintf("stall-for-%ds-after-%dK", int64(in.stall/time.Second), in.bytes>>10)
-}
-
 // retryUpload returns the handler of an upload request under an
 // after-bytes instruction (return-N-after-MK, stall-for-Ss-after-MK), which
 // applies to the content of uploads:
