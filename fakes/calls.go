@@ -203,7 +203,7 @@ func (s *Server) unaryInterceptor(ctx context.Context, req any, info *grpc.Unary
 	var resp any
 	err := s.faults.before(ctx, c.Method)
 	if err == nil {
-		_, err = s.retryGRPC(ctx, c.Method)
+		_, err = s.retryGRPC(ctx, c.Method, false)
 	}
 	if err == nil {
 		resp, err = handler(ctx, req)
@@ -220,7 +220,7 @@ func (s *Server) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.Str
 	err := s.faults.before(ctx, c.Method)
 	var rc *retryCall
 	if err == nil {
-		rc, err = s.retryGRPC(ctx, c.Method)
+		rc, err = s.retryGRPC(ctx, c.Method, true)
 	}
 	if err == nil {
 		err = handler(srv, wrapRetry(&callStream{ServerStream: ss, ctx: ctx}, rc))

@@ -215,9 +215,12 @@
 //   - return-N, for N from 400: the call fails at once with HTTP status N,
 //     or over gRPC with the testbench's code for it (400 InvalidArgument, 401
 //     Unauthenticated, 408 and 503 Unavailable, 429 ResourceExhausted, 500
-//     Internal, 504 DeadlineExceeded; the usual code for the others);
+//     Internal, 504 DeadlineExceeded; the usual code for the others); a gRPC
+//     stream fails once the server has read its first message, so that the
+//     client's first send cannot see the stream's end before its status;
 //   - return-reset-connection: over HTTP the server resets the TCP connection
-//     (RST) before it answers; over gRPC the call fails with Unavailable;
+//     (RST) before it answers; over gRPC the call fails with Unavailable, as
+//     return-503 does;
 //   - return-broken-stream and return-broken-stream-after-NK: the response
 //     stops after 4 bytes or N KiB of content: over HTTP the connection is
 //     closed in the middle of the body, over gRPC ReadObject and

@@ -369,10 +369,17 @@ func TestRawMethodFaults(t *testing.T) {
 	srv.FailCall(fakes.MethodBidiReadObject, 1, codes.PermissionDenied)
 	srv.FailCall(fakes.MethodUpdateObject, 1, codes.PermissionDenied)
 	srv.ResetCalls()
-	o := officialBidi(t, srv).Bucket(bucket).Object("obj")
-	if _, err := o.NewReader(ctxT(t)); status.Code(err) != codes.PermissionDenied {
-		t.Fatalf("NewReader: %v, want PermissionDenied", err)
+	// FailCall fails a stream before the server reads it, so the client's
+	// first send may see the stream's end (io.EOF) before its status: read
+	// the status with a receive, as gRPC says, which the official reader
+	// does not do.
+	st := rawBidiRead(t, ctxT(t), cc)
+	sendRaw(st, bidiReadMsg(true, "obj", 0, nil, [3]int64{0, 0, 1}))
+	st.CloseSend()
+	if _, err := recvRaw(st); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("BidiReadObject: %v, want PermissionDenied", err)
 	}
+	o := officialBidi(t, srv).Bucket(bucket).Object("obj")
 	if _, err := o.Update(ctxT(t), storage.ObjectAttrsToUpdate{ContentType: "x"}); status.Code(err) != codes.PermissionDenied {
 		t.Fatalf("Update: %v, want PermissionDenied", err)
 	}

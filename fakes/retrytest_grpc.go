@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/objup/objup/header"
 	"github.com/objup/objup/internal/crc32c"
@@ -20,6 +21,7 @@ type retryCall struct {
 	id     string
 	method string // the retry test method name
 
+	fail      error       // a stream's status instruction, for its first receive
 	broken    instruction // a read's broken stream, if hasBroken
 	hasBroken bool
 }
@@ -28,10 +30,13 @@ type retryCall struct {
 // x-retry-test-id metadata, if the test runs over gRPC and has an
 // instruction left for the call's method. A status instruction (its HTTP
 // status mapped to a gRPC code as the testbench does) or a reset
-// (codes.Unavailable) is consumed and returned as the call's error. For
+// (codes.Unavailable) is consumed at once: a unary call fails with it, a
+// stream once the server has received its first message, as GCS reads a
+// request before it answers (a stream that failed sooner could make the
+// client's first send fail with io.EOF rather than the status). For the
 // other instructions it returns the retryCall that carries them out while
 // the call runs; nil if there is none.
-func (s *Server) retryGRPC(ctx context.Context, method string) (*retryCall, error) {
+func (s *Server) retryGRPC(ctx context.Context, method string, stream bool) (*retryCall, error) {
 	if s.retry.count.Load() == 0 {
 		return nil, nil
 	}
@@ -48,19 +53,24 @@ func (s *Server) retryGRPC(ctx context.Context, method string) (*retryCall, erro
 		return nil, nil
 	}
 	rc := &retryCall{s: s, id: id, method: name}
+	var err error
 	switch in.kind {
 	case instrStatus:
 		if rc.take(in) {
 			code, _ := grpcCode(in.status)
-			return nil, status.Errorf(code, "fakes: retry test %s: %s", id, instructionText(in))
+			err = status.Errorf(code, "fakes: retry test %s: %s", id, instructionText(in))
 		}
 	case instrReset:
 		if rc.take(in) {
-			return nil, status.Errorf(codes.Unavailable, "fakes: retry test %s: %s", id, instructionText(in))
+			err = status.Errorf(codes.Unavailable, "fakes: retry test %s: %s", id, instructionText(in))
 		}
 	case instrBroken:
 		rc.broken, rc.hasBroken = in, true
 	}
+	if err != nil && !stream {
+		return nil, err
+	}
+	rc.fail = err
 	return rc, nil
 }
 
@@ -87,6 +97,9 @@ type retryStream struct {
 // instruction says: the bytes up to the limit go out, then the read fails
 // with codes.Unavailable, as in the testbench.
 func (rs *retryStream) SendMsg(m any) error {
+	if rs.rc.fail != nil {
+		return rs.rc.fail
+	}
 	resp, ok := m.(*wire.ReadObjectResponse)
 	if !ok || !rs.rc.hasBroken || resp.ChecksummedData == nil {
 		return rs.ServerStream.SendMsg(m)
@@ -119,6 +132,12 @@ func (rs *retryStream) SendMsg(m any) error {
 // state_lookup. A message whose CRC32C does not match is left to the
 // server, which rejects it.
 func (rs *retryStream) RecvMsg(m any) error {
+	if rs.rc.fail != nil {
+		if rs.ServerStream.RecvMsg(m) == nil {
+			rs.noteTarget(m)
+		}
+		return rs.rc.fail
+	}
 	if rs.pending != nil {
 		return rs.pending
 	}
@@ -159,6 +178,32 @@ func (rs *retryStream) RecvMsg(m any) error {
 	code, _ := grpcCode(in.status)
 	rs.pending = status.Errorf(code, "fakes: retry test %s: %s: the upload was cut after %d bytes", rs.rc.id, instructionText(in), in.bytes)
 	return nil
+}
+
+// noteTarget records the bucket and object that a stream's first message
+// names, for the request log of a stream that fails on it.
+func (rs *retryStream) noteTarget(m any) {
+	ctx := rs.Context()
+	switch r := m.(type) {
+	case *emptypb.Empty: // BidiReadObject
+		if spec, _, err := parseBidiRead(r.ProtoReflect().GetUnknown()); err == nil && spec != nil {
+			if b, err := parseBucket(spec.bucket); err == nil {
+				noteTarget(ctx, b, spec.object)
+			}
+		}
+	case interface{ GetUploadId() string }:
+		if id := r.GetUploadId(); id != "" {
+			rs.rc.s.session(ctx, id) // notes the session's object
+			return
+		}
+		if b, o := targetOf(m); b != "" {
+			noteTarget(ctx, b, o)
+		}
+	default:
+		if b, o := targetOf(m); b != "" {
+			noteTarget(ctx, b, o)
+		}
+	}
 }
 
 // retryStreamOf returns the retry call of a stream, or nil.

@@ -9,7 +9,11 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"cloud.google.com/go/storage"
+	"github.com/googleapis/gax-go/v2"
+	"github.com/googleapis/gax-go/v2/callctx"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -434,5 +438,66 @@ func TestRetryTestGRPCUploadCut(t *testing.T) {
 			tc.run(t, cc, withTestID(ctxT(t), id))
 			completed(t, srv, id)
 		})
+	}
+}
+
+// TestRetryTestGRPCStreamStatus checks that a status instruction fails a
+// stream only after the server has read the client's first message: the
+// request log names the object that message names. A stream that fails
+// sooner can make the client's first send return io.EOF instead of the
+// status, which the official client does not retry; its reads must
+// succeed every time.
+func TestRetryTestGRPCStreamStatus(t *testing.T) {
+	srv, cc := start(t, fakes.WithCallLog(100))
+	data := payload(100, 64)
+	put(t, cc, "obj", data)
+	id := newRetryTest(t, srv, "GRPC", map[string][]string{
+		"storage.objects.insert": {"return-503", "return-503"},
+		"storage.objects.get":    {"return-503", "return-503"},
+	})
+	ctx := withTestID(ctxT(t), id)
+	up := startResumable(t, cc, spec("resumed"))
+	srv.ResetCalls()
+	_, err := writeObject(ctx, cc, chunks(data, mib, withSpec(spec("oneshot")))...)
+	wantCode(t, err, codes.Unavailable)
+	_, err = bidi(ctx, cc, bidiChunks(data, mib, bidiUpload(up))...)
+	wantCode(t, err, codes.Unavailable)
+	_, _, err = readObject(ctx, cc, &wire.ReadObjectRequest{Bucket: bucketRes, Object: "obj"})
+	wantCode(t, err, codes.Unavailable)
+	st := rawBidiRead(t, ctx, cc)
+	sendRaw(st, bidiReadMsg(true, "obj", 0, nil, [3]int64{0, 0, 1}))
+	st.CloseSend()
+	_, err = recvRaw(st)
+	wantCode(t, err, codes.Unavailable)
+	var got []string
+	for _, c := range srv.Calls() {
+		got = append(got, c.Method+" "+c.Bucket+"/"+c.Object+" "+c.Code.String())
+	}
+	want := []string{
+		"WriteObject " + bucket + "/oneshot Unavailable",
+		"BidiWriteObject " + bucket + "/resumed Unavailable",
+		"ReadObject " + bucket + "/obj Unavailable",
+		"BidiReadObject " + bucket + "/obj Unavailable",
+	}
+	if strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Fatalf("calls:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	c := officialBidi(t, srv)
+	c.SetRetry(storage.WithBackoff(gax.Backoff{Initial: time.Millisecond, Max: time.Millisecond}))
+	for i := range 20 {
+		id := newRetryTest(t, srv, "GRPC", map[string][]string{"storage.objects.get": {"return-503"}})
+		ctx := callctx.SetHeaders(ctxT(t), "x-retry-test-id", id)
+		r, err := c.Bucket(bucket).Object("obj").NewReader(ctx)
+		if err != nil {
+			t.Fatalf("read %d: %v", i, err)
+		}
+		got, err := io.ReadAll(r)
+		r.Close()
+		if err != nil {
+			t.Fatalf("read %d: %v", i, err)
+		}
+		sameBytes(t, "content", got, data)
+		completed(t, srv, id)
 	}
 }
