@@ -349,7 +349,10 @@ func (s *httpSession) ack(persisted int64) error {
 		s.pending[i].unref()
 		s.pending[i] = nil
 	}
-	s.pending = s.pending[i:]
+	// Move the rest to the front, so appends keep reusing the array.
+	n := copy(s.pending, s.pending[i:])
+	clear(s.pending[n:])
+	s.pending = s.pending[:n]
 	if p := s.w.cfg.progress; p != nil {
 		p(persisted)
 	}

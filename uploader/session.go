@@ -150,8 +150,13 @@ func (s *session) teardown(cause error) {
 // receive reads the service's answers until the stream ends.
 func (s *session) receive(st bidiStream, done chan struct{}, broken context.CancelFunc) {
 	defer close(done)
+	// One response message serves the whole stream: what the receiver keeps
+	// of it (the finished object) is a message of its own, which Reset
+	// leaves alone.
+	resp := new(wire.BidiWriteObjectResponse)
 	for {
-		resp, err := st.Recv()
+		resp.Reset()
+		err := st.RecvMsg(resp)
 		s.mu.Lock()
 		if err != nil {
 			if err == io.EOF && s.resource == nil {
@@ -193,7 +198,10 @@ func (s *session) ackLocked(persisted int64) {
 		s.pending[i].unref()
 		s.pending[i] = nil
 	}
-	s.pending = s.pending[i:]
+	// Move the rest to the front, so appends keep reusing the array.
+	n := copy(s.pending, s.pending[i:])
+	clear(s.pending[n:])
+	s.pending = s.pending[:n]
 	if s.timer != nil {
 		if len(s.pending) == 0 {
 			s.timer.Stop()
@@ -330,7 +338,7 @@ func (s *session) send(all bool) error {
 	s.batch = batch // keep the capacity for the next send
 	defer clear(batch)
 	for len(batch) > 0 && s.sentTo < s.last && (all || s.last-s.sentTo >= maxMessage) {
-		msg := s.life.newMsg()
+		msg, req := s.life.newStreamMsg()
 		start, size := s.sentTo, 0
 		var crc uint32
 		for len(batch) > 0 && msg.parts() < maxParts {
@@ -358,9 +366,9 @@ func (s *session) send(all bool) error {
 				batch = batch[1:]
 			}
 		}
-		req := s.newRequest(start)
+		s.startRequest(req, start)
 		req.Flush, req.StateLookup = true, true
-		msg.Req, msg.CRC32C, msg.HasCRC = req, crc, !s.noCRC
+		msg.CRC32C, msg.HasCRC = crc, !s.noCRC
 		s.armTimer()
 		err := s.stream.SendMsg(&msg.WriteMsg)
 		s.life.sent(msg)
@@ -388,12 +396,18 @@ func (s *session) sendAll() error {
 
 // newRequest starts a message at offset; a stream's first names the upload.
 func (s *session) newRequest(offset int64) *wire.BidiWriteObjectRequest {
-	req := &wire.BidiWriteObjectRequest{WriteOffset: offset}
+	req := new(wire.BidiWriteObjectRequest)
+	s.startRequest(req, offset)
+	return req
+}
+
+// startRequest fills req as a message at offset.
+func (s *session) startRequest(req *wire.BidiWriteObjectRequest, offset int64) {
+	req.WriteOffset = offset
 	if s.fresh {
 		req.FirstMessage = &wire.BidiWriteObjectRequest_UploadId{UploadId: s.uploadID}
 		s.fresh = false
 	}
-	return req
 }
 
 // armTimer restarts the attempt timeout before a send.
