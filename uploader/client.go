@@ -161,7 +161,6 @@ func (c *Client) poolFor(size int) pool.Allocator {
 // audience, or the emulator named by STORAGE_EMULATOR_HOST_GRPC.
 func defaultDialOptions() []option.ClientOption {
 	opts := []option.ClientOption{
-		internaloption.WithDefaultEndpoint("storage.googleapis.com:443"),
 		internaloption.WithDefaultEndpointTemplate("storage.UNIVERSE_DOMAIN:443"),
 		internaloption.WithDefaultMTLSEndpoint("storage.mtls.googleapis.com:443"),
 		internaloption.WithDefaultUniverseDomain("googleapis.com"),

@@ -71,7 +71,7 @@ func TestAttemptContext(t *testing.T) {
 		t.Fatalf("Deadline %v is not the parent's", d)
 	}
 	// A child cancelled by its owner unregisters; the attempt ends quietly.
-	child, cancel = context.WithCancel(&a)
+	_, cancel = context.WithCancel(&a)
 	cancel()
 	a.disarm()
 	if a.f != nil {

@@ -38,14 +38,6 @@ type keepaliveConfig struct {
 	off           bool
 }
 
-// clientOption is implemented by objup's own client options. Embedding
-// EmbeddableAdapter makes them option.ClientOption values that the transport
-// ignores.
-type clientOption interface {
-	option.ClientOption
-	applyClient(*clientConfig)
-}
-
 type clientOptionFunc struct {
 	internaloption.EmbeddableAdapter
 	f func(*clientConfig)
