@@ -18,7 +18,7 @@ type ObjectAttrs struct {
 	Metageneration int64
 	Size           int64
 	CRC32C         uint32
-	MD5            []byte
+	MD5            []byte // nil for an appendable object, which has none
 
 	ContentType, ContentEncoding, ContentDisposition string
 	ContentLanguage, CacheControl, StorageClass      string
@@ -26,6 +26,10 @@ type ObjectAttrs struct {
 
 	Created, Updated time.Time
 	CustomTime       time.Time // zero if unset
+	// Finalized is when the object was finalized: when it was created,
+	// for an object written at once; zero for an appendable object that
+	// is not finalized yet.
+	Finalized time.Time
 
 	// Tenant is the tenant of the call that wrote the object, or "".
 	Tenant string
@@ -46,7 +50,6 @@ func (b *bucket) attrs(o *object) ObjectAttrs {
 		Metageneration:     o.metageneration,
 		Size:               o.size,
 		CRC32C:             o.crc32c,
-		MD5:                slices.Clone(o.md5[:]),
 		ContentType:        o.contentType,
 		ContentEncoding:    o.contentEncoding,
 		ContentDisposition: o.contentDisposition,
@@ -56,6 +59,12 @@ func (b *bucket) attrs(o *object) ObjectAttrs {
 		Metadata:           maps.Clone(o.metadata),
 		Created:            time.UnixMicro(o.created).UTC(),
 		Updated:            time.UnixMicro(o.updated).UTC(),
+	}
+	if o.hasMD5() {
+		a.MD5 = slices.Clone(o.md5[:])
+	}
+	if t := o.finalizeTime(); t != 0 {
+		a.Finalized = time.UnixMicro(t).UTC()
 	}
 	if o.customTime != 0 {
 		a.CustomTime = time.UnixMicro(o.customTime).UTC()

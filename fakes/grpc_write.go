@@ -18,14 +18,15 @@ import (
 	"github.com/objup/objup/internal/wire"
 )
 
-// newUpload validates a WriteObjectSpec and returns an upload for it.
-func (s *Server) newUpload(ctx context.Context, spec *wire.WriteObjectSpec, common *wire.CommonObjectRequestParams) (*upload, error) {
+// newUpload validates a WriteObjectSpec that method received and returns
+// an upload for it.
+func (s *Server) newUpload(ctx context.Context, spec *wire.WriteObjectSpec, common *wire.CommonObjectRequestParams, method string) (*upload, error) {
 	res := spec.GetResource()
 	if res == nil {
 		return nil, status.Error(codes.InvalidArgument, "write_object_spec.resource is required")
 	}
-	if spec.GetAppendable() {
-		return nil, status.Error(codes.Unimplemented, "appendable objects are not supported by the fake")
+	if spec.GetAppendable() && method != MethodBidiWriteObject {
+		return nil, status.Errorf(codes.InvalidArgument, "write_object_spec.appendable: appendable objects are written with BidiWriteObject, not %s", method)
 	}
 	bucket, err := parseBucket(res.GetBucket())
 	if err != nil {
@@ -82,7 +83,7 @@ type writeMsg struct {
 	first      bool
 	uploadID   string
 	spec       *wire.WriteObjectSpec
-	appendSpec bool
+	appendSpec *wire.AppendObjectSpec
 	common     *wire.CommonObjectRequestParams
 	offset     int64
 	data       *wire.ChecksummedData
@@ -109,7 +110,7 @@ func bidiMsgOf(r *wire.BidiWriteObjectRequest) writeMsg {
 		first:      r.FirstMessage != nil,
 		uploadID:   r.GetUploadId(),
 		spec:       r.GetWriteObjectSpec(),
-		appendSpec: r.GetAppendObjectSpec() != nil,
+		appendSpec: r.GetAppendObjectSpec(),
 		common:     r.GetCommonObjectRequestParams(),
 		offset:     r.GetWriteOffset(),
 		data:       r.GetChecksummedData(),
@@ -129,6 +130,11 @@ type writeStream struct {
 	brk      breakRule
 	hasBrk   bool
 	received int64 // object bytes accepted on this stream
+
+	// Appendable objects (see append.go).
+	rc           *retryCall // the stream's retry test, for redirects
+	epoch        uint64     // the writer epoch the stream writes as
+	sendResource bool       // the first response carries the object: the stream created or took it over
 }
 
 func (s *Server) newWriteStream(ctx context.Context, method string) *writeStream {
@@ -150,14 +156,22 @@ func (w *writeStream) handle(m *writeMsg) (*wire.Object, int64, error) {
 	up := w.up
 	up.mu.Lock()
 	defer up.mu.Unlock()
-	if up.gone {
+	switch {
+	case up.gone && up.appendable:
+		return nil, 0, status.Errorf(codes.NotFound, "appendable object %q generation %d is no longer the live object", up.object, up.gen)
+	case up.gone:
 		return nil, 0, status.Errorf(codes.NotFound, "upload %q no longer exists", up.id)
+	case up.appendable && w.epoch != up.epoch:
+		return nil, 0, errTakenOver(up)
+	case up.appendable && m.sums != nil && !m.finish:
+		return nil, 0, errAppendSums
 	}
 	if up.result != nil {
 		// Finalized by an earlier stream: a retried finish_write, or a
-		// state lookup, gets the object; more data cannot fit.
-		if len(m.data.GetContent()) > 0 {
-			return nil, 0, status.Errorf(codes.FailedPrecondition, "upload %q is already finalized", up.id)
+		// state lookup, gets the object; more data cannot fit (an
+		// appendable object's writer may resend bytes persisted).
+		if n := int64(len(m.data.GetContent())); n > 0 && (!up.appendable || m.offset+n > up.size) {
+			return nil, 0, status.Errorf(codes.FailedPrecondition, "upload of %q is already finalized", up.object)
 		}
 		if m.finish || m.lookup {
 			return up.result, up.size, nil
@@ -168,8 +182,14 @@ func (w *writeStream) handle(m *writeMsg) (*wire.Object, int64, error) {
 		return nil, 0, w.broken()
 	}
 	if m.data != nil {
-		if err := w.accept(m); err != nil {
+		added, err := w.accept(m)
+		if err != nil {
 			return nil, 0, err
+		}
+		if up.appendable && added > 0 {
+			if _, err := up.grow(false); err != nil {
+				return nil, 0, err
+			}
 		}
 		if w.hasBrk && w.received >= w.brk.after {
 			return nil, 0, w.broken()
@@ -183,7 +203,15 @@ func (w *writeStream) handle(m *writeMsg) (*wire.Object, int64, error) {
 	if !m.finish {
 		return nil, up.size, nil
 	}
-	obj, err := w.s.finalize(up, tenantOf(w.ctx))
+	var (
+		obj *wire.Object
+		err error
+	)
+	if up.appendable {
+		obj, err = up.finalizeAppendable()
+	} else {
+		obj, err = w.s.finalize(up, tenantOf(w.ctx))
+	}
 	return obj, up.size, err
 }
 
@@ -191,8 +219,10 @@ func (w *writeStream) handle(m *writeMsg) (*wire.Object, int64, error) {
 func (w *writeStream) open(m *writeMsg) error {
 	var err error
 	switch {
+	case m.spec.GetAppendable() && w.method == MethodBidiWriteObject:
+		err = w.openAppendable(m)
 	case m.spec != nil:
-		w.up, err = w.s.newUpload(w.ctx, m.spec, m.common)
+		w.up, err = w.s.newUpload(w.ctx, m.spec, m.common, w.method)
 		if err == nil && m.sums != nil {
 			w.up.sums = mergeSums(nil, m.sums)
 		}
@@ -200,27 +230,33 @@ func (w *writeStream) open(m *writeMsg) error {
 		if err = checkCommon(m.common); err == nil {
 			w.up, err = w.s.session(w.ctx, m.uploadID)
 		}
-	case m.appendSpec:
-		err = status.Error(codes.Unimplemented, "appendable objects (append_object_spec) are not supported by the fake")
+	case m.appendSpec != nil:
+		err = w.openAppend(m)
 	default:
-		err = status.Error(codes.InvalidArgument, "the first message must set upload_id or write_object_spec")
+		err = status.Error(codes.InvalidArgument, "the first message must set upload_id, write_object_spec or append_object_spec")
+	}
+	if err == nil && w.up.appendable && w.rc != nil {
+		err = w.rc.redirectWrite(writeHandle(w.up.gen, w.epoch), w.up.gen)
 	}
 	return err
 }
 
-// accept checks one message's data and adds it to the upload. up.mu is held.
-func (w *writeStream) accept(m *writeMsg) error {
+// accept checks one message's data and adds it to the upload, returning
+// the count of bytes added. up.mu is held. An appendable object's writer
+// may resend bytes already persisted: the overlap is dropped, as the
+// service does; any other write must start where the data so far ends.
+func (w *writeStream) accept(m *writeMsg) (int64, error) {
 	up := w.up
 	content := m.data.GetContent()
 	n := int64(len(content))
 	if n > maxChunk {
-		return status.Errorf(codes.InvalidArgument, "message content of %d bytes exceeds the limit of %d", n, maxChunk)
+		return 0, status.Errorf(codes.InvalidArgument, "message content of %d bytes exceeds the limit of %d", n, maxChunk)
 	}
-	if m.offset != up.size {
-		return offsetError(m.offset, up.size, "write_offset")
+	if m.offset > up.size || m.offset < up.size && !up.appendable || m.offset < 0 {
+		return 0, offsetError(m.offset, up.size, "write_offset")
 	}
-	if lim := up.limit; lim != nil && up.size+n > *lim {
-		return status.Errorf(codes.InvalidArgument, "data beyond object_size: %d bytes received, then %d more, object_size is %d", up.size, n, *lim)
+	if lim := up.limit; lim != nil && m.offset+n > *lim {
+		return 0, status.Errorf(codes.InvalidArgument, "data beyond object_size: %d bytes received, then %d more, object_size is %d", up.size, m.offset+n-up.size, *lim)
 	}
 	if n > 0 && w.s.faults.takeCorrupt(w.method) {
 		content[n/2] ^= 0xff // the message is ours: grpc decoded it into new memory
@@ -230,8 +266,12 @@ func (w *writeStream) accept(m *writeMsg) error {
 	if hasCRC {
 		crc = crc32.Checksum(content, crc32c.Table)
 		if crc != *m.data.Crc32C {
-			return status.Errorf(codes.DataLoss, "CRC32C mismatch in the message at offset %d (%d bytes): sent %#08x, computed %#08x", m.offset, n, *m.data.Crc32C, crc)
+			return 0, status.Errorf(codes.DataLoss, "CRC32C mismatch in the message at offset %d (%d bytes): sent %#08x, computed %#08x", m.offset, n, *m.data.Crc32C, crc)
 		}
+	}
+	if skip := up.size - m.offset; skip > 0 {
+		skip = min(skip, n)
+		content, n, hasCRC = content[skip:], n-skip, false
 	}
 	if w.hasBrk && n > w.brk.after-w.received {
 		n = w.brk.after - w.received
@@ -239,7 +279,7 @@ func (w *writeStream) accept(m *writeMsg) error {
 		hasCRC = false
 	}
 	if n == 0 {
-		return nil
+		return 0, nil
 	}
 	if hasCRC {
 		up.add(content, crc)
@@ -247,7 +287,7 @@ func (w *writeStream) accept(m *writeMsg) error {
 		up.addUnchecked(content)
 	}
 	w.received += n
-	return nil
+	return n, nil
 }
 
 func (w *writeStream) broken() error {
@@ -282,12 +322,15 @@ func (w *writeStream) end() (*wire.Object, int64, error) {
 	if w.up == nil {
 		return nil, 0, status.Error(codes.InvalidArgument, "stream closed before its first message")
 	}
-	if w.up.id == "" {
+	if w.up.id == "" && !w.up.appendable {
 		return nil, 0, status.Error(codes.InvalidArgument, "stream closed without finish_write: a non-resumable write must finish on its stream; nothing stored")
 	}
 	w.up.mu.Lock()
 	defer w.up.mu.Unlock()
-	if w.up.gone {
+	switch {
+	case w.up.gone && w.up.appendable:
+		return nil, 0, status.Errorf(codes.NotFound, "appendable object %q generation %d is no longer the live object", w.up.object, w.up.gen)
+	case w.up.gone:
 		return nil, 0, status.Errorf(codes.NotFound, "upload %q no longer exists", w.up.id)
 	}
 	return w.up.result, w.up.size, nil
@@ -337,10 +380,15 @@ func bidiResponse(obj *wire.Object, size int64) *wire.BidiWriteObjectResponse {
 	return &wire.BidiWriteObjectResponse{WriteStatus: &wire.BidiWriteObjectResponse_PersistedSize{PersistedSize: size}}
 }
 
-// BidiWriteObject implements the bidirectional write.
+// BidiWriteObject implements the bidirectional write. An appendable write
+// is answered after its first message too, and its responses carry what
+// appendResponse says.
 func (v *service) BidiWriteObject(stream grpc.BidiStreamingServer[wire.BidiWriteObjectRequest, wire.BidiWriteObjectResponse]) error {
 	w := v.s.newWriteStream(stream.Context(), MethodBidiWriteObject)
-	for {
+	if g, ok := stream.(*grpc.GenericServerStream[wire.BidiWriteObjectRequest, wire.BidiWriteObjectResponse]); ok {
+		w.rc = retryStreamOf(g.ServerStream)
+	}
+	for first := true; ; first = false {
 		req, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
 			obj, size, err := w.end()
@@ -357,11 +405,17 @@ func (v *service) BidiWriteObject(stream grpc.BidiStreamingServer[wire.BidiWrite
 		if err != nil {
 			return err
 		}
-		if obj != nil {
+		var resp *wire.BidiWriteObjectResponse
+		switch {
+		case obj != nil:
 			return stream.Send(bidiResponse(obj, 0))
+		case w.up.appendable && (first || m.lookup):
+			resp = w.appendResponse(first)
+		case m.lookup:
+			resp = bidiResponse(nil, size)
 		}
-		if m.lookup {
-			if err := stream.Send(bidiResponse(nil, size)); err != nil {
+		if resp != nil {
+			if err := stream.Send(resp); err != nil {
 				return err
 			}
 		}
@@ -371,7 +425,7 @@ func (v *service) BidiWriteObject(stream grpc.BidiStreamingServer[wire.BidiWrite
 // StartResumableWrite opens a resumable session.
 func (v *service) StartResumableWrite(ctx context.Context, req *wire.StartResumableWriteRequest) (*wire.StartResumableWriteResponse, error) {
 	s := v.s
-	up, err := s.newUpload(ctx, req.GetWriteObjectSpec(), req.GetCommonObjectRequestParams())
+	up, err := s.newUpload(ctx, req.GetWriteObjectSpec(), req.GetCommonObjectRequestParams(), MethodStartResumableWrite)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package fakes
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -86,12 +85,15 @@ func serveContent(w http.ResponseWriter, r *http.Request, o *object, xml bool) e
 	h.Set("Content-Type", ct)
 	h.Set("X-Goog-Generation", strconv.FormatInt(o.generation, 10))
 	h.Set("X-Goog-Metageneration", strconv.FormatInt(o.metageneration, 10))
-	crc, sum := "crc32c="+encodeCRC32C(o.crc32c), "md5="+base64.StdEncoding.EncodeToString(o.md5[:])
-	if xml {
+	crc := "crc32c=" + encodeCRC32C(o.crc32c)
+	switch {
+	case !o.hasMD5():
+		h.Set("X-Goog-Hash", crc)
+	case xml:
 		h.Add("X-Goog-Hash", crc)
-		h.Add("X-Goog-Hash", sum)
-	} else {
-		h.Set("X-Goog-Hash", crc+","+sum)
+		h.Add("X-Goog-Hash", "md5="+md5Text(o))
+	default:
+		h.Set("X-Goog-Hash", crc+",md5="+md5Text(o))
 	}
 	h.Set("X-Goog-Stored-Content-Length", strconv.FormatInt(o.size, 10))
 	enc := o.contentEncoding

@@ -35,13 +35,13 @@ type objectResource struct {
 	CacheControl            string             `json:"cacheControl,omitempty"`
 	StorageClass            string             `json:"storageClass"`
 	Size                    string             `json:"size"`
-	MD5Hash                 string             `json:"md5Hash"`
+	MD5Hash                 string             `json:"md5Hash,omitempty"`
 	CRC32C                  string             `json:"crc32c"`
 	Etag                    string             `json:"etag"`
 	TimeCreated             string             `json:"timeCreated"`
 	Updated                 string             `json:"updated"`
 	TimeStorageClassUpdated string             `json:"timeStorageClassUpdated"`
-	TimeFinalized           string             `json:"timeFinalized"`
+	TimeFinalized           string             `json:"timeFinalized,omitempty"`
 	TimeDeleted             string             `json:"timeDeleted,omitempty"`
 	CustomTime              string             `json:"customTime,omitempty"`
 	Metadata                map[string]string  `json:"metadata,omitempty"`
@@ -74,19 +74,27 @@ func (b *bucket) resource(o *object, base string) *objectResource {
 		CacheControl:            o.cacheControl,
 		StorageClass:            o.storageClass,
 		Size:                    strconv.FormatInt(o.size, 10),
-		MD5Hash:                 base64.StdEncoding.EncodeToString(o.md5[:]),
+		MD5Hash:                 md5Text(o),
 		CRC32C:                  encodeCRC32C(o.crc32c),
 		Etag:                    etag(o),
 		TimeCreated:             formatTime(o.created),
 		Updated:                 formatTime(o.updated),
 		TimeStorageClassUpdated: formatTime(o.created),
-		TimeFinalized:           formatTime(o.created),
+		TimeFinalized:           formatTime(o.finalizeTime()),
 		TimeDeleted:             formatTime(o.deleted),
 		CustomTime:              formatTime(o.customTime),
 		Metadata:                o.metadata,
 	}
 	o.extra.setJSON(r, b.name, o.name)
 	return r
+}
+
+// md5Text is the JSON API's form of o's MD5, or "" if o has none.
+func md5Text(o *object) string {
+	if !o.hasMD5() {
+		return ""
+	}
+	return base64.StdEncoding.EncodeToString(o.md5[:])
 }
 
 // objectList is the JSON API's objects.list response.

@@ -90,11 +90,14 @@ func (b *bucket) toObject(o *object) *wire.Object {
 		ContentType:            o.contentType,
 		CreateTime:             timestamp(o.created),
 		UpdateTime:             timestamp(o.updated),
-		FinalizeTime:           timestamp(o.created),
+		FinalizeTime:           timestamp(o.finalizeTime()),
 		UpdateStorageClassTime: timestamp(o.created),
 		CustomTime:             timestamp(o.customTime),
 		Metadata:               o.metadata,
-		Checksums:              &wire.ObjectChecksums{Crc32C: &crc, Md5Hash: o.md5[:]},
+		Checksums:              &wire.ObjectChecksums{Crc32C: &crc},
+	}
+	if o.hasMD5() {
+		w.Checksums.Md5Hash = o.md5[:]
 	}
 	o.extra.setExtra(w)
 	return w

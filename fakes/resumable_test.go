@@ -63,11 +63,11 @@ func TestBidiOneShot(t *testing.T) {
 	_, err = bidi(ctxT(t), cc)
 	wantCode(t, err, codes.InvalidArgument)
 
-	// append_object_spec is not implemented.
+	// append_object_spec needs an object to append to.
 	_, err = bidi(ctxT(t), cc, &wire.BidiWriteObjectRequest{
 		FirstMessage: &wire.BidiWriteObjectRequest_AppendObjectSpec{AppendObjectSpec: &wire.AppendObjectSpec{Bucket: bucketRes, Object: "x"}},
 	})
-	wantCode(t, err, codes.Unimplemented)
+	wantCode(t, err, codes.NotFound)
 
 	if n := len(srv.Calls()); n != 6 {
 		t.Fatalf("%d calls logged, want 6 (4 writes, a read, a stat)", n)
@@ -203,6 +203,7 @@ func TestResumableFailuresEndSession(t *testing.T) {
 		{&wire.WriteObjectSpec{Resource: &wire.Object{Bucket: "projects/_/buckets/nope", Name: "x"}}, codes.NotFound},
 		{&wire.WriteObjectSpec{Resource: &wire.Object{Bucket: bucketRes, Name: ""}}, codes.InvalidArgument},
 		{&wire.WriteObjectSpec{Resource: &wire.Object{Bucket: bucketRes, Name: "x"}, Appendable: new(bool)}, codes.OK},
+		{&wire.WriteObjectSpec{Resource: &wire.Object{Bucket: bucketRes, Name: "x"}, Appendable: new(true)}, codes.InvalidArgument},
 		{&wire.WriteObjectSpec{Resource: &wire.Object{Bucket: bucketRes, Name: "x"}, ObjectSize: i64(-1)}, codes.InvalidArgument},
 	} {
 		err := cc.Invoke(ctxT(t), wire.MethodStartResumableWrite, &wire.StartResumableWriteRequest{WriteObjectSpec: tc.spec}, &resp)

@@ -62,6 +62,20 @@ const (
 	// instrStall, "stall-for-Ss-after-MK": the request or response waits S
 	// seconds once M KiB have gone through.
 	instrStall
+	// instrRedirect, "redirect-send-token-T": a BidiWriteObject stream
+	// fails once its first message is read, with codes.Aborted and a
+	// BidiWriteObjectRedirectedError that carries the routing token T.
+	instrRedirect
+	// instrRedirectHandle, "redirect-send-handle-and-token-T": an
+	// appendable write fails as soon as its first message opened the
+	// object (before its data), with codes.Aborted and a
+	// BidiWriteObjectRedirectedError that carries T, the write handle and
+	// the generation.
+	instrRedirectHandle
+	// instrExpectToken, "redirect-expect-token-T": consumed by a
+	// BidiWriteObject call whose x-goog-request-params carry
+	// routing_token=T; a call without it leaves it in place.
+	instrExpectToken
 )
 
 // instruction is one parsed retry test instruction.
@@ -70,6 +84,7 @@ type instruction struct {
 	status int           // instrStatus, instrStatusAfter: the HTTP status
 	bytes  int64         // instrBroken, instrStatusAfter, instrStall
 	stall  time.Duration // instrStall
+	token  string        // the redirect instructions' routing token
 	seq    int           // its position among the test's instructions
 }
 
@@ -78,10 +93,12 @@ var (
 	reStatusAfter = regexp.MustCompile(`^return-([0-9]{3})-after-([0-9]+)K$`)
 	reBrokenAfter = regexp.MustCompile(`^return-broken-stream-after-([0-9]+)K$`)
 	reStall       = regexp.MustCompile(`^stall-for-([0-9]+)s-after-([0-9]+)K$`)
-	// Instructions the testbench knows and the fake does not implement:
-	// redirects belong to appendable uploads, the others to features the
-	// fake does not have.
-	reUnsupported = regexp.MustCompile(`^(redirect-send-token-[a-z-]+|redirect-send-handle-and-token-[a-z-]+|redirect-expect-token-[a-z-]+|return-broken-stream-final-chunk-after-[0-9]+B|return-[0-9]+-if-dp-enforced|return-unreachable-buckets-.*)$`)
+	reRedirect    = regexp.MustCompile(`^redirect-send-token-([a-z-]+)$`)
+	reRedirectH   = regexp.MustCompile(`^redirect-send-handle-and-token-([a-z-]+)$`)
+	reExpectToken = regexp.MustCompile(`^redirect-expect-token-([a-z-]+)$`)
+	// Instructions the testbench knows and the fake does not implement,
+	// for features the fake does not have.
+	reUnsupported = regexp.MustCompile(`^(return-broken-stream-final-chunk-after-[0-9]+B|return-[0-9]+-if-dp-enforced|return-unreachable-buckets-.*)$`)
 )
 
 // brokenStreamBytes is how much a plain "return-broken-stream" lets
@@ -132,6 +149,14 @@ func parseInstruction(s string) (instruction, error) {
 		}
 		return instruction{kind: instrStall, bytes: kib << 10, stall: d}, nil
 	}
+	for _, r := range []struct {
+		re   *regexp.Regexp
+		kind instrKind
+	}{{reRedirect, instrRedirect}, {reRedirectH, instrRedirectHandle}, {reExpectToken, instrExpectToken}} {
+		if m := r.re.FindStringSubmatch(s); m != nil {
+			return instruction{kind: r.kind, token: m[1]}, nil
+		}
+	}
 	if reUnsupported.MatchString(s) {
 		return instruction{}, newError(kindUnimplemented, "fakes: retry test instruction %q is not implemented by the fake", s)
 	}
@@ -149,6 +174,12 @@ func instructionText(in instruction) string {
 		return fmt.Sprintf("return-broken-stream after %d bytes", in.bytes)
 	case instrStatusAfter:
 		return fmt.Sprintf("return-%d-after-%dK", in.status, in.bytes>>10)
+	case instrRedirect:
+		return "redirect-send-token-" + in.token
+	case instrRedirectHandle:
+		return "redirect-send-handle-and-token-" + in.token
+	case instrExpectToken:
+		return "redirect-expect-token-" + in.token
 	}
 	return fmt.Sprintf("stall-for-%ds-after-%dK", int64(in.stall/time.Second), in.bytes>>10)
 }
@@ -459,6 +490,10 @@ func checkInstruction(name, transport, s string, in instruction) error {
 	case instrStall:
 		if transport == transportGRPC {
 			return unsupported("stalls apply over HTTP")
+		}
+	case instrRedirect, instrRedirectHandle, instrExpectToken:
+		if transport != transportGRPC || name != "storage.objects.insert" {
+			return unsupported("redirects apply to BidiWriteObject (storage.objects.insert) over gRPC")
 		}
 	}
 	return nil

@@ -53,6 +53,18 @@ func (s *Server) retryGRPC(ctx context.Context, method string, stream bool) (*re
 		return nil, nil
 	}
 	rc := &retryCall{s: s, id: id, method: name}
+	bidiWrite := method == MethodBidiWriteObject
+	if in.kind == instrExpectToken {
+		// The client followed a redirect if it sends the token; the
+		// instruction after it applies to the same call.
+		if !bidiWrite || !hasRoutingToken(ctx, in.token) {
+			return nil, nil
+		}
+		rc.take(in)
+		if in, ok = s.retry.peek(id, name, transportGRPC); !ok {
+			return nil, nil
+		}
+	}
 	var err error
 	switch in.kind {
 	case instrStatus:
@@ -66,6 +78,17 @@ func (s *Server) retryGRPC(ctx context.Context, method string, stream bool) (*re
 		}
 	case instrBroken:
 		rc.broken, rc.hasBroken = in, true
+	case instrRedirect:
+		if !bidiWrite {
+			return nil, nil
+		}
+		if rc.take(in) {
+			err = redirectError("fakes: retry test "+id+": "+instructionText(in), in.token, nil, 0)
+		}
+	case instrRedirectHandle, instrExpectToken:
+		if !bidiWrite {
+			return nil, nil
+		}
 	}
 	if err != nil && !stream {
 		return nil, err
@@ -75,6 +98,18 @@ func (s *Server) retryGRPC(ctx context.Context, method string, stream bool) (*re
 }
 
 func (rc *retryCall) take(in instruction) bool { return rc.s.retry.take(rc.id, rc.method, in) }
+
+// redirectWrite applies a redirect-send-handle-and-token instruction to an
+// appendable write whose first message opened the object as generation
+// gen, with write handle handle: it consumes it and returns the redirect
+// error, or returns nil if the test's next instruction is another.
+func (rc *retryCall) redirectWrite(handle []byte, gen int64) error {
+	in, ok := rc.s.retry.peek(rc.id, rc.method, transportGRPC)
+	if !ok || in.kind != instrRedirectHandle || !rc.take(in) {
+		return nil
+	}
+	return redirectError("fakes: retry test "+rc.id+": "+instructionText(in), in.token, handle, gen)
+}
 
 // brokenError consumes the broken-stream instruction and returns the error
 // that ends the read.
@@ -99,6 +134,9 @@ type retryStream struct {
 func (rs *retryStream) SendMsg(m any) error {
 	if rs.rc.fail != nil {
 		return rs.rc.fail
+	}
+	if rs.pending != nil {
+		return rs.pending // an upload cut short gets no answer
 	}
 	resp, ok := m.(*wire.ReadObjectResponse)
 	if !ok || !rs.rc.hasBroken || resp.ChecksummedData == nil {

@@ -546,7 +546,7 @@ func (st *sinkStream) open(f *writeMsg) error {
 		if err = checkCommon(f.common); err == nil {
 			st.up, err = st.k.session(f.uploadID)
 		}
-	case f.appendSpec:
+	case f.appendSpec != nil:
 		err = status.Error(codes.Unimplemented, "appendable objects (append_object_spec) are not supported by the sink")
 	default:
 		err = status.Error(codes.InvalidArgument, "the first message must set upload_id or write_object_spec")

@@ -88,6 +88,7 @@ type object struct {
 	contentLanguage, cacheControl, storageClass      string
 	metadata                                         map[string]string
 	extra                                            *objectExtra // nil for most objects
+	app                                              *appendState // nil unless written appendable
 
 	// content is the object's bytes in parts, as received: never written
 	// after the object is stored.

@@ -16,26 +16,31 @@ import (
 )
 
 // upload is an object being written: a one-shot write (id == ""), which
-// lives as long as its stream, or a resumable session, which lives in
+// lives as long as its stream, a resumable session, which lives in
 // Server.uploads until it fails for good, or until keepFinalized sessions
-// were finalized after it.
+// were finalized after it, or an appendable object (appendable set), which
+// its stored object points to until it is finalized or replaced (see
+// append.go).
 type upload struct {
-	id     string
-	b      *bucket
-	object string
-	tmpl   *object     // the attributes the object gets
-	cond   *conditions // checked when the object is stored
-	limit  *int64      // the object's declared size, if any
+	id         string
+	b          *bucket
+	object     string
+	tmpl       *object     // the attributes the object gets
+	cond       *conditions // checked when the object is stored
+	limit      *int64      // the object's declared size, if any
+	appendable bool
+	gen        int64 // appendable: the stored object's generation
 
 	mu     sync.Mutex
 	sums   *wire.ObjectChecksums // declared whole-object checksums, if any
 	chunks [][]byte              // the content of each accepted message, as received
 	size   int64
 	crc    uint32
-	md5    hash.Hash
+	md5    hash.Hash    // nil for appendable objects, which have no MD5
+	epoch  uint64       // appendable: the exclusive writer's, which its write handle names
 	stored *object      // set once finalized
 	result *wire.Object // stored, for gRPC
-	gone   bool         // resumable session removed after a final failure
+	gone   bool         // resumable session removed after a final failure; appendable object replaced
 }
 
 // session returns the resumable session id.
@@ -100,7 +105,9 @@ func (up *upload) add(content []byte, crc uint32) {
 	} else {
 		up.crc = crc32c.Combine(up.crc, crc, n)
 	}
-	up.md5.Write(content)
+	if up.md5 != nil {
+		up.md5.Write(content)
+	}
 	up.chunks = append(up.chunks, content)
 	up.size += n
 }

@@ -196,7 +196,7 @@ func TestWriteRejects(t *testing.T) {
 			withUpload("nope")(m[0])
 			return m
 		}},
-		{"appendable", "", codes.Unimplemented, func(m []*wire.WriteObjectRequest) []*wire.WriteObjectRequest {
+		{"appendable", "", codes.InvalidArgument, func(m []*wire.WriteObjectRequest) []*wire.WriteObjectRequest {
 			m[0].GetWriteObjectSpec().Appendable = proto.Bool(true)
 			return m
 		}},

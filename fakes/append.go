@@ -1,0 +1,318 @@
+package fakes
+
+import (
+	"context"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/objup/objup/internal/wire"
+)
+
+// Appendable objects, as BidiWriteObject writes them.
+//
+// A stream whose write_object_spec sets appendable stores the object at
+// once, empty and unfinalized, as the live generation of its name (the
+// spec's preconditions are checked then), and every message's data grows
+// it: the stored object is replaced by a copy of itself with the new size,
+// CRC32C and content, under the bucket's lock, so readers see the bytes
+// persisted so far. finish_write finalizes it. An appendable object has
+// no MD5, finalized or not.
+//
+// The object's writer state is its upload, which the stored object points
+// to (appendState). A stream whose append_object_spec names the object
+// continues it: without a write handle it takes the object over, which
+// fences the writer before it (its next message fails with
+// codes.FailedPrecondition); with the handle a response gave, it resumes as
+// the same writer. Either way it writes from the persisted size: data
+// that overlaps bytes already persisted is dropped, as the service does.
+
+// appendState marks an object written appendable. It is never modified
+// once stored: finalizing stores a new one.
+type appendState struct {
+	up        *upload // the writer state
+	finalized int64   // Unix microseconds; 0 while unfinalized
+}
+
+// finalizeTime is when o was finalized: its creation for an object
+// written at once, 0 for an appendable object not finalized yet.
+func (o *object) finalizeTime() int64 {
+	if o.app != nil {
+		return o.app.finalized
+	}
+	return o.created
+}
+
+// hasMD5 reports whether o has an MD5: appendable objects have none.
+func (o *object) hasMD5() bool { return o.app == nil }
+
+// storeAppendable stores the empty, unfinalized object of the appendable
+// write up, if up's preconditions hold, and returns it. up.mu is held.
+func (up *upload) storeAppendable(tenant string) (*object, error) {
+	o := newObject(up, [md5Len]byte{})
+	o.app = &appendState{up: up}
+	stored, err := up.b.put(o, up.cond, tenant)
+	if err != nil {
+		return nil, err
+	}
+	up.gen = stored.generation
+	return stored, nil
+}
+
+// grow replaces the stored object of the appendable write up with a copy
+// that holds the bytes up holds, finalized if final, and returns it. It
+// fails with codes.NotFound once the object is no longer the live
+// generation of its name (deleted or overwritten), which ends the write:
+// up is marked gone. up.mu is held.
+func (up *upload) grow(final bool) (*object, error) {
+	b := up.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	o := b.live[up.object]
+	if b.deleted || o == nil || o.generation != up.gen || o.app == nil || o.app.up != up {
+		up.gone = true
+		return nil, status.Errorf(codes.NotFound, "appendable object %q generation %d is no longer the live object", up.object, up.gen)
+	}
+	c := *o
+	c.size, c.crc32c, c.content = up.size, up.crc, slices.Clip(up.chunks)
+	c.updated = max(nowMicro(), o.updated)
+	if final {
+		c.app = &appendState{up: up, finalized: c.updated}
+	}
+	c.tenant.bytes += c.size - o.size
+	b.live[c.name] = &c
+	b.index.ReplaceOrInsert(entry{name: c.name, gen: c.generation, obj: &c})
+	return &c, nil
+}
+
+// finalizeAppendable verifies the declared checksums of the appendable
+// write up and finalizes its object. A mismatch fails with
+// codes.InvalidArgument, as the service answers, and leaves the object
+// unfinalized, to be finalized by a later stream. up.mu is held.
+func (up *upload) finalizeAppendable() (*wire.Object, error) {
+	want := up.sums
+	up.sums = nil // they applied to this finish_write only
+	if lim := up.limit; lim != nil && *lim != up.size {
+		return nil, status.Errorf(codes.InvalidArgument, "finish_write after %d bytes, but object_size is %d", up.size, *lim)
+	}
+	if want != nil {
+		if len(want.Md5Hash) > 0 {
+			return nil, status.Error(codes.InvalidArgument, "object_checksums.md5_hash: appendable objects have no MD5")
+		}
+		if want.Crc32C != nil && *want.Crc32C != up.crc {
+			return nil, status.Errorf(codes.InvalidArgument, "object CRC32C mismatch: sent %#08x, computed %#08x over %d bytes; the object stays unfinalized", *want.Crc32C, up.crc, up.size)
+		}
+	}
+	o, err := up.grow(true)
+	if err != nil {
+		return nil, err
+	}
+	up.stored, up.result, up.chunks = o, up.b.toObject(o), nil
+	return up.result, nil
+}
+
+// openAppendable creates the appendable object of a stream's first
+// message and makes the stream its writer.
+func (w *writeStream) openAppendable(m *writeMsg) error {
+	if m.sums != nil && !m.finish {
+		return errAppendSums
+	}
+	up, err := w.s.newUpload(w.ctx, m.spec, m.common, w.method)
+	if err != nil {
+		return err
+	}
+	up.appendable, up.md5, up.epoch = true, nil, 1
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	if _, err := up.storeAppendable(tenantOf(w.ctx)); err != nil {
+		return err
+	}
+	w.up, w.epoch, w.sendResource = up, up.epoch, true
+	return nil
+}
+
+// errAppendSums: object_checksums of an appendable object may only come
+// with finish_write.
+var errAppendSums = status.Error(codes.InvalidArgument, "object_checksums: for an appendable object they may only come with finish_write")
+
+// openAppend opens the appendable object that an append_object_spec
+// names: it resumes with the write handle it carries, or takes the object
+// over without one (checking the spec's metageneration preconditions, as
+// the service does only then).
+func (w *writeStream) openAppend(m *writeMsg) error {
+	spec := m.appendSpec
+	if m.sums != nil && !m.finish {
+		return errAppendSums
+	}
+	if err := checkCommon(m.common); err != nil {
+		return err
+	}
+	b, err := w.s.objectRef(w.ctx, spec.GetBucket(), spec.GetObject())
+	if err != nil {
+		return err
+	}
+	o, err := b.get(spec.GetObject(), spec.GetGeneration())
+	if err != nil {
+		return err
+	}
+	if o.app == nil {
+		return status.Errorf(codes.FailedPrecondition, "object %q generation %d is not an appendable object", o.name, o.generation)
+	}
+	handle, hasHandle, err := writeHandleOf(spec)
+	if err != nil {
+		return err
+	}
+	up := o.app.up
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	switch {
+	case up.gone:
+		return status.Errorf(codes.NotFound, "appendable object %q generation %d is no longer the live object", o.name, o.generation)
+	case hasHandle:
+		gen, epoch, ok := parseWriteHandle(handle)
+		if !ok || gen != up.gen {
+			return status.Errorf(codes.InvalidArgument, "write_handle %q is not one this server issued for generation %d of %q", handle, up.gen, o.name)
+		}
+		if epoch != up.epoch {
+			return errTakenOver(up)
+		}
+	case up.result != nil:
+		return status.Errorf(codes.FailedPrecondition, "appendable object %q generation %d is already finalized", o.name, o.generation)
+	default:
+		cond := readConditions(nil, nil, spec.IfMetagenerationMatch, spec.IfMetagenerationNotMatch)
+		if err := cond.check(o); err != nil {
+			return err
+		}
+		up.epoch++
+		w.sendResource = true
+	}
+	w.up, w.epoch = up, up.epoch
+	return nil
+}
+
+func errTakenOver(up *upload) error {
+	return status.Errorf(codes.FailedPrecondition, "another writer has taken over appendable object %q generation %d", up.object, up.gen)
+}
+
+// writeHandle is the opaque write handle of a writer of an appendable
+// object: its generation and the writer's epoch.
+func writeHandle(gen int64, epoch uint64) []byte {
+	return []byte("g" + strconv.FormatInt(gen, 10) + "w" + strconv.FormatUint(epoch, 10))
+}
+
+func parseWriteHandle(h []byte) (gen int64, epoch uint64, ok bool) {
+	rest, ok1 := strings.CutPrefix(string(h), "g")
+	g, e, ok2 := strings.Cut(rest, "w")
+	if !ok1 || !ok2 {
+		return 0, 0, false
+	}
+	gen, err1 := strconv.ParseInt(g, 10, 64)
+	epoch, err2 := strconv.ParseUint(e, 10, 64)
+	return gen, epoch, err1 == nil && err2 == nil
+}
+
+// Field numbers of the storage v2 messages that internal/wire does not
+// declare: AppendObjectSpec.write_handle, BidiWriteObjectResponse.write_handle,
+// BidiWriteHandle.handle and BidiWriteObjectRedirectedError's fields.
+const (
+	fieldAppendSpecHandle    = 7
+	fieldBidiWriteRespHandle = 3
+	fieldHandleBytes         = 1
+	fieldRedirectToken       = 1
+	fieldRedirectHandle      = 2
+	fieldRedirectGeneration  = 3
+)
+
+// writeHandleOf returns the write handle of an append_object_spec. The
+// spec is encoded and its field read from the encoding, so this works
+// whether or not internal/wire declares the field.
+func writeHandleOf(spec *wire.AppendObjectSpec) (handle []byte, ok bool, err error) {
+	b, err := proto.Marshal(spec)
+	if err != nil {
+		return nil, false, status.Errorf(codes.InvalidArgument, "append_object_spec: %v", err)
+	}
+	err = eachField(b, func(f field) error {
+		if f.num != fieldAppendSpecHandle || f.typ != protowire.BytesType {
+			return nil
+		}
+		ok = true
+		return eachField(f.b, func(g field) error {
+			if g.num == fieldHandleBytes && g.typ == protowire.BytesType {
+				handle = g.b
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, false, status.Errorf(codes.InvalidArgument, "append_object_spec: %v", err)
+	}
+	return handle, ok, nil
+}
+
+// handleField is a BidiWriteHandle holding h, encoded as field num.
+func handleField(num protowire.Number, h []byte) []byte {
+	return appendBytesField(nil, num, appendBytesField(nil, fieldHandleBytes, h))
+}
+
+// appendResponse is the response of an appendable write that has not
+// finalized: after its first message, the object (with the bytes persisted
+// so far) if the stream created or took it over, else the persisted size,
+// and the writer's handle; after a later state_lookup, the persisted size.
+// The persisted size comes with the CRC32C of the persisted bytes.
+func (w *writeStream) appendResponse(first bool) *wire.BidiWriteObjectResponse {
+	up := w.up
+	up.mu.Lock()
+	size, crc, gen := up.size, up.crc, up.gen
+	up.mu.Unlock()
+	resp := &wire.BidiWriteObjectResponse{}
+	if first && w.sendResource {
+		if o, err := up.b.get(up.object, gen); err == nil && o.size == size {
+			resp.WriteStatus = &wire.BidiWriteObjectResponse_Resource{Resource: up.b.toObject(o)}
+		}
+	}
+	if resp.WriteStatus == nil {
+		resp.WriteStatus = &wire.BidiWriteObjectResponse_PersistedSize{PersistedSize: size}
+		resp.PersistedDataChecksums = &wire.ObjectChecksums{Crc32C: &crc}
+	}
+	if first {
+		resp.ProtoReflect().SetUnknown(handleField(fieldBidiWriteRespHandle, writeHandle(gen, w.epoch)))
+	}
+	return resp
+}
+
+// redirectError is the error of a redirect instruction: codes.Aborted with
+// a google.storage.v2.BidiWriteObjectRedirectedError detail that carries
+// the routing token and, for an appendable object, the write handle and
+// generation to resume with.
+func redirectError(msg, token string, handle []byte, gen int64) error {
+	d := appendBytesField(nil, fieldRedirectToken, []byte(token))
+	if handle != nil {
+		d = append(d, handleField(fieldRedirectHandle, handle)...)
+		d = appendVarintField(d, fieldRedirectGeneration, uint64(gen))
+	}
+	p := status.New(codes.Aborted, msg).Proto()
+	p.Details = []*anypb.Any{{TypeUrl: "type.googleapis.com/google.storage.v2.BidiWriteObjectRedirectedError", Value: d}}
+	return status.ErrorProto(p)
+}
+
+// hasRoutingToken reports whether a call's x-goog-request-params carry
+// routing_token=token, as a client sends it after a redirect.
+func hasRoutingToken(ctx context.Context, token string) bool {
+	for _, v := range metadata.ValueFromIncomingContext(ctx, "x-goog-request-params") {
+		for _, kv := range strings.Split(v, "&") {
+			k, val, _ := strings.Cut(kv, "=")
+			if u, err := url.QueryUnescape(val); err == nil && k == "routing_token" && u == token {
+				return true
+			}
+		}
+	}
+	return false
+}
