@@ -192,10 +192,11 @@ func WithACL(rules ...ACLRule) WriterOption {
 type RetentionMode int32
 
 const (
-	// RetentionUnlocked lets the retention be shortened or removed later.
-	RetentionUnlocked RetentionMode = RetentionMode(wire.Object_Retention_UNLOCKED)
-	// RetentionLocked cannot be shortened or removed.
-	RetentionLocked RetentionMode = RetentionMode(wire.Object_Retention_LOCKED)
+	// RetentionUnlocked lets the retention be shortened or removed later
+	// (the API's UNLOCKED, 1).
+	RetentionUnlocked RetentionMode = 1
+	// RetentionLocked cannot be shortened or removed (the API's LOCKED, 2).
+	RetentionLocked RetentionMode = 2
 )
 
 // WithRetention keeps the object from deletion and overwrite until
