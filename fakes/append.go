@@ -163,8 +163,11 @@ func (w *writeStream) openAppend(m *writeMsg) error {
 	if err != nil {
 		return err
 	}
-	if o.app == nil {
+	switch {
+	case o.app == nil:
 		return status.Errorf(codes.FailedPrecondition, "object %q generation %d is not an appendable object", o.name, o.generation)
+	case !o.live():
+		return status.Errorf(codes.FailedPrecondition, "object %q generation %d is noncurrent: only the live generation can be appended to", o.name, o.generation)
 	}
 	handle, hasHandle, err := writeHandleOf(spec)
 	if err != nil {
