@@ -7,8 +7,9 @@
 #
 # Usage: conformance/run.sh [-uploads] [-transport http|grpc] [-keep]
 #
-#   -uploads    run only the upload methods (storage.objects.insert and
-#               storage.resumable.upload), as CI does
+#   -uploads    run only the upload methods (storage.objects.insert,
+#               storage.resumable.upload and storage.appendable.upload),
+#               as CI does
 #   -transport  run only one transport (default: both)
 #   -keep       keep the work directory (the suite's copy, fakegcs's log
 #               and the test output) and print its path
@@ -77,7 +78,7 @@ if [ -z "$grpc_addr" ] || [ -z "$http_url" ]; then
 fi
 
 methods='.*'
-$uploads && methods='storage\.(objects\.insert|resumable\.upload)-[0-9]+'
+$uploads && methods='storage\.(objects\.insert|resumable\.upload|appendable\.upload)-[0-9]+'
 run="^TestRetryConformance\$/^${prefix}-[0-9]+-.*-${methods}\$"
 echo "cloud.google.com/go/storage@$version TestRetryConformance against fakegcs (gRPC $grpc_addr, HTTP $http_url)"
 start=$(date +%s)
