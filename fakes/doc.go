@@ -49,11 +49,12 @@
 //
 //   - the CRC32C of each message's content, when the message carries one, and
 //     the whole-object CRC32C and MD5 given in object_checksums at
-//     finish_write: a mismatch fails with codes.DataLoss and stores nothing;
+//     finish_write: a mismatch fails with codes.DataLoss and stores nothing
+//     (appendable objects: below);
 //   - write offsets: every message with data must start exactly where the
 //     data received so far ends (the service tolerates overlaps; the fake
-//     reports a gap or an overlap as codes.InvalidArgument), and a
-//     finish_write must end there too;
+//     reports a gap or an overlap as codes.InvalidArgument; appendable
+//     objects: below), and a finish_write must end there too;
 //   - object_size, when the spec sets it; at most 2 MiB of content per message;
 //   - preconditions (if_generation_match, 0 meaning "must not exist",
 //     if_generation_not_match, if_metageneration_match and _not_match),
@@ -62,10 +63,10 @@
 //     object;
 //   - object names as GCS validates them, and "projects/_/buckets/NAME"
 //     bucket names: codes.InvalidArgument; unknown buckets: codes.NotFound;
-//   - appendable objects and customer-supplied encryption keys:
-//     codes.Unimplemented.
+//   - customer-supplied encryption keys: codes.Unimplemented.
 //
-// A write with write_object_spec in its first message is a one-shot write:
+// A write with write_object_spec in its first message is a one-shot write
+// (unless the spec sets appendable: see Appendable objects):
 // its data lives only on that stream and is discarded unless finish_write
 // arrives. A write whose first message names an upload_id (from
 // StartResumableWrite) appends to a resumable session, which keeps every byte
@@ -89,6 +90,41 @@
 // fields are codes.Unimplemented. The messages of these two methods are not
 // among internal/wire's: the server's handler of unknown methods serves them
 // from their protobuf encoding.
+//
+// # Appendable objects
+//
+// A BidiWriteObject stream whose write_object_spec sets appendable (the
+// other write methods refuse it with codes.InvalidArgument) stores the
+// object as soon as its first message arrives: empty, unfinalized, the live
+// generation of its name, once the spec's preconditions held. Every
+// message's data is persisted at once and grows the stored object, which
+// every read shows as it is: ReadObject, BidiReadObject, GetObject,
+// listings and the JSON API serve the bytes persisted so far, with their
+// size and CRC32C and no finalize_time (timeFinalized). An appendable
+// object has no MD5, finalized or not: no md5_hash, md5Hash, nor md5 in
+// x-goog-hash. The stream is answered after its first message, with the
+// object and a write handle (a stream resumed with a handle: the persisted
+// size and the handle); after a state_lookup, and the client's
+// half-close, with the persisted size and the CRC32C of the persisted
+// bytes; after finish_write, with the finalized object. object_checksums
+// may only come with finish_write: their CRC32C is verified then (a
+// mismatch is codes.InvalidArgument, as the service answers, and leaves
+// the object unfinalized), and an MD5 is refused.
+//
+// A stream whose first message is an append_object_spec (bucket, object,
+// generation, 0 for the live one) continues an unfinalized object from its
+// persisted size. With the write handle a response gave, it resumes as the
+// same writer; without one, it takes the object over, once its
+// if_metageneration_match and _not_match held, and gets the object and a
+// new handle: the writer before it is fenced, and its next message, or a
+// stream with its handle, fails with codes.FailedPrecondition. A writer
+// may resend bytes already persisted (after a lost response): the overlap
+// is dropped, as the service does; a gap is codes.InvalidArgument. A
+// finalized object takes no more data (codes.FailedPrecondition), but a
+// stream with its last handle gets the object back for a retried
+// finish_write. An unfinalized object can be overwritten, deleted or
+// updated like any other; its writer's next message then fails with
+// codes.NotFound.
 //
 // # JSON API
 //
@@ -229,23 +265,38 @@
 //   - return-N-after-MK, on uploads: the request whose content reaches M KiB
 //     into the object (over HTTP a chunk of a resumable session, over gRPC a
 //     write message) is cut there, the bytes before are kept (a resumable
-//     session persists them, a one-shot write keeps nothing) and the upload
-//     fails with N. Over HTTP, as in the testbench, a chunk sent once the
+//     session and an appendable object persist them, a one-shot write keeps
+//     nothing) and the upload fails with N, without an answer to the cut
+//     message. Over HTTP, as in the testbench, a chunk sent once the
 //     session already holds M KiB fails at once, and a single-shot upload
 //     (media or multipart) of at least M KiB by its Content-Length fails with
 //     nothing stored;
 //   - stall-for-Ss-after-MK, over HTTP: a response waits S seconds once M KiB
 //     of its body went out; an upload waits before it stores the chunk that
-//     reaches M KiB (a single-shot one of at least M KiB, before it starts).
+//     reaches M KiB (a single-shot one of at least M KiB, before it starts);
+//   - redirect-send-token-T, on storage.objects.insert over gRPC: a
+//     BidiWriteObject stream fails once its first message is read, with
+//     codes.Aborted and a google.storage.v2.BidiWriteObjectRedirectedError
+//     detail that carries the routing token T;
+//   - redirect-send-handle-and-token-T: an appendable write fails as soon as
+//     its first message created or opened the object, before its data, with
+//     codes.Aborted and a BidiWriteObjectRedirectedError that carries T, the
+//     write handle and the generation to resume with;
+//   - redirect-expect-token-T: consumed by a BidiWriteObject call whose
+//     x-goog-request-params carry routing_token=T (the instruction after it
+//     then applies to the same call); a call without the token leaves it in
+//     place, and the test does not complete.
 //
 // An instruction about bytes is consumed when a request reaches them, not
 // before. POST answers 400 for a method or an instruction the testbench does
 // not know, and 501, with a message that names it, for a method the fake
 // does not serve over the test's transport (ACLs, IAM, notifications, HMAC
 // keys, compose, copy, rewrite and bucket updates; over gRPC the bucket
-// methods too), for the redirect instructions of appendable uploads, and for
-// the few others it does not implement: a conformance suite skips those
-// cases. A server with no test pays one atomic load per request.
+// methods too), for an instruction on a method or transport it does not
+// apply to there (redirects apply to storage.objects.insert over gRPC), and
+// for the few others it does not implement (return-broken-stream-final-
+// chunk-after-NB, return-N-if-dp-enforced, return-unreachable-buckets): a
+// conformance suite skips those cases. A server with no test pays one atomic load per request.
 //
 // # Cost
 //
@@ -255,6 +306,8 @@
 // CRC32C by combining them; a read sends a message straight from the stored
 // part when its bytes lie in one. MD5, which GCS reports, runs once over
 // every byte written: at roughly 0.5 to 1 GB/s it dominates large writes.
+// Each message of an appendable write stores a copy of the object's record
+// (a few hundred bytes) under the bucket's lock, and computes no MD5.
 // Resumable sessions that are never finalized keep their data until Close;
 // finalized ones keep only their object, and the server remembers the last
 // 4096 of them. BidiReadObject copies each message's content once, into
