@@ -1,8 +1,12 @@
 package fakes_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -609,4 +613,82 @@ func TestRetryTestGRPCAppendableOfficial(t *testing.T) {
 			sameBytes(t, "object", get(t, cc, name), body)
 		})
 	}
+}
+
+// TestAppendableConcurrentReads reads an appendable object over gRPC and
+// JSON while a writer appends to it: every read is a prefix of what was
+// written, with the size and CRC32C of that prefix.
+func TestAppendableConcurrentReads(t *testing.T) {
+	srv, cc := start(t)
+	ctx := ctxT(t)
+	const msgs, size = 200, 4 << 10
+	body := payload(msgs*size, 84)
+	a := openAppendStream(t, ctx, cc)
+	a.send(creating("obj", data(0, body[:size])))
+	a.must()
+	done := make(chan struct{})
+	errs := make(chan error, 2)
+	for _, read := range []func() ([]byte, int64, uint32, error){
+		func() ([]byte, int64, uint32, error) {
+			m, got, err := readObject(ctx, cc, &wire.ReadObjectRequest{Bucket: bucketRes, Object: "obj"})
+			if err != nil || len(m) == 0 {
+				return nil, 0, 0, fmt.Errorf("ReadObject: %d messages, %v", len(m), err)
+			}
+			return got, m[0].GetMetadata().GetSize(), m[0].GetObjectChecksums().GetCrc32C(), nil
+		},
+		func() ([]byte, int64, uint32, error) {
+			req, err := http.NewRequestWithContext(ctx, "GET", srv.HTTPURL()+objPath("obj")+"?alt=media", nil)
+			if err != nil {
+				return nil, 0, 0, err
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return nil, 0, 0, err
+			}
+			defer resp.Body.Close()
+			got, err := io.ReadAll(resp.Body)
+			h := resp.Header
+			n, _ := strconv.ParseInt(h.Get("X-Goog-Stored-Content-Length"), 10, 64)
+			crc, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(h.Get("X-Goog-Hash"), "crc32c="))
+			if err != nil || resp.StatusCode != http.StatusOK || len(crc) != 4 {
+				return nil, 0, 0, fmt.Errorf("JSON read: %d, x-goog-hash %q, %v", resp.StatusCode, h.Get("X-Goog-Hash"), err)
+			}
+			return got, n, binary.BigEndian.Uint32(crc), nil
+		},
+	} {
+		go func() {
+			for range msgs {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				got, n, crc, err := read()
+				if err == nil && (int64(len(got)) != n || n > int64(len(body)) || !bytes.Equal(got, body[:n]) || crc != crcOf(got)) {
+					err = fmt.Errorf("read %d bytes of a size %d object with CRC32C %#x: not a prefix with its CRC32C", len(got), n, crc)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for i := 1; i < msgs; i++ {
+		a.send(data(int64(i*size), body[i*size:(i+1)*size]))
+	}
+	a.send(finish(int64(len(body)), body))
+	if r := a.must(); r.GetResource().GetSize() != int64(len(body)) {
+		t.Fatalf("finish: %v", r)
+	}
+	close(done)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.done()
+	sameBytes(t, "object", get(t, cc, "obj"), body)
 }
