@@ -29,7 +29,8 @@ import (
 // to storage.objects.insert and its groups storage.resumable.upload and
 // storage.appendable.upload, with the suite's test ids. The redirect
 // instructions of tests 12 and 13 belong to appendable uploads, which
-// objup does not make (and the fake refuses them with 501).
+// objup does not make, so they are left out here (the fake serves them to
+// the official client's appendable writer).
 var suiteUploadInstructions = []struct {
 	tests string
 	list  []string
