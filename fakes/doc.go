@@ -313,6 +313,15 @@
 // 4096 of them. BidiReadObject copies each message's content once, into
 // the message it sends.
 //
+// # Sink
+//
+// [NewSink] (and fakes/cmd/gcssink) is a second server, for benchmarks: the
+// storage v2 write RPCs with the fake's checks (write offsets, CRC32C per
+// message and per object, finish_write, object_size), after which the
+// content is dropped. It decodes each message's content where gRPC received
+// it, without a copy, and computes MD5 only when the client declares one, so
+// what a benchmark measures is the client.
+//
 // # In tests
 //
 // [NewTest] starts a server and closes it when the test ends. It takes the
