@@ -138,8 +138,10 @@ func WithMaxAttempts(n int) RetryOption {
 // WithRetryDeadline bounds how long an upload keeps retrying one failure
 // episode: from the first failed attempt until an attempt makes progress (a
 // call succeeds, or the service acknowledges data), like the official
-// Writer's ChunkRetryDeadline. When it is spent, the upload fails with the
-// last attempt's error and code. Default 32 s; 0 keeps the default; negative
+// Writer's ChunkRetryDeadline. No retry starts with less than a tenth of it
+// left (at most a second, at most a quarter of the attempt timeout), and the
+// last retry's attempt ends with the deadline. When it is spent, the upload
+// fails with the last attempt's error and code. Default 32 s; 0 keeps the default; negative
 // is rejected.
 func WithRetryDeadline(d time.Duration) RetryOption {
 	return retryOptionFunc(func(c *retryConfig) error {
@@ -231,10 +233,19 @@ func (r *retrier) attemptTimeout() time.Duration {
 	d := r.cfg.attemptTimeout
 	if r.start != 0 {
 		if left := r.cfg.deadline - now().since(r.start); left < d {
-			d = max(left, time.Millisecond)
+			d = max(left, r.minAttempt())
 		}
 	}
 	return d
+}
+
+// minAttempt is the least time worth an attempt: no retry starts with less
+// of the retry deadline left, so the last attempt is not cut so short that
+// it fails on its own deadline and hides the service's answer. It is a tenth
+// of the retry deadline, at most a quarter of the attempt timeout and at
+// most a second.
+func (r *retrier) minAttempt() time.Duration {
+	return min(r.cfg.deadline/10, r.cfg.attemptTimeout/4, time.Second)
 }
 
 // retryable reports whether a failed attempt may be repeated. sent says
@@ -279,7 +290,7 @@ func (r *retrier) retry(ctx context.Context, op string, err error, sent, idempot
 		return fmt.Errorf("%w after %d attempts: %w", errRetryExhausted, r.attempts, err)
 	}
 	pause := r.bo.Pause()
-	if t0.since(r.start)+pause >= r.cfg.deadline {
+	if t0.since(r.start)+pause+r.minAttempt() > r.cfg.deadline {
 		return fmt.Errorf("%w: retry deadline of %v reached after %d attempts: %w", errRetryExhausted, r.cfg.deadline, r.attempts, err)
 	}
 	r.ev.retried(op, err, pause)
