@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"runtime"
 	"runtime/metrics"
 	"testing"
 
@@ -52,9 +53,16 @@ func TestOneShotStartsNoGoroutine(t *testing.T) {
 		return goroutinesCreated() - before
 	}
 	upload(3, 1<<10) // the connection's own goroutines start with the first call
+	// The runtime starts a few goroutines of its own when it first needs
+	// them (a GC's mark workers, one per P): a collection now starts them.
+	runtime.GC()
+	// The process may still start a goroutine now and then that no upload
+	// asked for (a runtime helper, a timer the runtime or gRPC arms); one
+	// goroutine per upload would be 100.
+	const stray = 2
 	for _, size := range []int{0, 1 << 10, 16 << 10, 256 << 10} {
-		if n := upload(100, size); n != 0 {
-			t.Errorf("100 one-shot uploads of %d bytes created %d goroutines, want 0", size, n)
+		if n := upload(100, size); n > stray {
+			t.Errorf("100 one-shot uploads of %d bytes created %d goroutines, want none (at most %d stray)", size, n, stray)
 		}
 	}
 	if n := upload(5, 256<<10+1); n == 0 {
