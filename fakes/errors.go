@@ -7,6 +7,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/objup/objup/internal/httpcode"
 )
 
 // kind is a class of error with its gRPC code, its HTTP status and its JSON
@@ -103,33 +105,12 @@ func httpKindOf(err error) (int, string) {
 	return http.StatusInternalServerError, "backendError"
 }
 
-// codeOfHTTP is the gRPC code the request log records for an HTTP status.
+// codeOfHTTP is the gRPC code the request log records for an HTTP status:
+// the usual mapping, except that a 409 (a bucket that is not empty) is
+// FailedPrecondition, as the gRPC API answers it.
 func codeOfHTTP(st int) codes.Code {
-	switch {
-	case st < 400:
-		return codes.OK
-	case st == http.StatusBadRequest:
-		return codes.InvalidArgument
-	case st == http.StatusUnauthorized:
-		return codes.Unauthenticated
-	case st == http.StatusForbidden:
-		return codes.PermissionDenied
-	case st == http.StatusNotFound:
-		return codes.NotFound
-	case st == http.StatusConflict, st == http.StatusPreconditionFailed:
+	if st == http.StatusConflict {
 		return codes.FailedPrecondition
-	case st == http.StatusRequestedRangeNotSatisfiable:
-		return codes.OutOfRange
-	case st == http.StatusTooManyRequests:
-		return codes.ResourceExhausted
-	case st == 499:
-		return codes.Canceled
-	case st == http.StatusNotImplemented:
-		return codes.Unimplemented
-	case st == http.StatusServiceUnavailable:
-		return codes.Unavailable
-	case st < 500:
-		return codes.InvalidArgument
 	}
-	return codes.Internal
+	return httpcode.Code(st)
 }

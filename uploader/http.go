@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/objup/objup/header"
+	"github.com/objup/objup/internal/httpcode"
 )
 
 // HTTPEmulatorEnv names the environment variable that points a client made
@@ -211,37 +212,19 @@ func statusError(resp *http.Response) error {
 	return status.Error(httpCode(resp.StatusCode, msg), msg)
 }
 
-// httpCode maps an HTTP status of the JSON API to a gRPC code.
+// httpCode maps an HTTP status of the JSON API to a gRPC code, with what an
+// upload's answer adds: a 400 that reports a checksum mismatch is DataLoss,
+// and a 304 answers an ifGenerationNotMatch or ifMetagenerationNotMatch that
+// did not hold.
 func httpCode(sc int, msg string) codes.Code {
 	switch {
 	case sc == http.StatusBadRequest && isChecksumMismatch(msg):
 		return codes.DataLoss
-	case sc == http.StatusBadRequest:
-		return codes.InvalidArgument
-	case sc == http.StatusUnauthorized:
-		return codes.Unauthenticated
-	case sc == http.StatusForbidden:
-		return codes.PermissionDenied
-	case sc == http.StatusNotFound, sc == http.StatusGone:
-		return codes.NotFound
-	case sc == http.StatusRequestTimeout:
-		return codes.DeadlineExceeded
-	case sc == http.StatusConflict:
-		return codes.Aborted
-	case sc == http.StatusPreconditionFailed, sc == http.StatusNotModified:
+	case sc == http.StatusNotModified:
 		return codes.FailedPrecondition
-	case sc == http.StatusRequestedRangeNotSatisfiable:
-		return codes.OutOfRange
-	case sc == http.StatusTooManyRequests:
-		return codes.ResourceExhausted
-	case sc == 499:
-		return codes.Canceled
-	case sc == http.StatusNotImplemented:
-		return codes.Unimplemented
-	case sc == http.StatusBadGateway, sc == http.StatusServiceUnavailable, sc == http.StatusGatewayTimeout:
-		return codes.Unavailable
-	case sc >= 500:
-		return codes.Internal
+	}
+	if c := httpcode.Code(sc); c != codes.OK {
+		return c
 	}
 	return codes.Unknown
 }
