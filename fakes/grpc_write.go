@@ -448,11 +448,18 @@ func (v *service) QueryWriteStatus(ctx context.Context, req *wire.QueryWriteStat
 	}
 	up.mu.Lock()
 	defer up.mu.Unlock()
-	if up.gone {
-		return nil, status.Errorf(codes.NotFound, "upload %q not found", up.id)
+	return writeStatus(up.gone, up.id, up.result, up.size)
+}
+
+// writeStatus is QueryWriteStatus's answer for a session: NotFound once it
+// is gone, its object once finalized, else its persisted size. The fake and
+// the sink share it.
+func writeStatus(gone bool, id string, result *wire.Object, size int64) (*wire.QueryWriteStatusResponse, error) {
+	if gone {
+		return nil, status.Errorf(codes.NotFound, "upload %q not found", id)
 	}
-	if up.result != nil {
-		return &wire.QueryWriteStatusResponse{WriteStatus: &wire.QueryWriteStatusResponse_Resource{Resource: up.result}}, nil
+	if result != nil {
+		return &wire.QueryWriteStatusResponse{WriteStatus: &wire.QueryWriteStatusResponse_Resource{Resource: result}}, nil
 	}
-	return &wire.QueryWriteStatusResponse{WriteStatus: &wire.QueryWriteStatusResponse_PersistedSize{PersistedSize: up.size}}, nil
+	return &wire.QueryWriteStatusResponse{WriteStatus: &wire.QueryWriteStatusResponse_PersistedSize{PersistedSize: size}}, nil
 }

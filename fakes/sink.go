@@ -430,13 +430,7 @@ func (k *Sink) queryWriteStatus(req *wire.QueryWriteStatusRequest) (*wire.QueryW
 	}
 	up.mu.Lock()
 	defer up.mu.Unlock()
-	if up.gone {
-		return nil, status.Errorf(codes.NotFound, "upload %q not found", up.id)
-	}
-	if up.result != nil {
-		return &wire.QueryWriteStatusResponse{WriteStatus: &wire.QueryWriteStatusResponse_Resource{Resource: up.result}}, nil
-	}
-	return &wire.QueryWriteStatusResponse{WriteStatus: &wire.QueryWriteStatusResponse_PersistedSize{PersistedSize: up.size}}, nil
+	return writeStatus(up.gone, up.id, up.result, up.size)
 }
 
 // sinkStream is the state of one WriteObject or BidiWriteObject stream.
