@@ -186,10 +186,13 @@ func (s *httpSession) flush() error {
 }
 
 func (s *httpSession) finish(r *chunkRef, checksums *wire.ObjectChecksums) (*wire.Object, error) {
+	// The session owns r from here on, whatever happens next: close drops
+	// the references of what is pending. Taken after the wait for the PUT
+	// in flight, r would never go back if that PUT failed for good.
+	s.pending = append(s.pending, r)
 	if err := s.collect(); err != nil {
 		return nil, err
 	}
-	s.pending = append(s.pending, r)
 	s.last, s.final, s.checksums = r.end(), true, checksums
 	if err := s.put(); err != nil {
 		return nil, err
