@@ -187,7 +187,9 @@ func TestHTTPUploadReturnsByItsDeadline(t *testing.T) {
 		return r.Method == http.MethodPut && strings.HasPrefix(r.Header.Get("Content-Range"), "bytes */")
 	}
 	isData := func(r *http.Request) bool { return r.Method == http.MethodPut && !isQuery(r) }
-	isLast := func(r *http.Request) bool { return isData(r) && !strings.HasSuffix(r.Header.Get("Content-Range"), "/*") }
+	isLast := func(r *http.Request) bool {
+		return isData(r) && !strings.HasSuffix(r.Header.Get("Content-Range"), "/*")
+	}
 	for _, tc := range []struct {
 		name         string
 		stall        func(r *http.Request) bool
