@@ -215,6 +215,33 @@ func TestRetryExhaustionKeepsTheCause(t *testing.T) {
 	e.absent("exhausted")
 }
 
+// TestRetryUsesItsWholeDeadline: a drawn pause that would overshoot the
+// retry deadline is cut short, so the upload keeps trying until the
+// deadline is spent instead of giving up early while saying it was reached.
+func TestRetryUsesItsWholeDeadline(t *testing.T) {
+	const deadline = 2 * time.Second
+	// Every pause drawn from this backoff is far beyond the deadline.
+	e := newEnv(t, uploader.WithRetry(uploader.WithBackoff(gax.Backoff{Initial: time.Hour, Max: time.Hour}), uploader.WithRetryDeadline(deadline)))
+	for i := 1; i <= 100; i++ {
+		e.srv.FailCall("WriteObject", i, codes.Unavailable)
+	}
+	start := time.Now()
+	_, err := e.c.Upload(context.Background(), bucket, "deadline-spent", bytes.NewReader(payload(kib, 1)), uploader.WithDoesNotExist())
+	took := time.Since(start)
+	if uploader.CodeOf(err) != codes.Unavailable || !strings.Contains(err.Error(), "retry deadline of 2s reached") {
+		t.Fatalf("upload: %v, want UNAVAILABLE once the retry deadline is reached", err)
+	}
+	if n := e.countCalls("WriteObject"); n < 2 {
+		t.Fatalf("%d WriteObject calls: the upload gave up after %v without retrying", n, took)
+	}
+	// A lower bound only: a loaded machine makes it later, never sooner.
+	// The last retry starts with a tenth of the deadline left.
+	if took < deadline*8/10 {
+		t.Fatalf("the upload gave up after %v, before its %v retry deadline was spent", took, deadline)
+	}
+	e.absent("deadline-spent")
+}
+
 // TestBadHeaderRejectedBeforeAnyRPC: a header value gRPC would refuse is
 // InvalidArgument at NewWriter, with nothing sent and nothing retried.
 func TestBadHeaderRejectedBeforeAnyRPC(t *testing.T) {

@@ -289,10 +289,14 @@ func (r *retrier) retry(ctx context.Context, op string, err error, sent, idempot
 	if r.cfg.maxAttempts > 0 && r.attempts >= r.cfg.maxAttempts {
 		return fmt.Errorf("%w after %d attempts: %w", errRetryExhausted, r.attempts, err)
 	}
-	pause := r.bo.Pause()
-	if t0.since(r.start)+pause+r.minAttempt() > r.cfg.deadline {
+	// The pause is cut so that the retry still starts with minAttempt of
+	// the deadline left; only when not even that is left does the episode
+	// end, having used its deadline.
+	left := r.cfg.deadline - t0.since(r.start) - r.minAttempt()
+	if left <= 0 {
 		return fmt.Errorf("%w: retry deadline of %v reached after %d attempts: %w", errRetryExhausted, r.cfg.deadline, r.attempts, err)
 	}
+	pause := min(r.bo.Pause(), left)
 	r.ev.retried(op, err, pause)
 	t := time.NewTimer(pause)
 	defer t.Stop()
