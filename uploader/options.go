@@ -142,8 +142,8 @@ func WithRetry(opts ...RetryOption) SharedOption {
 // chunks of 256 KiB), and at least 2 chunks.
 func WithChunksInFlight(n int) option.ClientOption {
 	return newClientOption(func(c *clientConfig) {
-		if n < 1 {
-			n = -1 // invalid, not "unset"
+		if n < 1 && c.err == nil {
+			c.err = fmt.Errorf("chunks in flight %d must be at least 1", n)
 		}
 		c.inFlight = n
 	})
@@ -205,9 +205,6 @@ func (c *clientConfig) validate() error {
 		if n := c.alloc.BufferSize(); n <= 0 || n%pool.Quantum != 0 || n > MaxChunkSize {
 			return fmt.Errorf("pool buffer size %d is not a positive multiple of %d (256 KiB) up to %d (MaxChunkSize)", n, pool.Quantum, MaxChunkSize)
 		}
-	}
-	if c.inFlight < 0 {
-		return fmt.Errorf("chunks in flight %d must be at least 1", c.inFlight)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"testing/iotest"
@@ -237,12 +238,14 @@ func TestInvalidClientOptions(t *testing.T) {
 	tests := []struct {
 		name string
 		opts []option.ClientOption
+		says string // in the error's message
 	}{
-		{"chunk size not a quantum multiple", []option.ClientOption{uploader.WithChunkSize(100 * kib)}},
-		{"negative chunk size", []option.ClientOption{uploader.WithChunkSize(-q)}},
-		{"zero chunks in flight", []option.ClientOption{uploader.WithChunksInFlight(0)}},
-		{"pool and chunk size", []option.ClientOption{uploader.WithPool(pool.Default()), uploader.WithChunkSize(2 * q)}},
-		{"pool with sub-quantum buffers", []option.ClientOption{uploader.WithPool(small)}},
+		{"chunk size not a quantum multiple", []option.ClientOption{uploader.WithChunkSize(100 * kib)}, "chunk size 102400"},
+		{"negative chunk size", []option.ClientOption{uploader.WithChunkSize(-q)}, "chunk size -262144"},
+		{"zero chunks in flight", []option.ClientOption{uploader.WithChunksInFlight(0)}, "chunks in flight 0 must be at least 1"},
+		{"negative chunks in flight", []option.ClientOption{uploader.WithChunksInFlight(-3)}, "chunks in flight -3 must be at least 1"},
+		{"pool and chunk size", []option.ClientOption{uploader.WithPool(pool.Default()), uploader.WithChunkSize(2 * q)}, "exclude each other"},
+		{"pool with sub-quantum buffers", []option.ClientOption{uploader.WithPool(small)}, "pool buffer size 1000"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -254,6 +257,9 @@ func TestInvalidClientOptions(t *testing.T) {
 			}
 			if !uploader.IsInvalidArgument(err) {
 				t.Fatalf("error %v is not InvalidArgument", err)
+			}
+			if !strings.Contains(err.Error(), tc.says) {
+				t.Fatalf("error %q does not say %q", err, tc.says)
 			}
 			if calls := e.srv.Calls(); len(calls) != 0 {
 				t.Fatalf("RPCs were sent: %v", calls)
