@@ -15,6 +15,7 @@ import (
 	"google.golang.org/api/option/internaloption"
 	gtransport "google.golang.org/api/transport/grpc"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
@@ -50,7 +51,7 @@ type Client struct {
 // NewClient dials GCS over gRPC. opts mixes the options of
 // google.golang.org/api/option (option.WithCredentialsFile, option.WithEndpoint,
 // option.WithGRPCConn, option.WithoutAuthentication, ...) with objup's own
-// (WithPool, WithChunkSize, WithChunksInFlight, WithRetry, WithKeepalive).
+// (WithPool, WithChunkSize, WithChunksInFlight, WithRetry, WithKeepalive, WithConnectTimeout).
 // Invalid objup options are reported before anything is dialled.
 //
 // Without options it uses Application Default Credentials and TLS to
@@ -66,7 +67,7 @@ type Client struct {
 func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error) {
 	cfg := clientConfig{
 		retry:     defaultRetryConfig(),
-		keepalive: keepaliveConfig{time: DefaultKeepaliveTime, timeout: DefaultKeepaliveTimeout},
+		keepalive: keepaliveConfig{time: DefaultKeepaliveTime, timeout: DefaultKeepaliveTimeout, connect: DefaultConnectTimeout},
 	}
 	var apiOpts []option.ClientOption
 	for _, o := range opts {
@@ -108,7 +109,10 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 		c.tr, c.httpTr = t, t
 		return c, nil
 	}
-	dial := defaultDialOptions()
+	dial := append(defaultDialOptions(), option.WithGRPCDialOption(grpc.WithConnectParams(grpc.ConnectParams{
+		Backoff:           backoff.DefaultConfig,
+		MinConnectTimeout: cfg.keepalive.connect,
+	})))
 	if !cfg.keepalive.off {
 		dial = append(dial, option.WithGRPCDialOption(grpc.WithKeepaliveParams(keepalive.ClientParameters{
 			Time:    cfg.keepalive.time,

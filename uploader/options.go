@@ -32,10 +32,12 @@ type clientConfig struct {
 	err       error // the first invalid option
 }
 
-// keepaliveConfig is the connection's keepalive: see WithKeepalive.
+// keepaliveConfig is how the client's connections are watched: see
+// WithKeepalive and WithConnectTimeout.
 type keepaliveConfig struct {
 	time, timeout time.Duration
 	off           bool
+	connect       time.Duration // the handshake's bound
 }
 
 type clientOptionFunc struct {
@@ -179,6 +181,30 @@ func WithKeepalive(t, timeout time.Duration) option.ClientOption {
 			c.keepalive.timeout = timeout
 		}
 		c.keepalive.off = false
+	})
+}
+
+// DefaultConnectTimeout bounds the opening of a gRPC connection: TCP, TLS
+// and the HTTP/2 handshake, which take a few round trips (under half a
+// second at 100 ms RTT), or a few seconds when a SYN is lost and resent.
+const DefaultConnectTimeout = 5 * time.Second
+
+// WithConnectTimeout bounds how long a new gRPC connection may take to become
+// ready (TCP, TLS and the HTTP/2 handshake). A connection that has not
+// completed its handshake by then (a server or middlebox that accepts the
+// TCP connection and then says nothing) is closed, the RPCs waiting for it
+// fail with UNAVAILABLE and are retried, and the next attempt dials anew.
+// Keepalive (WithKeepalive) cannot help there: it only watches connections
+// that became ready. gRPC's own bound is 20 s; objup's default is
+// DefaultConnectTimeout. It does not apply to a connection passed with
+// option.WithGRPCConn, nor to WithHTTP clients (net/http bounds its own
+// dial and TLS handshake). d must be positive.
+func WithConnectTimeout(d time.Duration) option.ClientOption {
+	return newClientOption(func(c *clientConfig) {
+		if d <= 0 && c.err == nil {
+			c.err = fmt.Errorf("connect timeout %v must be positive", d)
+		}
+		c.keepalive.connect = d
 	})
 }
 

@@ -27,7 +27,9 @@ import (
 // blackhole is a TCP proxy in front of the fake. The first connection it
 // accepts stops forwarding, in both directions and without closing, once the
 // client has sent limit bytes through it: a connection that silently died
-// (a dropped NAT entry, a wedged middlebox). Later connections pass.
+// (a dropped NAT entry, a wedged middlebox). With a limit of 0 it forwards
+// nothing at all, so its HTTP/2 handshake never completes. Later connections
+// pass.
 type blackhole struct {
 	ln     net.Listener
 	target string
@@ -73,6 +75,7 @@ func (p *blackhole) serve() {
 			limit = p.limit
 		}
 		var dead atomic.Bool
+		dead.Store(limit == 0)
 		p.wg.Add(2)
 		go p.pipe(up, c, limit, &dead)
 		go p.pipe(c, up, -1, &dead)
@@ -159,6 +162,33 @@ func TestDeadConnectionIsReplaced(t *testing.T) {
 		t.Fatalf("next upload on the same client: %v", err)
 	}
 	sameBytes(t, "stored", e.content("after"), small)
+}
+
+// TestSilentHandshakeIsAbandoned: a connection that is accepted and then
+// never completes its HTTP/2 handshake is given up after the connect
+// timeout, and the upload is retried on a new connection well within its
+// retry deadline; the next upload works at once.
+func TestSilentHandshakeIsAbandoned(t *testing.T) {
+	e := newEnv(t)
+	p := newBlackhole(t, e.srv.GRPCAddr(), 0)
+	// gRPC alone would keep the silent connection for 20 s, past the
+	// retry deadline.
+	c := clientVia(t, p.addr(), uploader.WithConnectTimeout(300*time.Millisecond),
+		retryWith(uploader.WithAttemptTimeout(time.Second), uploader.WithRetryDeadline(10*time.Second)))
+	for _, tc := range []struct {
+		name string
+		size int
+	}{{"first, resumable", 3 * mib}, {"next, one-shot", kib}} {
+		name := "silent-handshake/" + tc.name
+		data := payload(tc.size, 14)
+		if _, err := c.Upload(context.Background(), bucket, name, bytes.NewReader(data), uploader.WithDoesNotExist()); err != nil {
+			t.Fatalf("%s upload: %v", tc.name, err)
+		}
+		sameBytes(t, name, e.content(name), data)
+	}
+	if n := p.accept.Load(); n < 2 {
+		t.Fatalf("the proxy saw %d connections; the silent one was not replaced", n)
+	}
 }
 
 // TestRetryDeadlineHoldsOnDeadConnection: without keepalive nothing replaces

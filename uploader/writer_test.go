@@ -244,6 +244,7 @@ func TestInvalidClientOptions(t *testing.T) {
 		{"negative chunk size", []option.ClientOption{uploader.WithChunkSize(-q)}, "chunk size -262144"},
 		{"zero chunks in flight", []option.ClientOption{uploader.WithChunksInFlight(0)}, "chunks in flight 0 must be at least 1"},
 		{"negative chunks in flight", []option.ClientOption{uploader.WithChunksInFlight(-3)}, "chunks in flight -3 must be at least 1"},
+		{"zero connect timeout", []option.ClientOption{uploader.WithConnectTimeout(0)}, "connect timeout 0s must be positive"},
 		{"pool and chunk size", []option.ClientOption{uploader.WithPool(pool.Default()), uploader.WithChunkSize(2 * q)}, "exclude each other"},
 		{"pool with sub-quantum buffers", []option.ClientOption{uploader.WithPool(small)}, "pool buffer size 1000"},
 	}
