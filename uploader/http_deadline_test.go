@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"strings"
@@ -135,7 +134,7 @@ func newStallProxy(t *testing.T, target string, stall func(r *http.Request) bool
 	p := &stallProxy{stall: stall, failFirstPut: failFirstPut}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	stop := make(chan struct{})
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := startTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		p.log = append(p.log, r.Method+" "+r.URL.Query().Get("uploadType")+" "+r.Header.Get("Content-Range"))
 		p.mu.Unlock()
@@ -162,9 +161,10 @@ func newStallProxy(t *testing.T, target string, stall func(r *http.Request) bool
 		}
 		return nil
 	}
-	srv.Start()
 	p.url = srv.URL
-	t.Cleanup(func() { close(stop); srv.Close() })
+	// Cleanups run last first: the stalled handler is let go before the
+	// server's Close waits for it.
+	t.Cleanup(func() { close(stop) })
 	return p
 }
 

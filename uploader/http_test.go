@@ -7,15 +7,14 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/fsouza/fake-gcs-server/fakestorage"
 	"google.golang.org/api/option"
@@ -37,21 +36,16 @@ type jsonServer struct {
 // JSON API written by others, on loopback.
 func startFakeGCSServer(t *testing.T) jsonServer {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	var h http.Handler
+	hs := startTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
+	fs, err := fakestorage.NewServerWithOptions(fakestorage.Options{NoListener: true, Scheme: "http", ExternalURL: hs.URL, Writer: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := lis.Addr().String()
-	fs, err := fakestorage.NewServerWithOptions(fakestorage.Options{NoListener: true, Scheme: "http", ExternalURL: "http://" + addr, Writer: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(fs.Stop) // after the server, which waits for its handlers
 	fs.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: bucket})
-	hs := &http.Server{Handler: fs.HTTPHandler(), ReadHeaderTimeout: 30 * time.Second}
-	done := make(chan struct{})
-	go func() { defer close(done); hs.Serve(lis) }()
-	t.Cleanup(func() { hs.Close(); <-done; fs.Stop() })
-	return jsonServer{name: "fake-gcs-server", url: "http://" + addr, content: func(t *testing.T, name string) ([]byte, bool) {
+	h = fs.HTTPHandler()
+	return jsonServer{name: "fake-gcs-server", url: hs.URL, content: func(t *testing.T, name string) ([]byte, bool) {
 		o, err := fs.GetObject(bucket, name)
 		if err != nil {
 			return nil, false
@@ -180,7 +174,7 @@ func newFaultProxy(t *testing.T, target string) *faultProxy {
 		}
 		return nil
 	}
-	hs := &http.Server{ReadHeaderTimeout: 30 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	hs := startTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		p.log = append(p.log, r.Method+" "+r.Header.Get("Content-Range")+" "+r.Header.Get("X-Scope-Orgid"))
 		p.mu.Unlock()
@@ -202,17 +196,23 @@ func newFaultProxy(t *testing.T, target string) *faultProxy {
 			return
 		}
 		rp.ServeHTTP(w, r)
-	})}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	self = "http://" + lis.Addr().String()
+	}))
+	self = hs.URL
 	p.url = self
-	done := make(chan struct{})
-	go func() { defer close(done); hs.Serve(lis) }()
-	t.Cleanup(func() { hs.Close(); <-done })
 	return p
+}
+
+// startTestServer serves h on loopback until the test ends. Its Close, at
+// the end of the test, waits for every connection's goroutine, including one
+// that net/http keeps lingering half a second after a handler answered
+// before it read the whole body (closeWriteAndWait), so the goroutine-leak
+// check after the test never sees the server's own goroutines. (http.Server's
+// Close does not wait for them.)
+func startTestServer(t *testing.T, h http.Handler) *httptest.Server {
+	t.Helper()
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	return hs
 }
 
 func (p *faultProxy) requests() []string {
