@@ -75,7 +75,7 @@ func ExampleSetHTTP() {
 	ctx = header.Append(ctx, "x-request-id", "req-1")
 
 	h := http.Header{"X-Request-Id": {"stale"}, "Accept": {"application/json"}}
-	header.SetHTTP(h, ctx)
+	header.SetHTTP(ctx, h)
 	for _, k := range slices.Sorted(maps.Keys(h)) {
 		fmt.Println(k, h[k])
 	}

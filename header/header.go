@@ -312,11 +312,11 @@ func OutgoingContext(ctx context.Context, extra ...string) context.Context {
 // each key, h's values under the canonical form of the key are replaced by
 // the key's values, in order. Other keys of h are left alone. Values of keys
 // ending in "-bin" are base64-encoded without padding, as gRPC sends them.
-// The destination comes first, as in io.Copy.
+// The context comes first, as everywhere in Go.
 //
 // SetHTTP does not validate: net/http refuses to send a header value that
 // holds CR, LF or other control characters.
-func SetHTTP(h http.Header, ctx context.Context) {
+func SetHTTP(ctx context.Context, h http.Header) {
 	for k, vs := range Flatten(ctx) {
 		if strings.HasSuffix(k, "-bin") {
 			for i, v := range vs {

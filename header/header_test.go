@@ -293,7 +293,7 @@ func TestConcurrentReaders(t *testing.T) {
 	want := outgoing(grpc)
 	wantTenant := want[header.TenantKey][len(want[header.TenantKey])-1]
 	wantHTTP := http.Header{}
-	header.SetHTTP(wantHTTP, ctx)
+	header.SetHTTP(ctx, wantHTTP)
 
 	const goroutines, rounds = 8, 50
 	var wg sync.WaitGroup
@@ -313,7 +313,7 @@ func TestConcurrentReaders(t *testing.T) {
 					return
 				}
 				h := http.Header{}
-				header.SetHTTP(h, ctx)
+				header.SetHTTP(ctx, h)
 				if !reflect.DeepEqual(h, wantHTTP) {
 					t.Errorf("SetHTTP = %v, want %v", h, wantHTTP)
 					return
@@ -512,7 +512,7 @@ func TestSetHTTP(t *testing.T) {
 	ctx = header.Append(ctx, "k", "2", "trace-bin", "\x00\x01\xfe\xff")
 
 	h := http.Header{"K": {"old"}, "Accept": {"*/*"}}
-	header.SetHTTP(h, ctx)
+	header.SetHTTP(ctx, h)
 	want := http.Header{
 		"Accept":        {"*/*"},
 		"From-Grpc":     {"g"},
@@ -536,7 +536,7 @@ func TestSetHTTPInvalidValueIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	header.SetHTTP(req.Header, ctx)
+	header.SetHTTP(ctx, req.Header)
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
 	resp, err := tr.RoundTrip(req)

@@ -35,16 +35,13 @@ var errClientClosed = errors.New("client is closed")
 // Client uploads objects to GCS over its gRPC API. It is safe for concurrent use;
 // create one per process and share it.
 type Client struct {
-	conn      *grpc.ClientConn
 	alloc     pool.Allocator
 	chunkSize int
 	inFlight  int
 	retry     retryConfig
-	callOpts  []grpc.CallOption
 	pools     sync.Map // chunk size -> *pool.Pool, for Writers with their own chunk size
 	tel       *telemetry
-	tr        transport
-	httpTr    *httpTransport // the transport, when WithHTTP
+	tr        transport // gRPC, or the JSON API (WithHTTP)
 	closed    atomic.Bool
 }
 
@@ -85,12 +82,6 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 		retry:     cfg.retry,
 		chunkSize: cfg.chunkSize,
 		alloc:     cfg.alloc,
-		callOpts: []grpc.CallOption{
-			wire.CallOption(),
-			// objup retries itself, resuming sessions; gRPC's own replay
-			// buffer would only hold chunk references longer.
-			grpc.MaxRetryRPCBufferSize(0),
-		},
 	}
 	if c.alloc == nil {
 		c.alloc = c.poolFor(cfg.chunkSize)
@@ -106,7 +97,7 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 			tel.close()
 			return nil, newError("NewClient", "", "", fmt.Errorf("HTTP transport: %w", err))
 		}
-		c.tr, c.httpTr = t, t
+		c.tr = t
 		return c, nil
 	}
 	dial := append(defaultDialOptions(), option.WithGRPCDialOption(grpc.WithConnectParams(grpc.ConnectParams{
@@ -124,8 +115,12 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 		tel.close()
 		return nil, newError("NewClient", "", "", fmt.Errorf("dial: %w", err))
 	}
-	c.conn = conn
-	c.tr = grpcTransport{c}
+	c.tr = &grpcTransport{conn: conn, callOpts: []grpc.CallOption{
+		wire.CallOption(),
+		// objup retries itself, resuming sessions; gRPC's own replay
+		// buffer would only hold chunk references longer.
+		grpc.MaxRetryRPCBufferSize(0),
+	}}
 	return c, nil
 }
 

@@ -99,6 +99,8 @@ func newHTTPTransport(ctx context.Context, apiOpts []option.ClientOption) (*http
 	return &httpTransport{hc: hc, base: base, boundary: "objup" + hex.EncodeToString(b[:])}, nil
 }
 
+func (t *httpTransport) names() *callNames { return &httpNames }
+
 func (t *httpTransport) close() error {
 	if !t.closed.Swap(true) {
 		t.hc.CloseIdleConnections()
@@ -113,9 +115,9 @@ func (t *httpTransport) uploadURL(bucket string, q url.Values) string {
 
 // query returns the upload's query parameters: its type, the preconditions
 // and the predefined ACL, as the JSON API takes them.
-func (w *Writer) query(uploadType string) url.Values {
+func (u *upload) query(uploadType string) url.Values {
 	q := url.Values{"uploadType": {uploadType}}
-	s := &w.scratch.spec
+	s := u.spec()
 	for _, p := range []struct {
 		name string
 		v    *int64
@@ -135,27 +137,21 @@ func (w *Writer) query(uploadType string) url.Values {
 	return q
 }
 
-// do makes one attempt of an HTTP request of the upload, bounded by the
-// attempt timeout, with the header chain flattened into its headers. The
-// response is the caller's to close, with cancel once it is read. (net/http
-// may register several callbacks on a request's context, so the attempt
-// context of gRPC calls, which takes one, is not used here.)
-func (w *Writer) do(method, u string, body io.ReadCloser, size int64, hdr http.Header) (resp *http.Response, cancel context.CancelFunc, err error) {
-	return w.doWithin(w.retry.attemptTimeout(), method, u, body, size, hdr)
-}
-
-// doWithin is do with the attempt's timeout given, for a request made off
-// the Writer's goroutine (it touches no state of the Writer's but the
-// upload's context and the client).
-func (w *Writer) doWithin(timeout time.Duration, method, u string, body io.ReadCloser, size int64, hdr http.Header) (resp *http.Response, cancel context.CancelFunc, err error) {
-	t := &w.target
-	ctx, stop := context.WithTimeout(t.ctx, timeout)
+// do makes one attempt of an HTTP request of upload u, in ctx (the
+// upload's, or a stream's) and bounded by timeout, with the header chain
+// flattened into its headers. The response is the caller's to close, with
+// cancel once it is read. (net/http may register several callbacks on a
+// request's context, so the attempt context of gRPC calls, which takes one,
+// is not used here.) It touches nothing of the upload's but its target, so
+// it may run off the Writer's goroutine.
+func (t *httpTransport) do(ctx context.Context, u *upload, timeout time.Duration, method, url string, body io.ReadCloser, size int64, hdr http.Header) (resp *http.Response, cancel context.CancelFunc, err error) {
+	ctx, stop := context.WithTimeout(ctx, timeout)
 	defer func() {
 		if err != nil {
 			stop()
 		}
 	}()
-	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+	req, err := http.NewRequestWithContext(ctx, method, url, nil)
 	if err != nil {
 		if body != nil {
 			body.Close()
@@ -171,8 +167,8 @@ func (w *Writer) doWithin(timeout time.Duration, method, u string, body io.ReadC
 	for k, v := range hdr {
 		req.Header[k] = v
 	}
-	header.SetHTTP(req.Header, t.ctx)
-	resp, err = w.c.httpTr.hc.Do(req)
+	header.SetHTTP(u.ctx, req.Header)
+	resp, err = t.hc.Do(req)
 	if err != nil {
 		return nil, nil, httpError(err)
 	}

@@ -75,7 +75,7 @@ func closeResponse(resp *http.Response) {
 // bodyOver returns a request body over r.Data[from-r.Offset:] for each of
 // rs, holding a reference on each chunk until net/http is done with it, with
 // prefix and suffix around it.
-func (w *Writer) bodyOver(prefix []byte, rs []*chunkRef, from int64, suffix []byte) *httpBody {
+func (u *upload) bodyOver(prefix []byte, rs []*chunkRef, from int64, suffix []byte) *httpBody {
 	b := &httpBody{}
 	if len(prefix) > 0 {
 		b.parts = append(b.parts, prefix)
@@ -89,7 +89,7 @@ func (w *Writer) bodyOver(prefix []byte, rs []*chunkRef, from int64, suffix []by
 			continue
 		}
 		b.parts = append(b.parts, data)
-		b.holds = append(b.holds, w.life.hold(r))
+		b.holds = append(b.holds, u.life.hold(r))
 	}
 	if len(suffix) > 0 {
 		b.parts = append(b.parts, suffix)

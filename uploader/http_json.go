@@ -18,7 +18,7 @@ import (
 
 // metadataJSON is the object resource an upload sends: the spec's resource
 // and the caller's checksums, in the JSON API's names.
-func (w *Writer) metadataJSON(spec *wire.WriteObjectSpec, checksums *wire.ObjectChecksums) []byte {
+func metadataJSON(spec *wire.WriteObjectSpec, checksums *wire.ObjectChecksums) []byte {
 	o := spec.GetResource()
 	m := map[string]any{"name": o.GetName()}
 	for k, v := range map[string]string{

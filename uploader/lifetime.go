@@ -250,7 +250,8 @@ func (l *lifetime) sent(m *outMsg) {
 // connection has completed since the last one that carried data: gRPC's
 // writer then went past every earlier message, so it has either released it
 // or never will (see outMsg).
-func (l *lifetime) forceRelease() (forced int) {
+func (l *lifetime) forceRelease() {
+	forced := 0
 	for _, h := range l.holds {
 		if h.release() {
 			forced++
@@ -258,7 +259,7 @@ func (l *lifetime) forceRelease() (forced int) {
 	}
 	clear(l.holds)
 	l.holds = l.holds[:0]
-	return forced
+	l.ev.forced(forced)
 }
 
 // wait blocks until every chunk's buffer is back. The upload is over and its

@@ -3,7 +3,6 @@ package uploader
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"github.com/objup/objup/header"
 	"github.com/objup/objup/internal/wire"
@@ -38,15 +37,6 @@ func (t *target) outgoing(ctx context.Context) context.Context {
 
 // err wraps the error of op on the target's object.
 func (t *target) err(op string, err error) *Error { return newError(op, t.bucket, t.object, err) }
-
-// invoke makes one attempt of a unary call, bounded by timeout. It runs on
-// the Writer's goroutine only.
-func (t *target) invoke(method string, req, resp any, timeout time.Duration) error {
-	t.attempt.arm(t.outgoing(t.ctx), timeout)
-	err := t.c.conn.Invoke(&t.attempt, method, req, resp, t.c.callOpts...)
-	t.attempt.disarm()
-	return err
-}
 
 // spec completes the object's WriteObjectSpec, which the options filled:
 // the name and bucket, the content type (sniffed from first, the start of the
@@ -101,6 +91,7 @@ type scratch struct {
 	object    wire.Object
 	checksums wire.ObjectChecksums
 	crc       uint32
+	noCRC     bool // messages carry no CRC32C (WithoutCRC32C); here, where it costs no room
 	size      int64
 	// The one-shot call's request and response.
 	req   wire.WriteObjectRequest

@@ -308,6 +308,35 @@ func (r *retrier) retry(ctx context.Context, op string, err error, sent, idempot
 	}
 }
 
+// do is the one retry loop of an upload: it runs attempt until it succeeds
+// or the retrier gives up, waiting out the backoff between attempts, and
+// returns the failure as the target's *Error for the operation that failed
+// last. cause, when not nil, is a failure of op that came before the first
+// attempt (the break a recovery starts from): do waits out its backoff
+// first. attempt returns the operation it made (op, when it returns ""),
+// whether its request may have left the process, and its error. do reports
+// no progress: a call that succeeds ends an episode only when its caller
+// says so (a resumed stream has not made progress until data is
+// acknowledged).
+func (r *retrier) do(t *target, op string, idempotent bool, cause error, attempt func() (op string, sent bool, err error)) error {
+	sent := true
+	for {
+		if cause != nil {
+			if err := r.retry(t.ctx, op, cause, sent, idempotent); err != nil {
+				return t.err(op, err)
+			}
+		}
+		var aop string
+		aop, sent, cause = attempt()
+		if cause == nil {
+			return nil
+		}
+		if aop != "" {
+			op = aop
+		}
+	}
+}
+
 // contextError is the error of an upload whose context ended while it was
 // retrying cause: the context's error, with the cause named.
 func contextError(ctx context.Context, cause error) error {

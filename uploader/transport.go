@@ -2,56 +2,117 @@ package uploader
 
 import (
 	"context"
+	"time"
 
 	"github.com/objup/objup/internal/wire"
 )
 
-// transport is the seam between the Writer's loop, written once, and the
-// API that carries an upload: storage v2 over gRPC (the default) or the JSON
-// API over HTTP (WithHTTP). It sends the two kinds of upload and nothing
-// else; the Writer owns buffers, checksums, retries and telemetry.
+// transport is the seam between the upload's logic, written once, and the
+// API that carries it: storage v2 over gRPC (the default) or the JSON API
+// over HTTP (WithHTTP). Each method makes ONE attempt of one call and
+// reports what came back; the caller decides what happens next (retries,
+// resumes, releases). A transport never sees the Writer: it gets the
+// upload's request (what goes where, with which spec and checksums), the
+// chunks to send, and a timeout for the attempt.
+//
+// connect-go's protocolClient is the model: the protocol sends, one caller
+// decides.
 type transport interface {
-	// oneShot sends the whole object, r, in one request, retried by the
-	// Writer's retrier, and returns the stored object. It does not drop
-	// the Writer's reference on r.
-	oneShot(w *Writer, r *chunkRef) (*wire.Object, error)
-	// startSession opens a resumable session; first is the start of the
-	// data, for content sniffing.
-	startSession(w *Writer, first []byte) (uploadSession, error)
+	// writeObject sends the whole object, r, in one request and returns
+	// the stored object. sent reports whether the request may have left
+	// the process. It takes its own references on r's memory while the
+	// request reads it; the caller keeps its own.
+	writeObject(u *upload, r *chunkRef, timeout time.Duration) (o *wire.Object, sent bool, err error)
+	// startUpload opens a resumable session for the upload and returns its
+	// id (an upload id, or the session's URI).
+	startUpload(u *upload, timeout time.Duration) (id string, err error)
+	// queryStatus asks how much of session id the service persisted, or
+	// the object it finished. size is the object's size if known, else -1.
+	queryStatus(u *upload, id string, size int64, timeout time.Duration) (persisted int64, o *wire.Object, err error)
+	// openStream opens the channel on which the session's data goes, from
+	// the persisted offset on: a BidiWriteObject stream, or a sequence of
+	// PUTs. The stream reports to s.
+	openStream(u *upload, id string, s *resumable) (stream, error)
+	// cancelUpload abandons session id, so the service drops what it
+	// received (best effort: a session left behind expires).
+	cancelUpload(u *upload, id string, timeout time.Duration)
+	// window returns how many bytes a session may have pushed and not
+	// persisted when perSend bytes go out in one send.
+	window(perSend int64) int64
+	// names returns the names of the transport's calls, for errors and
+	// events.
+	names() *callNames
 	// close releases the transport's connections.
 	close() error
 }
 
-// uploadSession is a resumable upload as the Writer's loop drives it.
-type uploadSession interface {
-	// push takes over a full chunk and sends it when it is due; it may
-	// wait while too much is in flight.
-	push(r *chunkRef) error
-	// flush sends what push kept back, for a Writer about to wait for a
-	// buffer that only an acknowledgement can free.
-	flush() error
-	// finish takes over the last chunk, finalizes the object with the
-	// given whole-object checksums, and returns it.
-	finish(r *chunkRef, checksums *wire.ObjectChecksums) (*wire.Object, error)
-	// waitContext ends when the session's connection breaks, so a wait
-	// for a buffer gives way to recover.
-	waitContext() context.Context
-	// recover resumes after a break.
-	recover() error
-	// abort abandons the upload: it is never finalized.
-	abort(cause error)
-	// close releases the session's hold on every chunk.
-	close()
+// callNames are the names of a transport's calls, as errors and events
+// report them.
+type callNames struct {
+	write, start, query, stream string
 }
 
-// grpcTransport sends uploads over storage v2 gRPC: a one-shot WriteObject,
-// or a resumable session streamed on BidiWriteObject.
-type grpcTransport struct{ c *Client }
+var (
+	grpcNames = callNames{write: "WriteObject", start: "StartResumableWrite", query: "QueryWriteStatus", stream: "BidiWriteObject"}
+	httpNames = callNames{write: "objects.insert", start: "objects.insert", query: "objects.insert (status)", stream: "objects.insert"}
+)
 
-func (g grpcTransport) oneShot(w *Writer, r *chunkRef) (*wire.Object, error) { return w.grpcOneShot(r) }
-
-func (g grpcTransport) startSession(w *Writer, first []byte) (uploadSession, error) {
-	return w.startSession(first)
+// stream is the channel of a resumable session's data, open until it
+// breaks or the session ends. It reads the chunks to send from its session
+// (resumable.unsent) and reports acknowledgements and its failure to it
+// (resumable.ack, resumable.broke), from goroutines of its own. Its methods
+// run on the Writer's goroutine.
+type stream interface {
+	// send sends what is due of the data the session was pushed, from
+	// where the stream stands: whole messages only, or everything when all
+	// is set (then, once the session is final, the finish with the object's
+	// checksums too). A stream that cannot send now (one PUT at a time)
+	// sends later: the session calls send again once it is idle.
+	send(all bool) error
+	// idle reports whether nothing the stream sent awaits an answer.
+	idle() bool
+	// behind reports whether the stream has not sent all it was pushed
+	// (or not yet the finish of a final session).
+	behind() bool
+	// broken returns a context that ends when the stream fails, so a
+	// Writer's wait for a buffer gives way to the session's recovery.
+	broken() context.Context
+	// teardown ends the stream and waits for its goroutines; after it, no
+	// report comes from the stream. It returns the failure that broke the
+	// stream as the stream knows it (a status the service sent, an
+	// attempt timeout) in place of cause, or cause.
+	teardown(cause error) error
+	// done waits until the stream has ended after the session finished
+	// (the service's status), or ctx ends.
+	done(ctx context.Context)
 }
 
-func (g grpcTransport) close() error { return g.c.conn.Close() }
+// upload is what the transports read of one upload: where it goes (the
+// target), its spec and whole-object checksums (complete once the first
+// chunk is known), and the lifetimes of its chunks, on which they take
+// references while a request reads chunk memory. The Writer owns and fills
+// it; transports only read it, on the Writer's goroutine or while one of
+// its calls runs.
+type upload struct {
+	target
+	life    lifetime
+	scratch scratch // also says whether messages carry a CRC32C
+	// checksums are the whole-object checksums the finish carries: set
+	// when the last chunk is known.
+	checksums *wire.ObjectChecksums
+}
+
+// idempotent reports whether a one-shot upload may be repeated as a whole:
+// only a precondition makes a second write of the same object harmless.
+func (u *upload) idempotent() bool {
+	s := &u.scratch.spec
+	return s.IfGenerationMatch != nil || s.IfGenerationNotMatch != nil ||
+		s.IfMetagenerationMatch != nil || s.IfMetagenerationNotMatch != nil
+}
+
+// noCRC reports whether messages go without a CRC32C (WithoutCRC32C).
+func (u *upload) noCRC() bool { return u.scratch.noCRC }
+
+// spec returns the object's WriteObjectSpec, as spec (the Writer) completed
+// it.
+func (u *upload) spec() *wire.WriteObjectSpec { return &u.scratch.spec }

@@ -40,15 +40,13 @@ var (
 // returns an error, and the upload fails. Close (or CloseWithError) must be
 // called to release its buffers.
 type Writer struct {
-	target
-	c       *Client
-	cfg     writerConfig
-	ch      chunker.Chunker
-	life    lifetime
-	retry   retrier
-	sess    uploadSession
-	scratch scratch
-	ev      uploadEvents // what the upload reports while it runs and when it ends
+	upload // what the transport reads: target, spec, checksums, chunk lifetimes
+	c      *Client
+	cfg    writerConfig
+	ch     chunker.Chunker
+	retry  retrier
+	sess   *resumable   // nil until the first chunk is full
+	ev     uploadEvents // what the upload reports while it runs and when it ends
 
 	busy     atomic.Bool // a method runs
 	misused  atomic.Bool // a method was called while another ran
@@ -131,6 +129,7 @@ func (w *Writer) init(ctx context.Context, bucket, object string, opts []WriterO
 		return invalid("NewWriter", bucket, object, "%w", err)
 	}
 	w.life.alloc = alloc
+	w.scratch.noCRC = w.cfg.noCRC32C
 	w.ev = uploadEvents{tg: &w.target, start: now()}
 	w.ctx, w.ev.span = w.c.tel.startSpan(ctx, bucket, object)
 	w.life.ev = &w.ev
@@ -269,7 +268,9 @@ func (w *Writer) room() error {
 // send hands a full chunk to the session, opening it with the first one.
 func (w *Writer) send(r *chunkRef) error {
 	if w.sess == nil {
-		s, err := w.c.tr.startSession(w, r.Data)
+		w.spec(r.Data, -1)
+		tr := w.c.tr
+		s, err := startResumable(&w.upload, tr, &w.retry, &w.ev, tr.window(w.c.window(w.ch.ChunkSize())), w.cfg.progress)
 		if err != nil {
 			r.unref()
 			return err
@@ -371,7 +372,8 @@ func (w *Writer) Close() error {
 		err = w.oneShot(r)
 	} else {
 		var o *wire.Object
-		if o, err = w.sess.finish(r, w.checksums()); err == nil {
+		w.upload.checksums = w.checksums()
+		if o, err = w.sess.finish(r); err == nil {
 			err = w.finished(o, w.ch.Size())
 		}
 	}

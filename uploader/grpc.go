@@ -1,0 +1,346 @@
+package uploader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/objup/objup/chunker"
+	"github.com/objup/objup/internal/crc32c"
+	"github.com/objup/objup/internal/wire"
+)
+
+// grpcTransport sends uploads over storage v2 gRPC: a one-shot WriteObject,
+// or a resumable session (StartResumableWrite, QueryWriteStatus) whose data
+// streams on BidiWriteObject.
+type grpcTransport struct {
+	conn     *grpc.ClientConn
+	callOpts []grpc.CallOption
+}
+
+func (g *grpcTransport) close() error { return g.conn.Close() }
+
+func (g *grpcTransport) names() *callNames { return &grpcNames }
+
+// invoke makes one attempt of a unary call, bounded by timeout, in the
+// upload's attempt context. It runs on the Writer's goroutine only.
+func (g *grpcTransport) invoke(u *upload, method string, req, resp any, timeout time.Duration) error {
+	u.attempt.arm(u.outgoing(u.ctx), timeout)
+	err := g.conn.Invoke(&u.attempt, method, req, resp, g.callOpts...)
+	u.attempt.disarm()
+	return err
+}
+
+// writeObject sends r as one WriteObject call.
+//
+// An object of at most 2 MiB goes out as a unary call (one request message,
+// one response): on the wire it is a client stream of one message, and gRPC
+// starts no goroutine for it. A larger one (a chunk size over 2 MiB) is
+// several messages of at most 2 MiB on one WriteObject client stream, each
+// with its own CRC32C, the last with finish_write; gRPC starts one goroutine
+// for such a stream.
+func (g *grpcTransport) writeObject(u *upload, r *chunkRef, timeout time.Duration) (*wire.Object, bool, error) {
+	if len(r.Data) <= maxMessage {
+		return g.writeUnary(u, r, timeout)
+	}
+	return g.writeStream(u, r, timeout)
+}
+
+// writeUnary makes one attempt of a one-message WriteObject. sent reports
+// whether the request may have left the process.
+func (g *grpcTransport) writeUnary(u *upload, r *chunkRef, timeout time.Duration) (o *wire.Object, sent bool, err error) {
+	sc := &u.scratch
+	sc.first.WriteObjectSpec = &sc.spec
+	sc.req.FirstMessage, sc.req.FinishWrite, sc.req.ObjectChecksums = &sc.first, true, u.checksums
+	msg := u.life.newMsg()
+	if len(r.Data) > 0 {
+		u.life.add(msg, r, r.Data)
+	}
+	msg.Req, msg.CRC32C, msg.HasCRC = &sc.req, r.CRC32C, !u.noCRC()
+	sc.resp.Reset()
+	err = g.invoke(u, wire.MethodWriteObject, &msg.WriteMsg, &sc.resp, timeout)
+	u.life.sent(msg)
+	return sc.resp.GetResource(), msg.Marshaled(), err
+}
+
+// writeStream makes one attempt of a WriteObject client stream of several
+// messages, one per 2 MiB piece of r.
+func (g *grpcTransport) writeStream(u *upload, r *chunkRef, timeout time.Duration) (o *wire.Object, sent bool, err error) {
+	ctx, cancel := context.WithTimeout(u.ctx, timeout)
+	defer cancel()
+	st, err := wire.NewWriteObjectStream(u.outgoing(ctx), g.conn, g.callOpts...)
+	if err != nil {
+		return nil, false, err
+	}
+	for i, off := 0, 0; off < len(r.Data); i++ {
+		end := min(off+chunker.MaxPiece, len(r.Data))
+		req := &wire.WriteObjectRequest{WriteOffset: int64(off)}
+		if i == 0 {
+			req.FirstMessage = &wire.WriteObjectRequest_WriteObjectSpec{WriteObjectSpec: u.spec()}
+		}
+		if end == len(r.Data) {
+			req.FinishWrite, req.ObjectChecksums = true, u.checksums
+		}
+		msg := u.life.newMsg()
+		u.life.add(msg, r, r.Data[off:end])
+		msg.Req, msg.CRC32C, msg.HasCRC = req, r.PieceCRC32C(i), !u.noCRC()
+		err = st.SendMsg(&msg.WriteMsg)
+		u.life.sent(msg)
+		sent = sent || msg.Marshaled()
+		if err != nil {
+			// The stream's status tells why it broke.
+			_, err = st.CloseAndRecv()
+			return nil, sent, err
+		}
+		off = end
+	}
+	resp, err := st.CloseAndRecv()
+	return resp.GetResource(), sent, err
+}
+
+func (g *grpcTransport) startUpload(u *upload, timeout time.Duration) (string, error) {
+	req := &wire.StartResumableWriteRequest{WriteObjectSpec: u.spec()}
+	var resp wire.StartResumableWriteResponse
+	if err := g.invoke(u, wire.MethodStartResumableWrite, req, &resp, timeout); err != nil {
+		return "", err
+	}
+	return resp.GetUploadId(), nil
+}
+
+func (g *grpcTransport) queryStatus(u *upload, id string, _ int64, timeout time.Duration) (int64, *wire.Object, error) {
+	var st wire.QueryWriteStatusResponse
+	if err := g.invoke(u, wire.MethodQueryWriteStatus, &wire.QueryWriteStatusRequest{UploadId: id}, &st, timeout); err != nil {
+		return 0, nil, err
+	}
+	// A call that completed after the old stream was torn down proves
+	// gRPC's writer went past that stream's messages: what it still holds
+	// of them, it never releases (see outMsg).
+	u.life.forceRelease()
+	if o := st.GetResource(); o != nil {
+		return o.GetSize(), o, nil
+	}
+	return st.GetPersistedSize(), nil, nil
+}
+
+// cancelUpload: an unfinished gRPC session that no stream writes to is
+// dropped by the service when it expires.
+func (g *grpcTransport) cancelUpload(*upload, string, time.Duration) {}
+
+// window: a stream's messages are acknowledged one by one, so the window is
+// what may be unacknowledged.
+func (g *grpcTransport) window(perSend int64) int64 { return perSend }
+
+type bidiStream = grpc.BidiStreamingClient[wire.BidiWriteObjectRequest, wire.BidiWriteObjectResponse]
+
+// grpcStream is a resumable session's BidiWriteObject stream: chunks go out
+// in messages of up to 2 MiB, each flushed with a state lookup, and a
+// receiver goroutine reports the persisted sizes to the session. A sent
+// message not acknowledged within the attempt timeout cancels the stream.
+type grpcStream struct {
+	s        *resumable
+	u        *upload
+	stream   bidiStream
+	ctx      context.Context // the stream's context; its cause tells an attempt timeout
+	cancel   context.CancelCauseFunc
+	brk      context.Context // done when the stream fails: see broken
+	setBrk   context.CancelFunc
+	recvDone chan struct{}
+	timer    *time.Timer
+	timeout  time.Duration
+
+	// Owned by the Writer's goroutine.
+	fresh   bool        // the next message is the stream's first: it names the upload
+	sentTo  int64       // the offset up to which data went out
+	finSent bool        // finish_write went out
+	batch   []*chunkRef // scratch: the chunks a send goes through
+}
+
+func (g *grpcTransport) openStream(u *upload, id string, s *resumable) (stream, error) {
+	ctx, cancel := context.WithCancelCause(u.ctx)
+	st, err := wire.NewBidiWriteObjectStream(u.outgoing(ctx), g.conn, g.callOpts...)
+	if err != nil {
+		cancel(err)
+		return nil, err
+	}
+	gs := &grpcStream{s: s, u: u, stream: st, ctx: ctx, cancel: cancel, fresh: true,
+		recvDone: make(chan struct{}), timeout: s.retry.cfg.attemptTimeout}
+	gs.brk, gs.setBrk = context.WithCancel(u.ctx)
+	gs.sentTo = s.persistedNow()
+	gs.timer = time.AfterFunc(gs.timeout, func() { cancel(errChunkTimeout) })
+	gs.timer.Stop()
+	gs.batch = s.batchBuf[:0]
+	go gs.receive()
+	return gs, nil
+}
+
+// receive reads the service's answers until the stream ends.
+func (g *grpcStream) receive() {
+	defer close(g.recvDone)
+	// One response message serves the whole stream: what the session keeps
+	// of it (the finished object) is a message of its own, which Reset
+	// leaves alone.
+	resp := new(wire.BidiWriteObjectResponse)
+	for {
+		resp.Reset()
+		err := g.stream.RecvMsg(resp)
+		if err == nil {
+			var persisted int64
+			var o *wire.Object
+			switch ws := resp.GetWriteStatus().(type) {
+			case *wire.BidiWriteObjectResponse_PersistedSize:
+				persisted = ws.PersistedSize
+			case *wire.BidiWriteObjectResponse_Resource:
+				o, persisted = ws.Resource, ws.Resource.GetSize()
+			default:
+				continue
+			}
+			err = g.s.ack(persisted, o, g.rearm)
+			if err == nil {
+				continue
+			}
+			g.cancel(err)
+		} else if err == io.EOF && !g.s.finished() {
+			err = fmt.Errorf("the service ended the stream before the upload finished: %w", io.ErrUnexpectedEOF)
+		}
+		g.setBrk()
+		g.s.broke(err)
+		return
+	}
+}
+
+// rearm restarts the attempt timeout after an acknowledgement while chunks
+// are pending, and stops it when none is. The session calls it under its
+// lock, which orders it with the Writer's sends (armTimer).
+func (g *grpcStream) rearm(more bool) {
+	if more {
+		g.timer.Reset(g.timeout)
+	} else {
+		g.timer.Stop()
+	}
+}
+
+// armTimer restarts the attempt timeout before a send.
+func (g *grpcStream) armTimer() {
+	g.s.mu.Lock()
+	g.timer.Reset(g.timeout)
+	g.s.mu.Unlock()
+}
+
+func (g *grpcStream) idle() bool { return g.sentTo <= g.s.persistedNow() }
+
+func (g *grpcStream) behind() bool {
+	return g.sentTo < g.s.last || (g.s.final && !g.finSent)
+}
+
+func (g *grpcStream) broken() context.Context { return g.brk }
+
+// send sends the data pushed and not yet sent on the stream, from sentTo,
+// in messages of up to 2 MiB made of consecutive chunks (each chunk a part
+// of the message, not copied), each with its CRC32C combined from the
+// chunks' and a flush and state lookup. Unless all is set it sends only
+// whole 2 MiB messages and keeps the rest for later; with all set, a final
+// session's finish_write with the object's checksums follows the data, and
+// the stream is half-closed.
+func (g *grpcStream) send(all bool) error {
+	s, life := g.s, &g.u.life
+	if g.sentTo < s.last {
+		batch := s.unsent(g.sentTo, g.batch[:0])
+		g.batch = batch // keep the capacity for the next send
+		defer clear(batch)
+		for len(batch) > 0 && g.sentTo < s.last && (all || s.last-g.sentTo >= maxMessage) {
+			msg, req := life.newStreamMsg()
+			start, size := g.sentTo, 0
+			var crc uint32
+			for len(batch) > 0 && msg.parts() < maxParts {
+				r := batch[0]
+				rel := int(g.sentTo - r.Offset)
+				piece := rel / chunker.MaxPiece
+				end := min((piece+1)*chunker.MaxPiece, len(r.Data))
+				data := r.Data[rel:end]
+				if size > 0 && size+len(data) > maxMessage {
+					break
+				}
+				if !g.u.noCRC() {
+					pc := r.PieceCRC32C(piece)
+					if rel != piece*chunker.MaxPiece {
+						// A tail resent after a resume: checksum it afresh
+						// (the fault path only).
+						pc = crc32c.Checksum(data)
+					}
+					crc = crc32c.Combine(crc, pc, int64(len(data)))
+				}
+				life.add(msg, r, data)
+				size += len(data)
+				g.sentTo += int64(len(data))
+				if end == len(r.Data) {
+					batch = batch[1:]
+				}
+			}
+			g.startRequest(req, start)
+			req.Flush, req.StateLookup = true, true
+			msg.CRC32C, msg.HasCRC = crc, !g.u.noCRC()
+			g.armTimer()
+			err := g.stream.SendMsg(&msg.WriteMsg)
+			life.sent(msg)
+			if err != nil {
+				return err
+			}
+		}
+	}
+	if !all || !s.final || g.finSent || g.sentTo < s.last {
+		return nil
+	}
+	req := new(wire.BidiWriteObjectRequest)
+	g.startRequest(req, s.last)
+	req.FinishWrite, req.ObjectChecksums = true, g.u.checksums
+	g.armTimer()
+	g.finSent = true
+	if err := g.stream.SendMsg(req); err != nil {
+		return err
+	}
+	return g.stream.CloseSend()
+}
+
+// startRequest fills req as a message at offset; a stream's first names
+// the upload.
+func (g *grpcStream) startRequest(req *wire.BidiWriteObjectRequest, offset int64) {
+	req.WriteOffset = offset
+	if g.fresh {
+		req.FirstMessage = &wire.BidiWriteObjectRequest_UploadId{UploadId: g.s.id}
+		g.fresh = false
+	}
+}
+
+// teardown cancels the stream and waits for its receiver. It returns the
+// failure as the stream saw it: its own attempt timeout (which gRPC reports
+// as a plain Canceled), or the stream's status when a send only saw io.EOF.
+func (g *grpcStream) teardown(cause error) error {
+	if errors.Is(context.Cause(g.ctx), errChunkTimeout) {
+		cause = errChunkTimeout
+	} else if cause == io.EOF {
+		// SendMsg reports a broken stream as io.EOF; the reason is the
+		// stream's status, which the receiver gets.
+		<-g.recvDone
+		if err := g.s.streamErrNow(); err != nil {
+			cause = err
+		}
+	}
+	g.timer.Stop()
+	g.cancel(cause)
+	<-g.recvDone
+	g.setBrk()
+	g.s.batchBuf = g.batch[:0]
+	return cause
+}
+
+// done waits for the stream's status after the finished object.
+func (g *grpcStream) done(ctx context.Context) {
+	select {
+	case <-g.recvDone:
+	case <-ctx.Done():
+	}
+}

@@ -1,0 +1,395 @@
+package uploader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/objup/objup/internal/wire"
+)
+
+// doneCtx is an already cancelled context.
+var doneCtx = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+// resumable is a resumable upload above the transport seam, for both
+// transports: it keeps the chunks pushed and not yet persisted, releases
+// them as the service acknowledges them (one ack path), bounds the bytes in
+// flight by its window, and after a failure asks the session's status and
+// resumes on a new stream from the persisted offset (one recovery path).
+// The stream (gRPC's BidiWriteObject, or the JSON API's PUTs) only sends
+// and reports.
+//
+// Its methods run on the Writer's goroutine; the stream's goroutines call
+// ack and broke, and read unsent, which touch only the fields under mu.
+type resumable struct {
+	u        *upload
+	tr       transport
+	retry    *retrier
+	ev       *uploadEvents
+	progress func(int64) // nil, or called with each new persisted size
+	window   int64       // bytes that may be pushed and not yet persisted
+	id       string      // the session's id on the service
+	names    *callNames
+
+	// Owned by the Writer's goroutine.
+	st    stream // the current stream; nil while broken
+	final bool   // the last chunk was pushed
+	seen  int64  // persisted size at the last progress report to the retrier
+
+	mu        sync.Mutex
+	last      int64       // the end of the data pushed so far; written under mu, read freely by the Writer's goroutine
+	pending   []*chunkRef // not yet persisted, in offset order
+	persisted int64
+	resource  *wire.Object
+	streamErr error         // why the current stream broke
+	acked     chan struct{} // cap 1: a report came
+	closed    bool
+
+	batchBuf []*chunkRef // a stream's send scratch, kept across streams
+}
+
+// startResumable opens a resumable session for u (retried) and its first
+// stream.
+func startResumable(u *upload, tr transport, r *retrier, ev *uploadEvents, window int64, progress func(int64)) (*resumable, error) {
+	s := &resumable{u: u, tr: tr, retry: r, ev: ev, window: window, progress: progress, acked: make(chan struct{}, 1)}
+	s.names = tr.names()
+	err := r.do(&u.target, s.names.start, true, nil, func() (string, bool, error) {
+		id, err := tr.startUpload(u, r.attemptTimeout())
+		s.id = id
+		return "", true, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.progress()
+	if st, err := tr.openStream(u, s.id, s); err != nil {
+		// A stream that cannot open is resumed like a broken one.
+		if err := s.recoverFrom(s.names.stream, err); err != nil {
+			return nil, err
+		}
+	} else {
+		s.st = st
+	}
+	return s, nil
+}
+
+// unsent returns, in batch, the chunks that hold data from offset from on.
+// Streams call it from the Writer's goroutine when they send.
+func (s *resumable) unsent(from int64, batch []*chunkRef) []*chunkRef {
+	s.mu.Lock()
+	for _, r := range s.pending {
+		if r.end() > from {
+			batch = append(batch, r)
+		}
+	}
+	s.mu.Unlock()
+	return batch
+}
+
+// ack takes in the service's answer: persisted bytes, and the finished
+// object if there is one. It releases the chunks the service persisted and
+// then, under the session's lock, tells then whether some are still
+// pending. A stream calls it from its own goroutine.
+func (s *resumable) ack(persisted int64, o *wire.Object, then func(more bool)) error {
+	s.mu.Lock()
+	if o != nil && s.resource == nil {
+		s.resource = o
+	}
+	err := s.ackLocked(persisted)
+	if then != nil {
+		then(len(s.pending) > 0)
+	}
+	s.mu.Unlock()
+	s.signal()
+	return err
+}
+
+// persistedNow returns the bytes the service acknowledged.
+func (s *resumable) persistedNow() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.persisted
+}
+
+// finished reports whether the service returned the finished object.
+func (s *resumable) finished() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.resource != nil
+}
+
+// streamErrNow returns why the current stream broke, if it did.
+func (s *resumable) streamErrNow() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.streamErr
+}
+
+// ackLocked releases the chunks up to persisted. s.mu is held.
+func (s *resumable) ackLocked(persisted int64) error {
+	switch {
+	case persisted == s.persisted:
+		return nil
+	case persisted < s.persisted:
+		return status.Errorf(codes.DataLoss, "the service reports %d bytes persisted, below the %d it had acknowledged", persisted, s.persisted)
+	case persisted > s.last:
+		return status.Errorf(codes.Internal, "the service reports %d bytes persisted, more than the %d sent", persisted, s.last)
+	}
+	s.persisted = persisted
+	i := 0
+	for ; i < len(s.pending) && s.pending[i].end() <= persisted; i++ {
+		s.pending[i].unref()
+		s.pending[i] = nil
+	}
+	// Move the rest to the front, so appends keep reusing the array.
+	n := copy(s.pending, s.pending[i:])
+	clear(s.pending[n:])
+	s.pending = s.pending[:n]
+	if s.progress != nil {
+		s.progress(persisted)
+	}
+	return nil
+}
+
+// broke records why the current stream failed. A stream calls it from its
+// own goroutine, once.
+func (s *resumable) broke(err error) {
+	s.mu.Lock()
+	s.streamErr = err
+	s.mu.Unlock()
+	s.signal()
+}
+
+func (s *resumable) signal() {
+	select {
+	case s.acked <- struct{}{}:
+	default:
+	}
+}
+
+// push takes over r, has the stream send what is due, and then waits while
+// more than the window is pushed and not persisted. A transient failure is
+// recovered from before push returns.
+func (s *resumable) push(r *chunkRef) error {
+	s.take(r)
+	if err := s.send(false); err != nil {
+		return err
+	}
+	return s.waitFor(func() bool { return s.last-s.persisted <= s.window })
+}
+
+// take makes the session the owner of r: close drops its reference
+// whatever happens next.
+func (s *resumable) take(r *chunkRef) {
+	s.mu.Lock()
+	s.pending = append(s.pending, r)
+	s.last = r.end()
+	s.mu.Unlock()
+}
+
+// flush sends what was pushed and not sent yet, for a Writer about to wait
+// for a buffer: the chunks it holds come back only once sent and persisted.
+func (s *resumable) flush() error {
+	if s.st == nil || !s.st.behind() {
+		return nil
+	}
+	return s.send(true)
+}
+
+// send has the stream send what is due, resuming after a failure.
+func (s *resumable) send(all bool) error {
+	if s.st == nil {
+		return s.recover()
+	}
+	if err := s.st.send(all); err != nil {
+		return s.recoverFrom(s.names.stream, err)
+	}
+	return nil
+}
+
+// finish takes over the last chunk r, sends everything and the finish with
+// the object's checksums (in u.checksums), and returns the object the
+// service stored.
+func (s *resumable) finish(r *chunkRef) (*wire.Object, error) {
+	s.take(r)
+	s.final = true
+	if err := s.send(true); err != nil {
+		return nil, err
+	}
+	if err := s.waitFor(func() bool { return s.resource != nil }); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	o := s.resource
+	s.mu.Unlock()
+	if s.st != nil {
+		// The upload is over on both sides when Close returns.
+		s.st.done(s.u.ctx)
+	}
+	return o, nil
+}
+
+// waitFor waits until cond holds (evaluated under s.mu), recovering from
+// stream failures on the way.
+func (s *resumable) waitFor(cond func() bool) error {
+	for {
+		s.mu.Lock()
+		ok, serr, persisted := cond(), s.streamErr, s.persisted
+		s.mu.Unlock()
+		if persisted > s.seen {
+			s.seen = persisted
+			s.retry.progress()
+		}
+		if ok {
+			return nil
+		}
+		if serr != nil || s.st == nil {
+			if err := s.recover(); err != nil {
+				return err
+			}
+			continue
+		}
+		// No answer will come while nothing sent awaits one: send what was
+		// kept back. Otherwise wait for the answer, so the next chunks can
+		// still fill a whole message.
+		if s.st.idle() && s.st.behind() {
+			if err := s.send(true); err != nil {
+				return err
+			}
+			continue
+		}
+		select {
+		case <-s.acked:
+		case <-s.u.ctx.Done():
+			return s.u.err(s.names.stream, s.u.ctx.Err())
+		}
+	}
+}
+
+// waitContext returns a context that ends when the current stream fails (or
+// the upload's context ends), for the Writer's waits for a buffer: while the
+// stream is broken, chunks come back only after recover.
+func (s *resumable) waitContext() context.Context {
+	if s.st == nil {
+		return doneCtx
+	}
+	return s.st.broken()
+}
+
+// recover resumes the session after its stream failed.
+func (s *resumable) recover() error {
+	s.mu.Lock()
+	cause := s.streamErr
+	s.mu.Unlock()
+	if cause == nil {
+		cause = fmt.Errorf("stream closed: %w", io.ErrUnexpectedEOF)
+	}
+	return s.recoverFrom(s.names.stream, cause)
+}
+
+// teardown ends the current stream; its reports are over once it returns.
+func (s *resumable) teardown(cause error) error {
+	if s.st != nil {
+		cause = s.st.teardown(cause)
+		s.st = nil
+	}
+	s.mu.Lock()
+	s.streamErr = nil
+	s.mu.Unlock()
+	return cause
+}
+
+// recoverFrom resumes the session after cause, an error of op, broke the
+// stream: after the backoff it asks the service how much it persisted,
+// releases that, opens a new stream and resends the rest, retried as one
+// episode of the retrier. It gives up on errors the retrier does not
+// retry, and when the retry budget is spent, with an error that names the
+// operation that failed last.
+func (s *resumable) recoverFrom(op string, cause error) error {
+	cause = s.teardown(cause)
+	first := cause
+	var fatal error // an answer no retry can mend
+	err := s.retry.do(&s.u.target, op, true, cause, func() (string, bool, error) {
+		size := int64(-1)
+		if s.final {
+			size = s.last
+		}
+		persisted, o, err := s.tr.queryStatus(s.u, s.id, size, s.retry.attemptTimeout())
+		if err != nil {
+			return s.names.query, true, err
+		}
+		s.mu.Lock()
+		if o != nil && s.resource == nil {
+			s.resource = o
+		}
+		err = s.ackLocked(persisted)
+		s.mu.Unlock()
+		if err != nil {
+			fatal = err
+			return "", true, nil
+		}
+		if o != nil {
+			return "", true, nil
+		}
+		if persisted > s.seen {
+			s.seen = persisted
+			s.retry.progress()
+		}
+		st, err := s.tr.openStream(s.u, s.id, s)
+		if err != nil {
+			return s.names.stream, true, err
+		}
+		s.st = st
+		// Resend everything the service does not have, then finish if the
+		// upload had come that far.
+		if err := st.send(true); err != nil {
+			return s.names.stream, true, s.teardown(err)
+		}
+		s.ev.resumed(persisted, first)
+		return "", true, nil
+	})
+	if err == nil && fatal != nil {
+		return s.u.err(s.names.query, fatal)
+	}
+	return err
+}
+
+// abort abandons the session: the stream is torn down and the session
+// cancelled, so it is never finalized.
+func (s *resumable) abort(cause error) {
+	s.teardown(cause)
+	s.mu.Lock()
+	finished := s.resource != nil
+	s.mu.Unlock()
+	if !finished && s.id != "" {
+		s.tr.cancelUpload(s.u, s.id, s.retry.cfg.attemptTimeout)
+		s.id = ""
+	}
+}
+
+// close ends the session's stream and drops the session's hold on every
+// chunk still pending; the transport lets go of its own when the stream is
+// torn down.
+func (s *resumable) close() {
+	s.teardown(errors.New("upload closed"))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.closed = true
+	for i, r := range s.pending {
+		r.unref()
+		s.pending[i] = nil
+	}
+	s.pending = nil
+}
