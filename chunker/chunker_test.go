@@ -708,24 +708,3 @@ func chunkInto(c *chunker.Chunker, ring *[2][]byte, p []byte, r io.Reader, fill 
 	}
 }
 
-func TestCombineCRC32C(t *testing.T) {
-	a, b := payload(1000), pattern(333, 5)
-	ca, cb := crc32c(a), crc32c(b)
-	for _, tc := range []struct {
-		name       string
-		crc1, crc2 uint32
-		len2       int64
-		want       uint32
-	}{
-		{"a+b", ca, cb, int64(len(b)), crc32c(append(bytes.Clone(a), b...))},
-		{"a+empty", ca, 0, 0, ca},
-		{"empty+b", 0, cb, int64(len(b)), cb},
-		{"negative length", ca, cb, -1, ca},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := chunker.CombineCRC32C(tc.crc1, tc.crc2, tc.len2); got != tc.want {
-				t.Fatalf("CombineCRC32C = %08x, want %08x", got, tc.want)
-			}
-		})
-	}
-}

@@ -101,15 +101,3 @@ func ExampleChunk_PieceCRC32C() {
 	// message 1: 2097152 bytes, crc32c 5b39eacb, right: true
 	// message 2: 1048576 bytes, crc32c 3de9224b, right: true
 }
-
-func ExampleCombineCRC32C() {
-	table := crc32.MakeTable(crc32.Castagnoli)
-	a, b := []byte("hello, "), []byte("world")
-	crcA, crcB := crc32.Checksum(a, table), crc32.Checksum(b, table)
-
-	// The CRC-32C of a+b, from the two CRCs and the length of b.
-	crc := chunker.CombineCRC32C(crcA, crcB, int64(len(b)))
-	fmt.Printf("%08x %08x\n", crc, crc32.Checksum([]byte("hello, world"), table))
-	// Output:
-	// 6999a41f 6999a41f
-}

@@ -68,9 +68,6 @@ func NewFixed(buf []byte) (*Fixed, error) {
 // buffer if it is shorter than Quantum.
 func (f *Fixed) BufferSize() int { return f.size }
 
-// Slots returns the number of slots.
-func (f *Fixed) Slots() int { return len(f.slots) }
-
 // Get returns a free slot, a slice of the caller's buffer of BufferSize bytes
 // whose capacity ends at the slot's end. The caller of Get owns the slot
 // until it passes it to Put. Get blocks until a slot is free; if ctx is done
