@@ -707,4 +707,3 @@ func chunkInto(c *chunker.Chunker, ring *[2][]byte, p []byte, r io.Reader, fill 
 		panic("chunkInto: wrong size")
 	}
 }
-

@@ -32,8 +32,9 @@ const EmulatorEnv = "STORAGE_EMULATOR_HOST_GRPC"
 
 var errClientClosed = errors.New("client is closed")
 
-// Client uploads objects to GCS over its gRPC API. It is safe for concurrent use;
-// create one per process and share it.
+// Client uploads objects to GCS over its gRPC API, or its JSON API when made
+// WithHTTP. It is safe for concurrent use; create one per process and share
+// it.
 type Client struct {
 	alloc     pool.Allocator
 	chunkSize int
@@ -45,7 +46,8 @@ type Client struct {
 	closed    atomic.Bool
 }
 
-// NewClient dials GCS over gRPC. opts mixes the options of
+// NewClient dials GCS over gRPC (or, WithHTTP, sets up the JSON API's HTTP
+// client). opts mixes the options of
 // google.golang.org/api/option (option.WithCredentialsFile, option.WithEndpoint,
 // option.WithGRPCConn, option.WithoutAuthentication, ...) with objup's own
 // (WithPool, WithChunkSize, WithChunksInFlight, WithRetry, WithKeepalive, WithConnectTimeout).
@@ -199,8 +201,9 @@ func emulatorOptions(host string) []option.ClientOption {
 }
 
 // Close closes the client's gRPC connection (also one passed with
-// option.WithGRPCConn, as the official clients do). Writers still open fail,
-// and NewWriter returns an error. A second Close returns nil.
+// option.WithGRPCConn, as the official clients do), or the JSON API
+// client's idle connections. Writers still open fail, and NewWriter returns
+// an error. A second Close returns nil.
 func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil

@@ -1,6 +1,10 @@
 // Package uploader is objup's public SDK: a client that uploads objects to
-// Google Cloud Storage over its gRPC API (google.storage.v2), built for services
-// that write huge numbers of small objects for many tenants.
+// Google Cloud Storage over its gRPC API (google.storage.v2), or its JSON API
+// over HTTP (WithHTTP), built for services that write huge numbers of small
+// objects for many tenants. Both transports share the Writer, its buffers,
+// checksums, retries and header chain; the JSON API's equivalents of the
+// calls named below are a multipart upload (one-shot) and a resumable
+// session of PUTs.
 //
 // # Uploading
 //

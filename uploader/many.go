@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -137,9 +136,11 @@ func OnResult(f func(i int, r Result)) ManyOption {
 // Result per item, in the items' order. Buffers are reused across items: the
 // client's pool, or the WithWorkerBuffers buffers.
 //
-// Names, tenants and options of every item are validated before anything is
-// sent; an invalid item fails the whole call with an InvalidArgument *Error
-// and no RPC (and no results). Otherwise the returned error is nil if every
+// The bucket, the options and every item's name and tenant are validated
+// before anything is sent; an invalid one fails the whole call with an
+// InvalidArgument *Error and no RPC (and no results). An item's Options are
+// validated when its turn comes, like NewWriter's: an invalid one fails that
+// item alone. Otherwise the returned error is nil if every
 // item succeeded; under StopOnError it is the first failed item's *Error;
 // without it, errors.Join of every failed item's *Error, plus an *Error for
 // the context if it ended (errors.As and the Is predicates look at the first
@@ -173,62 +174,54 @@ func (c *Client) UploadMany(ctx context.Context, bucket string, items []Item, op
 	}
 
 	results := make([]Result, len(items))
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		mu    sync.Mutex
-		first error
-	)
-	next := 0
-	take := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		if next >= len(items) || (cfg.stopOnError && first != nil) || runCtx.Err() != nil {
-			return -1
+	// Under StopOnError a failed item's error cancels runCtx, which skips
+	// the items not yet started and cancels those in progress.
+	g, runCtx := errgroup.WithContext(ctx)
+	g.SetLimit(min(cfg.concurrency, max(len(items), 1)))
+	var bufs chan []byte // WithWorkerBuffers: one per running item
+	if cfg.buffers != nil {
+		bufs = make(chan []byte, len(cfg.buffers))
+		for _, b := range cfg.buffers {
+			bufs <- b
 		}
-		next++
-		return next - 1
 	}
-	var g errgroup.Group
-	workers := min(cfg.concurrency, len(items))
-	for k := 0; k < workers; k++ {
-		var buf []byte
-		if cfg.buffers != nil {
-			buf = cfg.buffers[k]
+	for i := range items {
+		if runCtx.Err() != nil {
+			break
 		}
 		g.Go(func() error {
-			for i := take(); i >= 0; i = take() {
-				ictx := runCtx
-				if t := items[i].Tenant; t != "" {
-					ictx, _ = header.WithTenant(runCtx, t) // validated above
-				}
-				r := c.uploadItem(ictx, bucket, &items[i], buf)
-				results[i] = r
-				if r.Err != nil {
-					mu.Lock()
-					if first == nil {
-						first = r.Err
-					}
-					mu.Unlock()
-					if cfg.stopOnError {
-						cancel()
-					}
-				}
-				if cfg.onResult != nil {
-					cfg.onResult(i, r)
-				}
+			if runCtx.Err() != nil {
+				return nil // skipped
+			}
+			var buf []byte
+			if bufs != nil {
+				// Never waits: no more items run than there are buffers.
+				buf = <-bufs
+				defer func() { bufs <- buf }()
+			}
+			ictx := runCtx
+			if t := items[i].Tenant; t != "" {
+				ictx, _ = header.WithTenant(runCtx, t) // validated above
+			}
+			r := c.uploadItem(ictx, bucket, &items[i], buf)
+			results[i] = r
+			if cfg.onResult != nil {
+				cfg.onResult(i, r)
+			}
+			if cfg.stopOnError {
+				return r.Err
 			}
 			return nil
 		})
 	}
-	_ = g.Wait()
+	first := g.Wait()
 
 	var errs []error
 	for i := range results {
 		if results[i].Name == "" {
 			cause := first
 			if cause == nil {
-				cause = runCtx.Err()
+				cause = ctx.Err()
 			}
 			results[i] = Result{Name: items[i].Name, Err: fmt.Errorf("%w: %v", ErrSkipped, cause)}
 			if cfg.onResult != nil {

@@ -109,12 +109,16 @@ func WithPolicy(p RetryPolicy) RetryOption {
 
 // WithErrorFunc replaces objup's decision whether an error from the service
 // or the network is transient: f receives the cause (a gRPC status error, or
-// an error wrapping io.ErrUnexpectedEOF for a broken stream) and returns true
-// to retry it. As with the official client's WithErrorFunc, f decides alone;
-// the retry policy, the deadline and the attempt limit still apply, and errors
-// that never left the process (an invalid header, a cancelled context) are
-// never retried. f must be safe for concurrent use. The default is
-// ShouldRetry.
+// an error wrapping io.ErrUnexpectedEOF for a broken stream; the JSON API's
+// answers and failures are mapped to the same codes: a network failure is
+// UNAVAILABLE, a timeout DEADLINE_EXCEEDED, an HTTP status its usual code)
+// and returns true to retry it. As with the official client's WithErrorFunc,
+// f decides alone; the retry policy, the deadline and the attempt limit still
+// apply, and a cancelled upload context is never retried. A gRPC request
+// that never left the process is offered to f only with the codes that mean
+// no connection was ready (UNAVAILABLE, DEADLINE_EXCEEDED); any other local
+// error (an invalid header, say) is never retried. f must be safe for
+// concurrent use. The default is ShouldRetry.
 func WithErrorFunc(f func(err error) bool) RetryOption {
 	return retryOptionFunc(func(c *retryConfig) error {
 		c.shouldRetry = f
