@@ -5,13 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -114,66 +109,6 @@ func TestHTTPResumableFailsWithoutHanging(t *testing.T) {
 	}
 }
 
-// stallProxy stands between objup and the fake's JSON API and stops
-// answering the first request that matches stall: it holds the request
-// open, reading nothing and sending nothing, until the client gives up on
-// it. failFirstPut answers the first PUT with 503 instead of forwarding it.
-type stallProxy struct {
-	url          string
-	stall        func(r *http.Request) bool
-	failFirstPut bool
-	stalled      atomic.Bool
-	puts         atomic.Int32
-	mu           sync.Mutex
-	log          []string
-}
-
-func newStallProxy(t *testing.T, target string, stall func(r *http.Request) bool, failFirstPut bool) *stallProxy {
-	t.Helper()
-	u, _ := url.Parse(target)
-	p := &stallProxy{stall: stall, failFirstPut: failFirstPut}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	stop := make(chan struct{})
-	srv := startTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.mu.Lock()
-		p.log = append(p.log, r.Method+" "+r.URL.Query().Get("uploadType")+" "+r.Header.Get("Content-Range"))
-		p.mu.Unlock()
-		if p.stall(r) && p.stalled.CompareAndSwap(false, true) {
-			// The client's attempt ends by closing the connection,
-			// which net/http notices only once the body is read.
-			_, _ = io.Copy(io.Discard, r.Body)
-			select {
-			case <-r.Context().Done():
-			case <-stop:
-			}
-			return
-		}
-		if r.Method == http.MethodPut && p.failFirstPut && p.puts.Add(1) == 1 {
-			_, _ = io.Copy(io.Discard, r.Body)
-			http.Error(w, "injected", http.StatusServiceUnavailable)
-			return
-		}
-		rp.ServeHTTP(w, r)
-	}))
-	rp.ModifyResponse = func(r *http.Response) error {
-		if loc := r.Header.Get("Location"); loc != "" {
-			r.Header.Set("Location", strings.Replace(loc, target, p.url, 1))
-		}
-		return nil
-	}
-	p.url = srv.URL
-	// Cleanups run last first: the stalled handler is let go before the
-	// server's Close waits for it.
-	t.Cleanup(func() { close(stop) })
-	return p
-}
-
-func (p *stallProxy) requests() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.log...)
-}
-
 // TestHTTPUploadReturnsByItsDeadline: whichever step of a resumable JSON
 // upload the service stops answering at (the start, a PUT in the middle,
 // the last PUT, the status query after a failed PUT), the upload returns
@@ -206,7 +141,11 @@ func TestHTTPUploadReturnsByItsDeadline(t *testing.T) {
 				t.Fatal(err)
 			}
 			e := newEnv(t)
-			proxy := newStallProxy(t, e.srv.HTTPURL(), tc.stall, tc.failFirstPut)
+			proxy := newFaultProxy(t, e.srv.HTTPURL())
+			proxy.stall = tc.stall
+			if tc.failFirstPut {
+				proxy.failPut, proxy.failCode = 1, http.StatusServiceUnavailable
+			}
 			// The attempt timeout is far beyond the context's deadline:
 			// only the context can end the stalled request.
 			c := httpClient(t, proxy.url, uploader.WithPool(p), retryWith(uploader.WithAttemptTimeout(time.Hour), uploader.WithRetryDeadline(time.Hour)))

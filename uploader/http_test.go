@@ -160,6 +160,11 @@ type faultProxy struct {
 	failCode int
 	cutAfter int64
 	puts     atomic.Int32
+	// stall, when set, makes the proxy stop answering the first request
+	// it matches: it holds the request open, sending nothing, until the
+	// client gives up on it; stalled says it came.
+	stall   func(r *http.Request) bool
+	stalled atomic.Bool
 }
 
 func newFaultProxy(t *testing.T, target string) *faultProxy {
@@ -174,10 +179,21 @@ func newFaultProxy(t *testing.T, target string) *faultProxy {
 		}
 		return nil
 	}
+	stop := make(chan struct{})
 	hs := startTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		p.log = append(p.log, r.Method+" "+r.Header.Get("Content-Range")+" "+r.Header.Get("X-Scope-Orgid"))
 		p.mu.Unlock()
+		if p.stall != nil && p.stall(r) && p.stalled.CompareAndSwap(false, true) {
+			// The client's attempt ends by closing the connection,
+			// which net/http notices only once the body is read.
+			_, _ = io.Copy(io.Discard, r.Body)
+			select {
+			case <-r.Context().Done():
+			case <-stop:
+			}
+			return
+		}
 		if r.Method == http.MethodPut && int(p.puts.Add(1)) == p.failPut {
 			_, _ = io.CopyN(io.Discard, r.Body, p.cutAfter)
 			if p.failCode == 0 {
@@ -199,6 +215,9 @@ func newFaultProxy(t *testing.T, target string) *faultProxy {
 	}))
 	self = hs.URL
 	p.url = self
+	// Cleanups run last first: a stalled handler is let go before the
+	// server's Close waits for it.
+	t.Cleanup(func() { close(stop) })
 	return p
 }
 
