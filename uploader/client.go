@@ -62,6 +62,13 @@ type Client struct {
 // a small upload's allocations); add your own with
 // option.WithGRPCDialOption(grpc.WithStatsHandler(...)).
 //
+// Uploads share a pool of DefaultConnectionPool gRPC connections
+// (option.WithGRPCConnectionPool sets another size; option.WithGRPCConn
+// passes one connection), and each call takes the connection with the
+// fewest calls in flight: a front end caps the concurrent streams of one
+// connection (about 100 at GCS), so one connection would cap the uploads in
+// flight. Connections open on first use.
+//
 // Call Close when done.
 func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error) {
 	cfg := clientConfig{
@@ -112,19 +119,24 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 			Timeout: cfg.keepalive.timeout,
 		})))
 	}
-	conn, err := gtransport.Dial(ctx, append(dial, apiOpts...)...)
+	conns, err := gtransport.DialPool(ctx, append(dial, apiOpts...)...)
 	if err != nil {
 		tel.close()
 		return nil, newError("NewClient", "", "", fmt.Errorf("dial: %w", err))
 	}
-	c.tr = &grpcTransport{conn: conn, callOpts: []grpc.CallOption{
+	c.tr = newGRPCTransport(conns, []grpc.CallOption{
 		wire.CallOption(),
 		// objup retries itself, resuming sessions; gRPC's own replay
 		// buffer would only hold chunk references longer.
 		grpc.MaxRetryRPCBufferSize(0),
-	}}
+	})
 	return c, nil
 }
+
+// DefaultConnectionPool is the number of gRPC connections a client keeps
+// unless option.WithGRPCConnectionPool says otherwise: four connections take
+// 400 concurrent streams at GCS's 100 per connection.
+const DefaultConnectionPool = 4
 
 // defaultWindow is how many bytes of one upload may be pushed and not yet
 // persisted when WithChunksInFlight is not given: two 2 MiB messages, so one
@@ -176,6 +188,7 @@ func defaultDialOptions() []option.ClientOption {
 		// The transport would install an OpenTelemetry stats handler on
 		// the connection: about a quarter of a small upload's allocations.
 		option.WithTelemetryDisabled(),
+		option.WithGRPCConnectionPool(DefaultConnectionPool),
 	}
 	if host := os.Getenv(EmulatorEnv); host != "" {
 		opts = append(opts, emulatorOptions(host)...)

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
+	gtransport "google.golang.org/api/transport/grpc"
 	"google.golang.org/grpc"
 
 	"github.com/objup/objup/chunker"
@@ -17,21 +19,73 @@ import (
 // grpcTransport sends uploads over storage v2 gRPC: a one-shot WriteObject,
 // or a resumable session (StartResumableWrite, QueryWriteStatus) whose data
 // streams on BidiWriteObject.
+//
+// It keeps a pool of connections (option.WithGRPCConnectionPool) and gives
+// each call the one with the fewest calls in flight: a front end caps the
+// concurrent streams of one HTTP/2 connection (about 100 at GCS), and a
+// call on a full connection would queue behind the others instead of
+// using an idle one.
 type grpcTransport struct {
-	conn     *grpc.ClientConn
+	pool     closer
+	conns    []*grpcConn
 	callOpts []grpc.CallOption
 }
 
-func (g *grpcTransport) close() error { return g.conn.Close() }
+// closer closes a pool of connections.
+type closer interface{ Close() error }
+
+// grpcConn is one connection of the pool and its calls in flight.
+type grpcConn struct {
+	*grpc.ClientConn
+	active atomic.Int32
+	_      [56]byte // keep counters of different connections off one cache line
+}
+
+// newGRPCTransport takes the pool's connections: Conn returns them in turn.
+func newGRPCTransport(p gtransport.ConnPool, callOpts []grpc.CallOption) *grpcTransport {
+	g := &grpcTransport{pool: p, callOpts: callOpts}
+	seen := make(map[*grpc.ClientConn]bool)
+	for range p.Num() {
+		if c := p.Conn(); !seen[c] {
+			seen[c] = true
+			g.conns = append(g.conns, &grpcConn{ClientConn: c})
+		}
+	}
+	return g
+}
+
+// pick returns the connection with the fewest calls in flight (the first
+// of those, so a lone caller keeps to one warm connection), with the call
+// counted; done must be called when the call ends.
+func (g *grpcTransport) pick() *grpcConn {
+	best := g.conns[0]
+	if len(g.conns) > 1 {
+		n := best.active.Load()
+		for _, c := range g.conns[1:] {
+			if m := c.active.Load(); m < n {
+				best, n = c, m
+			}
+		}
+	}
+	best.active.Add(1)
+	return best
+}
+
+// done ends a call that pick counted.
+func (c *grpcConn) done() { c.active.Add(-1) }
+
+func (g *grpcTransport) close() error { return g.pool.Close() }
 
 func (g *grpcTransport) names() *callNames { return &grpcNames }
 
 // invoke makes one attempt of a unary call, bounded by timeout, in the
 // upload's attempt context. It runs on the Writer's goroutine only.
 func (g *grpcTransport) invoke(u *upload, method string, req, resp any, timeout time.Duration) error {
+	c := g.pick()
 	u.attempt.arm(u.outgoing(u.ctx), timeout)
-	err := g.conn.Invoke(&u.attempt, method, req, resp, g.callOpts...)
+	err := c.Invoke(&u.attempt, method, req, resp, g.callOpts...)
 	u.attempt.disarm()
+	c.done()
 	return err
 }
 
@@ -72,7 +126,9 @@ func (g *grpcTransport) writeUnary(u *upload, r *chunkRef, timeout time.Duration
 func (g *grpcTransport) writeStream(u *upload, r *chunkRef, timeout time.Duration) (o *wire.Object, sent bool, err error) {
 	ctx, cancel := context.WithTimeout(u.ctx, timeout)
 	defer cancel()
-	st, err := wire.NewWriteObjectStream(u.outgoing(ctx), g.conn, g.callOpts...)
+	c := g.pick()
+	defer c.done()
+	st, err := wire.NewWriteObjectStream(u.outgoing(ctx), c.ClientConn, g.callOpts...)
 	if err != nil {
 		return nil, false, err
 	}
@@ -143,6 +199,7 @@ type bidiStream = grpc.BidiStreamingClient[wire.BidiWriteObjectRequest, wire.Bid
 type grpcStream struct {
 	s        *resumable
 	u        *upload
+	conn     *grpcConn // counts the stream until it is torn down
 	stream   bidiStream
 	ctx      context.Context // the stream's context; its cause tells an attempt timeout
 	cancel   context.CancelCauseFunc
@@ -161,12 +218,14 @@ type grpcStream struct {
 
 func (g *grpcTransport) openStream(u *upload, id string, s *resumable) (stream, error) {
 	ctx, cancel := context.WithCancelCause(u.ctx)
-	st, err := wire.NewBidiWriteObjectStream(u.outgoing(ctx), g.conn, g.callOpts...)
+	c := g.pick()
+	st, err := wire.NewBidiWriteObjectStream(u.outgoing(ctx), c.ClientConn, g.callOpts...)
 	if err != nil {
+		c.done()
 		cancel(err)
 		return nil, err
 	}
-	gs := &grpcStream{s: s, u: u, stream: st, ctx: ctx, cancel: cancel, fresh: true,
+	gs := &grpcStream{s: s, u: u, conn: c, stream: st, ctx: ctx, cancel: cancel, fresh: true,
 		recvDone: make(chan struct{}), timeout: s.retry.cfg.attemptTimeout}
 	gs.brk, gs.setBrk = context.WithCancel(u.ctx)
 	gs.sentTo = s.persistedNow()
@@ -333,6 +392,10 @@ func (g *grpcStream) teardown(cause error) error {
 	g.cancel(cause)
 	<-g.recvDone
 	g.setBrk()
+	if g.conn != nil {
+		g.conn.done()
+		g.conn = nil
+	}
 	g.s.batchBuf = g.batch[:0]
 	return cause
 }

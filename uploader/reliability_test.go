@@ -198,7 +198,8 @@ func TestSilentHandshakeIsAbandoned(t *testing.T) {
 func TestRetryDeadlineHoldsOnDeadConnection(t *testing.T) {
 	e := newEnv(t)
 	p := newBlackhole(t, e.srv.GRPCAddr(), 1*mib)
-	c := clientVia(t, p.addr(), uploader.WithoutKeepalive(),
+	// One connection: a pool would route around the dead one.
+	c := clientVia(t, p.addr(), uploader.WithoutKeepalive(), option.WithGRPCConnectionPool(1),
 		retryWith(uploader.WithAttemptTimeout(300*time.Millisecond), uploader.WithRetryDeadline(2*time.Second), uploader.WithPolicy(uploader.RetryAlways)))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
