@@ -36,14 +36,15 @@ var errClientClosed = errors.New("client is closed")
 // WithHTTP. It is safe for concurrent use; create one per process and share
 // it.
 type Client struct {
-	alloc     pool.Allocator
-	chunkSize int
-	inFlight  int
-	retry     retryConfig
-	pools     sync.Map // chunk size -> *pool.Pool, for Writers with their own chunk size
-	tel       *telemetry
-	tr        transport // gRPC, or the JSON API (WithHTTP)
-	closed    atomic.Bool
+	alloc       pool.Allocator
+	chunkSize   int
+	inFlight    int
+	maxInFlight int64
+	retry       retryConfig
+	pools       sync.Map // chunk size -> *pool.Pool, for Writers with their own chunk size
+	tel         *telemetry
+	tr          transport // gRPC, or the JSON API (WithHTTP)
+	closed      atomic.Bool
 }
 
 // NewClient dials GCS over gRPC (or, WithHTTP, sets up the JSON API's HTTP
@@ -72,8 +73,9 @@ type Client struct {
 // Call Close when done.
 func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error) {
 	cfg := clientConfig{
-		retry:     defaultRetryConfig(),
-		keepalive: keepaliveConfig{time: DefaultKeepaliveTime, timeout: DefaultKeepaliveTimeout, connect: DefaultConnectTimeout},
+		retry:       defaultRetryConfig(),
+		maxInFlight: DefaultMaxInFlight,
+		keepalive:   keepaliveConfig{time: DefaultKeepaliveTime, timeout: DefaultKeepaliveTimeout, connect: DefaultConnectTimeout},
 	}
 	var apiOpts []option.ClientOption
 	for _, o := range opts {
@@ -87,10 +89,11 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 		return nil, &Error{Op: "NewClient", Code: invalidCode, Err: err}
 	}
 	c := &Client{
-		inFlight:  cfg.inFlight,
-		retry:     cfg.retry,
-		chunkSize: cfg.chunkSize,
-		alloc:     cfg.alloc,
+		inFlight:    cfg.inFlight,
+		maxInFlight: cfg.maxInFlight,
+		retry:       cfg.retry,
+		chunkSize:   cfg.chunkSize,
+		alloc:       cfg.alloc,
 	}
 	if c.alloc == nil {
 		c.alloc = c.poolFor(cfg.chunkSize)
@@ -143,13 +146,15 @@ const DefaultConnectionPool = 4
 // is acknowledged while the next goes out.
 const defaultWindow = 2 * maxMessage
 
-// window is the in-flight window of an upload with chunks of size bytes: at
-// least two chunks.
-func (c *Client) window(size int) int64 {
+// window is the in-flight window of an upload with chunks of size bytes,
+// where it starts and how far it may grow: at least two chunks.
+func (c *Client) window(size int) (start, limit int64) {
 	if c.inFlight > 0 {
-		return int64(c.inFlight) * int64(size)
+		w := int64(c.inFlight) * int64(size)
+		return w, w
 	}
-	return max(defaultWindow, 2*int64(size))
+	start = max(defaultWindow, 2*int64(size))
+	return start, max(start, c.maxInFlight)
 }
 
 // poolFor returns the pool of buffers of size bytes (0: pool.Quantum) that

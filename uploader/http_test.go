@@ -259,7 +259,8 @@ func TestHTTPResumeAfterFaults(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newFaultProxy(t, e.srv.HTTPURL())
 			p.failPut, p.failCode, p.cutAfter = tc.put, tc.code, tc.cutAfter
-			c := httpClient(t, p.url)
+			// A fixed window of 4 MiB, so the PUTs fall where the cases say.
+			c := httpClient(t, p.url, uploader.WithChunksInFlight(16))
 			ctx, err := header.WithTenant(context.Background(), "acme")
 			if err != nil {
 				t.Fatal(err)

@@ -106,7 +106,6 @@ type httpStream struct {
 	u      *upload
 	t      *httpTransport
 	uri    string
-	put    int64 // the bytes one PUT carries, but the last
 	ctx    context.Context
 	cancel context.CancelFunc
 	brk    context.Context // done when a PUT failed: see broken
@@ -117,7 +116,7 @@ type httpStream struct {
 }
 
 func (t *httpTransport) openStream(u *upload, uri string, s *resumable) (stream, error) {
-	h := &httpStream{s: s, u: u, t: t, uri: uri, put: s.window / 2}
+	h := &httpStream{s: s, u: u, t: t, uri: uri}
 	h.ctx, h.cancel = context.WithCancel(u.ctx)
 	h.brk, h.setBrk = context.WithCancel(u.ctx)
 	return h, nil
@@ -142,7 +141,7 @@ func (h *httpStream) send(all bool) error {
 	}
 	s := h.s
 	persisted := s.persistedNow()
-	if s.last-persisted < h.put && !all || !h.behind() {
+	if s.last-persisted < s.windowNow()/2 && !all || !h.behind() {
 		return nil
 	}
 	final := all && s.final

@@ -22,14 +22,15 @@ const MaxChunkSize = 64 << 20
 // connection) in one NewClient call.
 
 type clientConfig struct {
-	alloc     pool.Allocator
-	chunkSize int
-	inFlight  int
-	retry     retryConfig
-	keepalive keepaliveConfig
-	telemetry telemetryConfig
-	http      bool
-	err       error // the first invalid option
+	alloc       pool.Allocator
+	chunkSize   int
+	inFlight    int
+	maxInFlight int64
+	retry       retryConfig
+	keepalive   keepaliveConfig
+	telemetry   telemetryConfig
+	http        bool
+	err         error // the first invalid option
 }
 
 // keepaliveConfig is how the client's connections are watched: see
@@ -136,18 +137,43 @@ func WithRetry(opts ...RetryOption) SharedOption {
 	return &sharedOption{retry: opts}
 }
 
-// WithChunksInFlight bounds how many chunks of one upload may be handed to
+// WithChunksInFlight fixes how many chunks of one upload may be handed to
 // the session and not yet acknowledged as persisted by the service: the
-// memory of one upload is at most n+1 chunks. Consecutive chunks go out
-// together in messages of up to 2 MiB, so a window of at least 2 MiB keeps
-// messages at the service's limit. The default is 4 MiB worth of chunks (16
-// chunks of 256 KiB), and at least 2 chunks.
+// memory of one upload is at most n+1 chunks, and its window does not adapt
+// to the path (see WithMaxInFlight). Consecutive chunks go out together in
+// messages of up to 2 MiB, so a window of at least 2 MiB keeps messages at
+// the service's limit. Without it, the window starts at 4 MiB worth of
+// chunks (16 chunks of 256 KiB, and at least 2 chunks) and adapts.
 func WithChunksInFlight(n int) option.ClientOption {
 	return newClientOption(func(c *clientConfig) {
 		if n < 1 && c.err == nil {
 			c.err = fmt.Errorf("chunks in flight %d must be at least 1", n)
 		}
 		c.inFlight = n
+	})
+}
+
+// DefaultMaxInFlight is the most bytes one upload may have sent and not
+// acknowledged unless WithMaxInFlight says otherwise: 32 MiB keep a path of
+// 100 ms at 300 MB/s full.
+const DefaultMaxInFlight = 32 << 20
+
+// WithMaxInFlight bounds the window of one upload: the bytes it may have
+// sent and not yet acknowledged as persisted, which is also the memory its
+// chunks take at most. The window starts at 4 MiB and grows, one round trip
+// after another, while the acknowledged rate keeps rising (the path's
+// bandwidth x round trip is not filled yet), up to n; it stops growing once
+// the rate does not rise, and shrinks when the pool's budget (pool.WithBudget)
+// runs out, so uploads share the budget instead of one holding all of it.
+// Over the JSON API one PUT carries half the window. n must be at least 4 MiB
+// (MaxChunkSize-sized chunks need two chunks); the default is
+// DefaultMaxInFlight. WithChunksInFlight fixes the window instead.
+func WithMaxInFlight(n int64) option.ClientOption {
+	return newClientOption(func(c *clientConfig) {
+		if n < defaultWindow && c.err == nil {
+			c.err = fmt.Errorf("max in flight %d must be at least %d (4 MiB)", n, defaultWindow)
+		}
+		c.maxInFlight = n
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -36,7 +37,6 @@ type resumable struct {
 	retry    *retrier
 	ev       *uploadEvents
 	progress func(int64) // nil, or called with each new persisted size
-	window   int64       // bytes that may be pushed and not yet persisted
 	id       string      // the session's id on the service
 	names    *callNames
 
@@ -46,7 +46,9 @@ type resumable struct {
 	seen  int64  // persisted size at the last progress report to the retrier
 
 	mu        sync.Mutex
-	last      int64       // the end of the data pushed so far; written under mu, read freely by the Writer's goroutine
+	last      int64 // the end of the data pushed so far; written under mu, read freely by the Writer's goroutine
+	window    int64 // bytes that may be pushed and not yet persisted
+	rounds    windowRounds
 	pending   []*chunkRef // not yet persisted, in offset order
 	persisted int64
 	resource  *wire.Object
@@ -59,8 +61,10 @@ type resumable struct {
 
 // startResumable opens a resumable session for u (retried) and its first
 // stream.
-func startResumable(u *upload, tr transport, r *retrier, ev *uploadEvents, window int64, progress func(int64)) (*resumable, error) {
+// The window starts at window and may grow to maxWindow (see windowRounds).
+func startResumable(u *upload, tr transport, r *retrier, ev *uploadEvents, window, maxWindow int64, progress func(int64)) (*resumable, error) {
 	s := &resumable{u: u, tr: tr, retry: r, ev: ev, window: window, progress: progress, acked: make(chan struct{}, 1)}
+	s.rounds.init(window, maxWindow)
 	s.names = tr.names()
 	err := r.do(&u.target, s.names.start, true, nil, func() (string, bool, error) {
 		id, err := tr.startUpload(u, r.attemptTimeout())
@@ -154,6 +158,7 @@ func (s *resumable) ackLocked(persisted int64) error {
 	n := copy(s.pending, s.pending[i:])
 	clear(s.pending[n:])
 	s.pending = s.pending[:n]
+	s.window = s.rounds.acked(persisted, s.last, s.window)
 	if s.progress != nil {
 		s.progress(persisted)
 	}
@@ -184,7 +189,32 @@ func (s *resumable) push(r *chunkRef) error {
 	if err := s.send(false); err != nil {
 		return err
 	}
-	return s.waitFor(func() bool { return s.last-s.persisted <= s.window })
+	return s.waitFor(s.inWindow)
+}
+
+// inWindow reports whether what is pushed and not persisted fits the
+// window; when it does not, the round is window-limited. s.mu is held.
+func (s *resumable) inWindow() bool {
+	if s.last-s.persisted <= s.window {
+		return true
+	}
+	s.rounds.limited = true
+	return false
+}
+
+// contended tells the session that the Writer found no free buffer: the
+// pool's budget is shared with other uploads, so the window gives way.
+func (s *resumable) contended() {
+	s.mu.Lock()
+	s.window = s.rounds.shrink(s.window)
+	s.mu.Unlock()
+}
+
+// windowNow returns the current window.
+func (s *resumable) windowNow() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.window
 }
 
 // take makes the session the owner of r: close drops its reference
@@ -392,4 +422,69 @@ func (s *resumable) close() {
 		s.pending[i] = nil
 	}
 	s.pending = nil
+}
+
+// windowRounds adapts a session's window to its path, one round trip at a
+// time, as TCP's and BBR's start-up do. A round starts at an
+// acknowledgement and ends once everything that was pushed then is
+// acknowledged: about a round trip while the window limits the upload.
+// Each round in which the window held the Writer back doubles the window
+// (up to max), while the acknowledged rate keeps rising: the path's
+// bandwidth x round trip is not filled yet. Once three such rounds in a row
+// brought no rise of a quarter over the best rate, more in flight would only
+// queue: growth stops, and the window settles at twice the bandwidth x round
+// trip measured (the best rate times the shortest round), within where it
+// started and where it got to. A Writer that finds the pool's budget spent
+// halves the window (down to where it started) and, since the budget and
+// not the path limits it, does not grow it again.
+type windowRounds struct {
+	min, max int64
+	growing  bool
+	limited  bool          // the window held the Writer back in this round
+	start    mono          // when the round started; 0 before the first acknowledgement
+	from     int64         // persisted at the round's start
+	end      int64         // pushed at the round's start: the round ends when it is persisted
+	best     float64       // bytes per second, the best round's
+	shortest time.Duration // the shortest round's duration
+	flat     int           // window-limited rounds in a row without a rise
+}
+
+func (w *windowRounds) init(start, max int64) {
+	w.min, w.max, w.growing = start, max, max > start
+}
+
+// acked takes in a new persisted size and returns the window.
+func (w *windowRounds) acked(persisted, last, window int64) int64 {
+	if !w.growing || persisted < w.end {
+		return window
+	}
+	t := now()
+	if d := t.since(w.start); w.start != 0 && w.limited && d > 0 {
+		rate := float64(persisted-w.from) / d.Seconds()
+		if w.shortest == 0 || d < w.shortest {
+			w.shortest = d
+		}
+		if rate >= w.best*1.25 {
+			w.best, w.flat = rate, 0
+		} else {
+			w.best = max(w.best, rate)
+			w.flat++
+		}
+		if w.flat >= 3 {
+			w.growing = false
+			bdp := int64(2 * w.best * w.shortest.Seconds())
+			window = min(max(bdp, w.min), window)
+		} else {
+			window = min(2*window, w.max)
+		}
+	}
+	w.start, w.from, w.end, w.limited = t, persisted, last, false
+	return window
+}
+
+// shrink returns the window halved, not below where it started, and stops
+// its growth.
+func (w *windowRounds) shrink(window int64) int64 {
+	w.growing = false
+	return max(window/2, w.min)
 }

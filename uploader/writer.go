@@ -270,7 +270,8 @@ func (w *Writer) send(r *chunkRef) error {
 	if w.sess == nil {
 		w.spec(r.Data, -1)
 		tr := w.c.tr
-		s, err := startResumable(&w.upload, tr, &w.retry, &w.ev, tr.window(w.c.window(w.ch.ChunkSize())), w.cfg.progress)
+		start, limit := w.c.window(w.ch.ChunkSize())
+		s, err := startResumable(&w.upload, tr, &w.retry, &w.ev, tr.window(start), tr.window(limit), w.cfg.progress)
 		if err != nil {
 			r.unref()
 			return err
@@ -305,6 +306,7 @@ func (w *Writer) buffer() (*[]byte, error) {
 		if b, ok := t.TryGet(); ok {
 			return b, nil
 		}
+		w.sess.contended()
 	}
 	if err := w.sess.flush(); err != nil {
 		return nil, err
