@@ -197,14 +197,15 @@ type bidiStream = grpc.BidiStreamingClient[wire.BidiWriteObjectRequest, wire.Bid
 // receiver goroutine reports the persisted sizes to the session. A sent
 // message not acknowledged within the attempt timeout cancels the stream.
 type grpcStream struct {
-	s        *resumable
-	u        *upload
-	conn     *grpcConn // counts the stream until it is torn down
-	stream   bidiStream
-	ctx      context.Context // the stream's context; its cause tells an attempt timeout
+	s      *resumable
+	u      *upload
+	conn   *grpcConn // counts the stream until it is torn down
+	stream bidiStream
+	// ctx is the stream's context, cancelled when the stream fails (which
+	// is what broken reports), by the attempt timeout or at teardown; its
+	// cause tells an attempt timeout.
+	ctx      context.Context
 	cancel   context.CancelCauseFunc
-	brk      context.Context // done when the stream fails: see broken
-	setBrk   context.CancelFunc
 	recvDone chan struct{}
 	timer    *time.Timer
 	timeout  time.Duration
@@ -227,7 +228,6 @@ func (g *grpcTransport) openStream(u *upload, id string, s *resumable) (stream, 
 	}
 	gs := &grpcStream{s: s, u: u, conn: c, stream: st, ctx: ctx, cancel: cancel, fresh: true,
 		recvDone: make(chan struct{}), timeout: s.retry.cfg.attemptTimeout}
-	gs.brk, gs.setBrk = context.WithCancel(u.ctx)
 	gs.sentTo = s.persistedNow()
 	gs.timer = time.AfterFunc(gs.timeout, func() { cancel(errChunkTimeout) })
 	gs.timer.Stop()
@@ -261,11 +261,10 @@ func (g *grpcStream) receive() {
 			if err == nil {
 				continue
 			}
-			g.cancel(err)
 		} else if err == io.EOF && !g.s.finished() {
 			err = fmt.Errorf("the service ended the stream before the upload finished: %w", io.ErrUnexpectedEOF)
 		}
-		g.setBrk()
+		g.cancel(err)
 		g.s.broke(err)
 		return
 	}
@@ -295,7 +294,7 @@ func (g *grpcStream) behind() bool {
 	return g.sentTo < g.s.last || (g.s.final && !g.finSent)
 }
 
-func (g *grpcStream) broken() context.Context { return g.brk }
+func (g *grpcStream) broken() context.Context { return g.ctx }
 
 // send sends the data pushed and not yet sent on the stream, from sentTo,
 // in messages of up to 2 MiB made of consecutive chunks (each chunk a part
@@ -391,7 +390,6 @@ func (g *grpcStream) teardown(cause error) error {
 	g.timer.Stop()
 	g.cancel(cause)
 	<-g.recvDone
-	g.setBrk()
 	if g.conn != nil {
 		g.conn.done()
 		g.conn = nil

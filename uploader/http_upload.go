@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -102,23 +103,23 @@ func (t *httpTransport) window(perSend int64) int64 { return 2 * perSend }
 // own while the Writer fills the next window. Chunks go back once
 // persisted and once net/http closed the request body that read them.
 type httpStream struct {
-	s      *resumable
-	u      *upload
-	t      *httpTransport
-	uri    string
+	s   *resumable
+	u   *upload
+	t   *httpTransport
+	uri string
+	// ctx is the PUTs' context, cancelled when one fails (which ends the
+	// stream: see broken) or at teardown.
 	ctx    context.Context
 	cancel context.CancelFunc
-	brk    context.Context // done when a PUT failed: see broken
-	setBrk context.CancelFunc
 
-	busy    atomic.Bool   // a PUT is in flight
-	putDone chan struct{} // closed when the PUT in flight has reported
+	busy  atomic.Bool    // a PUT is in flight
+	put   sync.WaitGroup // the PUT in flight, until it has reported
+	batch []*chunkRef    // scratch: the chunks a PUT sends
 }
 
 func (t *httpTransport) openStream(u *upload, uri string, s *resumable) (stream, error) {
 	h := &httpStream{s: s, u: u, t: t, uri: uri}
 	h.ctx, h.cancel = context.WithCancel(u.ctx)
-	h.brk, h.setBrk = context.WithCancel(u.ctx)
 	return h, nil
 }
 
@@ -129,7 +130,7 @@ func (h *httpStream) behind() bool {
 	return s.last > s.persistedNow() || (s.final && !s.finished())
 }
 
-func (h *httpStream) broken() context.Context { return h.brk }
+func (h *httpStream) broken() context.Context { return h.ctx }
 
 // send starts a PUT of everything from the persisted offset, on its own
 // goroutine, unless one is in flight: when a window is ready, or with all
@@ -145,7 +146,9 @@ func (h *httpStream) send(all bool) error {
 		return nil
 	}
 	final := all && s.final
-	body := h.u.bodyOver(nil, s.unsent(persisted, nil), persisted, nil)
+	h.batch = s.unsent(persisted, h.batch[:0])
+	body := h.u.bodyOver(nil, h.batch, persisted, nil)
+	clear(h.batch)
 	n := body.size()
 	total := "*"
 	if final {
@@ -165,14 +168,14 @@ func (h *httpStream) send(all bool) error {
 	}
 	timeout := s.retry.attemptTimeout()
 	h.busy.Store(true)
-	h.putDone = make(chan struct{})
+	h.put.Add(1)
 	go h.run(timeout, body, n, hdr, final, s.last)
 	return nil
 }
 
 // run makes one PUT and reports its answer to the session.
 func (h *httpStream) run(timeout time.Duration, body *httpBody, n int64, hdr http.Header, final bool, last int64) {
-	defer close(h.putDone)
+	defer h.put.Done()
 	resp, cancel, err := h.t.do(h.ctx, h.u, timeout, http.MethodPut, h.uri, body, n, hdr)
 	var persisted int64
 	var o *wire.Object
@@ -188,7 +191,7 @@ func (h *httpStream) run(timeout time.Duration, body *httpBody, n int64, hdr htt
 	}
 	h.busy.Store(false)
 	if err != nil {
-		h.setBrk()
+		h.cancel()
 		h.s.broke(err)
 		return
 	}
@@ -198,10 +201,7 @@ func (h *httpStream) run(timeout time.Duration, body *httpBody, n int64, hdr htt
 // teardown cancels the PUT in flight, if any, and waits for its report.
 func (h *httpStream) teardown(cause error) error {
 	h.cancel()
-	if h.putDone != nil {
-		<-h.putDone
-	}
-	h.setBrk()
+	h.put.Wait()
 	return cause
 }
 

@@ -430,9 +430,9 @@ func (s *resumable) close() {
 // acknowledged: about a round trip while the window limits the upload.
 // Each round in which the window held the Writer back doubles the window
 // (up to max), while the acknowledged rate keeps rising: the path's
-// bandwidth x round trip is not filled yet. Once three such rounds in a row
-// brought no rise of a quarter over the best rate, more in flight would only
-// queue: growth stops, and the window settles at twice the bandwidth x round
+// bandwidth x round trip is not filled yet. Once a round brings no rise of
+// a quarter over the best rate, more in flight would only queue: growth
+// stops, and the window settles at twice the bandwidth x round
 // trip measured (the best rate times the shortest round), within where it
 // started and where it got to. A Writer that finds the pool's budget spent
 // halves the window (down to where it started) and, since the budget and
@@ -446,7 +446,6 @@ type windowRounds struct {
 	end      int64         // pushed at the round's start: the round ends when it is persisted
 	best     float64       // bytes per second, the best round's
 	shortest time.Duration // the shortest round's duration
-	flat     int           // window-limited rounds in a row without a rise
 }
 
 func (w *windowRounds) init(start, max int64) {
@@ -465,17 +464,13 @@ func (w *windowRounds) acked(persisted, last, window int64) int64 {
 			w.shortest = d
 		}
 		if rate >= w.best*1.25 {
-			w.best, w.flat = rate, 0
+			w.best = rate
+			window = min(2*window, w.max)
 		} else {
 			w.best = max(w.best, rate)
-			w.flat++
-		}
-		if w.flat >= 3 {
 			w.growing = false
 			bdp := int64(2 * w.best * w.shortest.Seconds())
 			window = min(max(bdp, w.min), window)
-		} else {
-			window = min(2*window, w.max)
 		}
 	}
 	w.start, w.from, w.end, w.limited = t, persisted, last, false
