@@ -44,6 +44,7 @@ type Client struct {
 	pools       sync.Map // chunk size -> *pool.Pool, for Writers with their own chunk size
 	tel         *telemetry
 	tr          transport // gRPC, or the JSON API (WithHTTP)
+	tenants     tenants
 	closed      atomic.Bool
 }
 
@@ -91,6 +92,7 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 	c := &Client{
 		inFlight:    cfg.inFlight,
 		maxInFlight: cfg.maxInFlight,
+		tenants:     tenants{limits: cfg.tenantLimits},
 		retry:       cfg.retry,
 		chunkSize:   cfg.chunkSize,
 		alloc:       cfg.alloc,

@@ -21,9 +21,9 @@ import (
 // streams on BidiWriteObject.
 //
 // It keeps a pool of connections (option.WithGRPCConnectionPool) and gives
-// each call the one with the fewest calls in flight: a front end caps the
-// concurrent streams of one HTTP/2 connection (about 100 at GCS), and a
-// call on a full connection would queue behind the others instead of
+// each call the one with the fewest calls in flight (see pick): a front end
+// caps the concurrent streams of one HTTP/2 connection (about 100 at GCS),
+// and a call on a full connection would queue behind the others instead of
 // using an idle one.
 type grpcTransport struct {
 	pool     closer
@@ -54,17 +54,34 @@ func newGRPCTransport(p gtransport.ConnPool, callOpts []grpc.CallOption) *grpcTr
 	return g
 }
 
-// pick returns the connection with the fewest calls in flight (the first
-// of those, so a lone caller keeps to one warm connection), with the call
-// counted; done must be called when the call ends.
-func (g *grpcTransport) pick() *grpcConn {
-	best := g.conns[0]
-	if len(g.conns) > 1 {
-		n := best.active.Load()
-		for _, c := range g.conns[1:] {
-			if m := c.active.Load(); m < n {
-				best, n = c, m
-			}
+// streamsPerConn is the number of concurrent streams a GCS front end
+// takes on one HTTP/2 connection (SETTINGS_MAX_CONCURRENT_STREAMS, commonly
+// 100): more calls on one connection queue in gRPC.
+const streamsPerConn = 100
+
+// pick returns a connection for a call, with the call counted; done must
+// be called when the call ends. With more than one connection, the first is
+// the lane of small calls (one-shot uploads of one message, session starts
+// and status queries), so they never queue behind the 2 MiB messages of
+// large uploads, which take the others; small calls overflow to the others
+// once the first has streamsPerConn calls in flight. Among the candidates,
+// the one with the fewest calls in flight wins (the first of those, so a
+// lone caller keeps to one warm connection).
+func (g *grpcTransport) pick(data bool) *grpcConn {
+	conns := g.conns
+	if len(conns) > 1 {
+		if data {
+			conns = conns[1:]
+		} else if c := conns[0]; c.active.Load() < streamsPerConn {
+			c.active.Add(1)
+			return c
+		}
+	}
+	best := conns[0]
+	n := best.active.Load()
+	for _, c := range conns[1:] {
+		if m := c.active.Load(); m < n {
+			best, n = c, m
 		}
 	}
 	best.active.Add(1)
@@ -81,7 +98,7 @@ func (g *grpcTransport) names() *callNames { return &grpcNames }
 // invoke makes one attempt of a unary call, bounded by timeout, in the
 // upload's attempt context. It runs on the Writer's goroutine only.
 func (g *grpcTransport) invoke(u *upload, method string, req, resp any, timeout time.Duration) error {
-	c := g.pick()
+	c := g.pick(false)
 	u.attempt.arm(u.outgoing(u.ctx), timeout)
 	err := c.Invoke(&u.attempt, method, req, resp, g.callOpts...)
 	u.attempt.disarm()
@@ -126,7 +143,7 @@ func (g *grpcTransport) writeUnary(u *upload, r *chunkRef, timeout time.Duration
 func (g *grpcTransport) writeStream(u *upload, r *chunkRef, timeout time.Duration) (o *wire.Object, sent bool, err error) {
 	ctx, cancel := context.WithTimeout(u.ctx, timeout)
 	defer cancel()
-	c := g.pick()
+	c := g.pick(true)
 	defer c.done()
 	st, err := wire.NewWriteObjectStream(u.outgoing(ctx), c.ClientConn, g.callOpts...)
 	if err != nil {
@@ -219,7 +236,7 @@ type grpcStream struct {
 
 func (g *grpcTransport) openStream(u *upload, id string, s *resumable) (stream, error) {
 	ctx, cancel := context.WithCancelCause(u.ctx)
-	c := g.pick()
+	c := g.pick(true)
 	st, err := wire.NewBidiWriteObjectStream(u.outgoing(ctx), c.ClientConn, g.callOpts...)
 	if err != nil {
 		c.done()

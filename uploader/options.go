@@ -22,15 +22,16 @@ const MaxChunkSize = 64 << 20
 // connection) in one NewClient call.
 
 type clientConfig struct {
-	alloc       pool.Allocator
-	chunkSize   int
-	inFlight    int
-	maxInFlight int64
-	retry       retryConfig
-	keepalive   keepaliveConfig
-	telemetry   telemetryConfig
-	http        bool
-	err         error // the first invalid option
+	alloc        pool.Allocator
+	chunkSize    int
+	inFlight     int
+	maxInFlight  int64
+	tenantLimits TenantLimits
+	retry        retryConfig
+	keepalive    keepaliveConfig
+	telemetry    telemetryConfig
+	http         bool
+	err          error // the first invalid option
 }
 
 // keepaliveConfig is how the client's connections are watched: see

@@ -47,14 +47,18 @@ type telemetry struct {
 	retries  metric.Int64Counter
 	resumes  metric.Int64Counter
 	gauges   metric.Registration
+	// Per tenant, only WithTenantAttribute.
+	bufferWait metric.Float64Histogram
+	limitWaits metric.Int64Counter
 
 	tracerProvider trace.TracerProvider // nil: otel's global, as it is at each upload
 	tracer         atomic.Pointer[tracerFor]
 	logger         *slog.Logger
 	tenant         func(string) (string, bool) // nil: no tenant attribute
 
-	mu   sync.RWMutex
-	sets map[setKey]*measureOpts
+	mu    sync.RWMutex
+	sets  map[setKey]*measureOpts
+	tsets map[string]*measureOpts // by tenant attribute value alone
 }
 
 type tracerFor struct {
@@ -121,6 +125,7 @@ func newTelemetry(cfg telemetryConfig, alloc pool.Allocator) (*telemetry, error)
 		logger:         cfg.logger,
 		tenant:         cfg.tenant,
 		sets:           make(map[setKey]*measureOpts),
+		tsets:          make(map[string]*measureOpts),
 	}
 	mp := cfg.meterProvider
 	if mp == nil {
@@ -155,6 +160,17 @@ func newTelemetry(cfg telemetryConfig, alloc pool.Allocator) (*telemetry, error)
 	if t.resumes, err = m.Int64Counter("objup.upload.resumes", metric.WithUnit("{resume}"),
 		metric.WithDescription("Resumable sessions resumed after a broken stream.")); err != nil {
 		return nil, err
+	}
+	if cfg.tenant != nil {
+		if t.bufferWait, err = m.Float64Histogram("objup.buffer.wait", metric.WithUnit("s"),
+			metric.WithDescription("Waits for a chunk buffer (the pool's budget or the tenant's limits spent), by tenant."),
+			metric.WithExplicitBucketBoundaries(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)); err != nil {
+			return nil, err
+		}
+		if t.limitWaits, err = m.Int64Counter("objup.tenant.limit_waits", metric.WithUnit("{wait}"),
+			metric.WithDescription("Waits at a tenant's limit of uploads or bytes (WithTenantLimits), by tenant.")); err != nil {
+			return nil, err
+		}
 	}
 	if p, ok := alloc.(*pool.Pool); ok {
 		inUse, err := m.Int64ObservableGauge("objup.pool.in_use", metric.WithUnit("By"),
@@ -249,6 +265,34 @@ func (t *telemetry) opts(key setKey) *measureOpts {
 	return o
 }
 
+// tenantOpts returns the measurement options of the tenant attribute of an
+// upload's context alone, built on first use.
+func (t *telemetry) tenantOpts(ctx context.Context) *measureOpts {
+	v := t.tenantOf(ctx)
+	t.mu.RLock()
+	o := t.tsets[v]
+	t.mu.RUnlock()
+	if o != nil {
+		return o
+	}
+	var set attribute.Set
+	if v != "" {
+		set = attribute.NewSet(attribute.String("objup.tenant", v))
+	}
+	o = &measureOpts{
+		add:    []metric.AddOption{metric.WithAttributeSet(set)},
+		record: []metric.RecordOption{metric.WithAttributeSet(set)},
+	}
+	t.mu.Lock()
+	if prior := t.tsets[v]; prior != nil {
+		o = prior
+	} else {
+		t.tsets[v] = o
+	}
+	t.mu.Unlock()
+	return o
+}
+
 // resultName is the "result" attribute: "ok", or the gRPC code's name.
 func resultName(c codes.Code) string {
 	if c == codes.OK {
@@ -309,10 +353,23 @@ func (e *uploadEvents) resumed(offset int64, cause error) {
 	}
 }
 
-// waited notes a wait of d for a chunk buffer (a pool budget or WithBuffer).
+// waited notes a wait of d for a chunk buffer (a pool budget, a tenant
+// limit or WithBuffer).
 func (e *uploadEvents) waited(d time.Duration) {
-	if l := e.tg.c.tel.logger; l != nil {
+	t := e.tg.c.tel
+	if l := t.logger; l != nil && d > time.Millisecond {
 		l.LogAttrs(e.tg.ctx, slog.LevelDebug, "objup: waited for a chunk buffer", e.logAttrs(slog.Duration("wait", d))...)
+	}
+	if t.bufferWait != nil {
+		t.bufferWait.Record(e.tg.ctx, d.Seconds(), t.tenantOpts(e.tg.ctx).record...)
+	}
+}
+
+// limitWait notes a wait at one of the tenant's limits (WithTenantLimits).
+func (e *uploadEvents) limitWait() {
+	t := e.tg.c.tel
+	if t.limitWaits != nil {
+		t.limitWaits.Add(e.tg.ctx, 1, t.tenantOpts(e.tg.ctx).add...)
 	}
 }
 

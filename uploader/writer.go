@@ -128,6 +128,12 @@ func (w *Writer) init(ctx context.Context, bucket, object string, opts []WriterO
 	if err := w.ch.Reset(alloc.BufferSize(), chOpts...); err != nil {
 		return invalid("NewWriter", bucket, object, "%w", err)
 	}
+	if !w.cfg.hasBuffer && w.c.tenants.limited() {
+		if b := w.c.tenants.limits.Bytes; b > 0 && b < int64(alloc.BufferSize()) {
+			return invalid("NewWriter", bucket, object, "chunk size %d is over the tenant byte limit of %d", alloc.BufferSize(), b)
+		}
+		alloc = &tenantAlloc{Allocator: alloc, share: w.c.tenants.share(tenantOf(ctx)), ev: &w.ev}
+	}
 	w.life.alloc = alloc
 	w.scratch.noCRC = w.cfg.noCRC32C
 	w.ev = uploadEvents{tg: &w.target, start: now()}
@@ -287,32 +293,27 @@ func (w *Writer) send(r *chunkRef) error {
 // resumes and the service acknowledges them, so the loop resumes the session
 // first and then waits again, instead of waiting for itself.
 func (w *Writer) buffer() (*[]byte, error) {
-	var start time.Time
-	if w.c.tel.logger != nil {
-		start = time.Now()
-		defer func() {
-			if d := time.Since(start); d > time.Millisecond {
-				w.ev.waited(d)
-			}
-		}()
-	}
-	if w.sess == nil {
-		return w.life.alloc.Get(w.ctx)
-	}
-	// The session keeps chunks back to send them together; if the buffer
-	// must be waited for, they go out first, since they come back only
-	// once sent and persisted.
 	if t, ok := w.life.alloc.(tryGetter); ok {
 		if b, ok := t.TryGet(); ok {
 			return b, nil
 		}
-		w.sess.contended()
 	}
+	// A wait: the pool's budget (or the tenant's) is spent, or the
+	// WithBuffer slots are taken.
+	start := time.Now()
+	defer func() { w.ev.waited(time.Since(start)) }()
+	if w.sess == nil {
+		return w.wait(w.ctx)
+	}
+	// The session keeps chunks back to send them together; since the
+	// buffer must be waited for, they go out first: they come back only
+	// once sent and persisted.
+	w.sess.contended()
 	if err := w.sess.flush(); err != nil {
 		return nil, err
 	}
 	for {
-		b, err := w.life.alloc.Get(w.sess.waitContext())
+		b, err := w.wait(w.sess.waitContext())
 		if err == nil || w.ctx.Err() != nil {
 			return b, err
 		}
@@ -320,6 +321,17 @@ func (w *Writer) buffer() (*[]byte, error) {
 			return nil, err
 		}
 	}
+}
+
+// wait waits for a buffer. Waits for the client's pool are served tenant by
+// tenant (see fairGet); the Writer's own WithBuffer slots wait for nobody
+// else.
+func (w *Writer) wait(ctx context.Context) (*[]byte, error) {
+	switch a := w.life.alloc.(type) {
+	case *tenantAlloc, *pool.Fixed:
+		return a.Get(ctx)
+	}
+	return fairGet(ctx, w.life.alloc, w.c.tenants.share(tenantOf(w.ctx)))
 }
 
 // tryGetter is an allocator that can hand out a buffer without waiting, as
@@ -432,6 +444,9 @@ func (w *Writer) release() {
 		w.sess.close()
 	}
 	w.life.wait()
+	if a, ok := w.life.alloc.(*tenantAlloc); ok {
+		a.done()
+	}
 }
 
 // finished checks the service's object against what was sent.

@@ -1,0 +1,187 @@
+package uploader
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"golang.org/x/sync/semaphore"
+	"google.golang.org/api/option"
+
+	"github.com/objup/objup/header"
+	"github.com/objup/objup/pool"
+)
+
+// TenantLimits bounds what one tenant (header.WithTenant, Item.Tenant) may
+// hold of a client at once, and weighs the tenants' turns at the pool's
+// budget. A tenant at a limit waits, as long as its context allows, and
+// never fails for it; other tenants go on. Uploads without a tenant share
+// the limits of the tenant "".
+type TenantLimits struct {
+	// Uploads bounds one tenant's uploads that hold chunk buffers at once
+	// (from their first buffer to their end); 0 is no bound.
+	Uploads int
+	// Bytes bounds the chunk buffers one tenant holds at once; 0 is no
+	// bound. It must hold at least one chunk of the client's chunk size.
+	Bytes int64
+	// Weight returns a tenant's weight: when the pool's budget is spent,
+	// waiting uploads are served tenant by tenant, and a tenant of weight
+	// w has w of its waiters in line at once (at least 1). nil weighs every
+	// tenant 1. It must be safe for concurrent use.
+	Weight func(tenant string) int
+}
+
+// WithTenantLimits sets per-tenant limits and weights (see TenantLimits).
+// Without it, tenants are still served in turn when the pool's budget is
+// spent, each with weight 1, and have no limits.
+func WithTenantLimits(l TenantLimits) option.ClientOption {
+	return newClientOption(func(c *clientConfig) {
+		if (l.Uploads < 0 || l.Bytes < 0) && c.err == nil {
+			c.err = fmt.Errorf("tenant limits of %d uploads and %d bytes must not be negative", l.Uploads, l.Bytes)
+		}
+		c.tenantLimits = l
+	})
+}
+
+// tenants is the client's table of tenant shares, made on a tenant's first
+// wait (or first upload, with limits): about 200 bytes per tenant seen.
+type tenants struct {
+	limits TenantLimits
+	m      sync.Map // tenant ID -> *tenantShare
+}
+
+// tenantShare is one tenant's part of the client: its turn at the pool's
+// waiting line and its limits.
+type tenantShare struct {
+	turn    *semaphore.Weighted // its waiters in the pool's line: its weight
+	uploads *semaphore.Weighted // nil without an upload limit
+	bytes   *semaphore.Weighted // nil without a byte limit
+}
+
+// limited reports whether uploads go through tenantAlloc.
+func (t *tenants) limited() bool { return t.limits.Uploads > 0 || t.limits.Bytes > 0 }
+
+// share returns id's share, made on first use.
+func (t *tenants) share(id string) *tenantShare {
+	if s, ok := t.m.Load(id); ok {
+		return s.(*tenantShare)
+	}
+	w := 1
+	if t.limits.Weight != nil {
+		w = max(t.limits.Weight(id), 1)
+	}
+	s := &tenantShare{turn: semaphore.NewWeighted(int64(w))}
+	if n := t.limits.Uploads; n > 0 {
+		s.uploads = semaphore.NewWeighted(int64(n))
+	}
+	if n := t.limits.Bytes; n > 0 {
+		s.bytes = semaphore.NewWeighted(n)
+	}
+	actual, _ := t.m.LoadOrStore(id, s)
+	return actual.(*tenantShare)
+}
+
+// tenantOf returns the tenant of an upload's context, "" if none.
+func tenantOf(ctx context.Context) string {
+	id, _ := header.Tenant(ctx)
+	return id
+}
+
+// fairGet takes a buffer from a, waiting in s's turn when none is free at
+// once: the pool's line (a FIFO semaphore) then holds at most the weight of
+// each tenant's waiters, so a tenant with a hundred waiters does not push
+// one with a single waiter to the back.
+func fairGet(ctx context.Context, a pool.Allocator, s *tenantShare) (*[]byte, error) {
+	if t, ok := a.(tryGetter); ok {
+		if b, ok := t.TryGet(); ok {
+			return b, nil
+		}
+	}
+	if err := s.turn.Acquire(ctx, 1); err != nil {
+		return nil, err
+	}
+	defer s.turn.Release(1)
+	return a.Get(ctx)
+}
+
+// tenantAlloc is a Writer's allocator when the client has tenant limits:
+// the client's allocator, with the buffers and the upload counted against
+// the tenant's share.
+type tenantAlloc struct {
+	pool.Allocator
+	share *tenantShare
+	ev    *uploadEvents
+	slot  bool // the upload holds one of the tenant's upload slots
+}
+
+// acquire takes n of sem, at once or after a wait that is reported as a
+// limit wait.
+func (a *tenantAlloc) acquire(ctx context.Context, sem *semaphore.Weighted, n int64) error {
+	if sem.TryAcquire(n) {
+		return nil
+	}
+	a.ev.limitWait()
+	return sem.Acquire(ctx, n)
+}
+
+// Get takes the upload's slot (first time only) and the buffer's bytes of
+// the tenant's limits, then a buffer in the tenant's turn.
+func (a *tenantAlloc) Get(ctx context.Context) (*[]byte, error) {
+	if a.share.uploads != nil && !a.slot {
+		if err := a.acquire(ctx, a.share.uploads, 1); err != nil {
+			return nil, err
+		}
+		a.slot = true
+	}
+	size := int64(a.BufferSize())
+	if a.share.bytes != nil {
+		if err := a.acquire(ctx, a.share.bytes, size); err != nil {
+			return nil, err
+		}
+	}
+	b, err := fairGet(ctx, a.Allocator, a.share)
+	if err != nil && a.share.bytes != nil {
+		a.share.bytes.Release(size)
+	}
+	return b, err
+}
+
+// TryGet is Get without any wait.
+func (a *tenantAlloc) TryGet() (*[]byte, bool) {
+	t, ok := a.Allocator.(tryGetter)
+	if !ok {
+		return nil, false
+	}
+	if a.share.uploads != nil && !a.slot {
+		if !a.share.uploads.TryAcquire(1) {
+			return nil, false
+		}
+		a.slot = true
+	}
+	size := int64(a.BufferSize())
+	if a.share.bytes != nil && !a.share.bytes.TryAcquire(size) {
+		return nil, false
+	}
+	b, ok := t.TryGet()
+	if !ok && a.share.bytes != nil {
+		a.share.bytes.Release(size)
+	}
+	return b, ok
+}
+
+// Put gives the buffer back and its bytes to the tenant's limit. gRPC and
+// net/http call it from their goroutines.
+func (a *tenantAlloc) Put(b *[]byte) {
+	a.Allocator.Put(b)
+	if a.share.bytes != nil {
+		a.share.bytes.Release(int64(a.BufferSize()))
+	}
+}
+
+// done gives back the upload's slot, once its buffers are back.
+func (a *tenantAlloc) done() {
+	if a.slot {
+		a.slot = false
+		a.share.uploads.Release(1)
+	}
+}

@@ -1,0 +1,195 @@
+package uploader_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/objup/objup/header"
+	"github.com/objup/objup/pool"
+	"github.com/objup/objup/uploader"
+)
+
+// tenantCtx returns a context with the tenant id.
+func tenantCtx(t *testing.T, id string) context.Context {
+	t.Helper()
+	ctx, err := header.WithTenant(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx
+}
+
+// settle waits until the pool's budget waits have not changed for a while:
+// the goroutines started before are all in line. It only orders the test's
+// steps; nothing is asserted on time.
+func settle(p *pool.Pool) {
+	last := p.Stats().BudgetWaits
+	for range 200 {
+		time.Sleep(20 * time.Millisecond)
+		now := p.Stats().BudgetWaits
+		if now == last && now > 0 {
+			return
+		}
+		last = now
+	}
+}
+
+// TestTenantsTakeTurns: with the pool's budget of 4 buffers spent, tenant A
+// with 100 uploads waiting and tenant B with one: B's upload gets a buffer
+// within the next two releases, not after A's hundred.
+func TestTenantsTakeTurns(t *testing.T) {
+	p, err := pool.New(pool.WithBudget(4 * q))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, uploader.WithPool(p))
+	ctxA, ctxB := tenantCtx(t, "a"), tenantCtx(t, "b")
+
+	// Four Writers of A hold the whole budget.
+	var holders []*uploader.Writer
+	for i := range 4 {
+		w, err := e.c.NewWriter(ctxA, bucket, "hold/"+sizeName(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write([]byte{1}); err != nil {
+			t.Fatal(err)
+		}
+		holders = append(holders, w)
+	}
+
+	// Each waiter takes a buffer (its first Write), says so, and keeps it
+	// until the test lets it go.
+	var mu sync.Mutex
+	var served []string
+	gotOne := make(chan struct{}, 101)
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	wait := func(ctx context.Context, who, name string) {
+		defer wg.Done()
+		w, err := e.c.NewWriter(ctx, bucket, name)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if _, err := w.Write([]byte(who)); err != nil {
+			t.Error(err)
+			return
+		}
+		mu.Lock()
+		served = append(served, who)
+		mu.Unlock()
+		gotOne <- struct{}{}
+		<-release
+		if err := w.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+	for i := range 100 {
+		wg.Add(1)
+		go wait(ctxA, "a", "a/"+sizeName(i))
+	}
+	settle(p)
+	wg.Add(1)
+	go wait(ctxB, "b", "b/0")
+	settle(p)
+
+	for i, w := range holders[:2] {
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-gotOne:
+		case <-time.After(hangLimit):
+			t.Fatalf("no waiter got the buffer of release %d", i+1)
+		}
+	}
+	mu.Lock()
+	first := append([]string(nil), served...)
+	mu.Unlock()
+	if len(first) != 2 || (first[0] != "b" && first[1] != "b") {
+		t.Errorf("the first two releases served %v; B, waiting behind A's hundred, must be one of them", first)
+	}
+
+	// Let everybody finish: nobody starves, every object is stored.
+	close(release)
+	for _, w := range holders[2:] {
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	if n := e.count(); n != 105 {
+		t.Fatalf("%d objects stored, want 105", n)
+	}
+	if n := p.Stats().InUseBytes; n != 0 {
+		t.Fatalf("%d bytes of buffers still in use", n)
+	}
+}
+
+// TestTenantLimitWaits: a tenant at its limit of uploads waits (it does not
+// fail), gives up with context.Canceled when its context is cancelled,
+// stores nothing and holds nothing; meanwhile another tenant uploads.
+func TestTenantLimitWaits(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		limits uploader.TenantLimits
+	}{
+		{"one upload", uploader.TenantLimits{Uploads: 1}},
+		{"one chunk of bytes", uploader.TenantLimits{Bytes: q}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := pool.New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := newEnv(t, uploader.WithPool(p), uploader.WithTenantLimits(tc.limits))
+			ctxA := tenantCtx(t, "a")
+			hold, err := e.c.NewWriter(ctxA, bucket, "a/holds")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := hold.Write([]byte("the limit")); err != nil {
+				t.Fatal(err)
+			}
+
+			cctx, cancel := context.WithCancel(ctxA)
+			done := make(chan error, 1)
+			go func() {
+				_, err := e.c.Upload(cctx, bucket, "a/waits", bytes.NewReader([]byte("waits")))
+				done <- err
+			}()
+			// Another tenant is not held up.
+			if _, err := e.c.Upload(tenantCtx(t, "b"), bucket, "b/runs", bytes.NewReader([]byte("runs"))); err != nil {
+				t.Fatalf("tenant b: %v", err)
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("a's second upload ended (%v) while a was at its limit", err)
+			default:
+			}
+			cancel()
+			err = returns(t, "the waiting upload", func() error { return <-done })
+			if !errors.Is(err, context.Canceled) || uploader.CodeOf(err) != codes.Canceled {
+				t.Fatalf("waiting upload: %v, want context.Canceled", err)
+			}
+			e.absent("a/waits")
+			if err := hold.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// The limit is free again.
+			if _, err := e.c.Upload(ctxA, bucket, "a/after", bytes.NewReader([]byte("after"))); err != nil {
+				t.Fatalf("after the limit freed: %v", err)
+			}
+			if n := p.Stats().InUseBytes; n != 0 {
+				t.Fatalf("%d bytes of buffers still in use", n)
+			}
+		})
+	}
+}
