@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"google.golang.org/api/option"
 	"google.golang.org/grpc/codes"
 
 	"github.com/objup/objup/header"
@@ -189,6 +193,86 @@ func TestTenantLimitWaits(t *testing.T) {
 			}
 			if n := p.Stats().InUseBytes; n != 0 {
 				t.Fatalf("%d bytes of buffers still in use", n)
+			}
+		})
+	}
+}
+
+// TestTenantWaitMetrics: with WithTenantAttribute, a wait at the pool's
+// budget is recorded in objup.buffer.wait and a wait at a tenant's limit in
+// objup.tenant.limit_waits, under the tenant's attribute; without it,
+// neither instrument exists.
+func TestTenantWaitMetrics(t *testing.T) {
+	for _, withAttr := range []bool{true, false} {
+		t.Run(fmt.Sprintf("attribute=%v", withAttr), func(t *testing.T) {
+			reader := sdkmetric.NewManualReader()
+			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+			p, err := pool.New(pool.WithBudget(q))
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := []option.ClientOption{uploader.WithPool(p), uploader.WithMeterProvider(mp), uploader.WithTenantLimits(uploader.TenantLimits{Uploads: 1})}
+			if withAttr {
+				opts = append(opts, uploader.WithTenantAttribute(func(id string) (string, bool) { return id, true }))
+			}
+			e := newEnv(t, opts...)
+			ctx := tenantCtx(t, "acme")
+			hold, err := e.c.NewWriter(ctx, bucket, "hold")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := hold.Write([]byte("x")); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := e.c.Upload(ctx, bucket, "waits", bytes.NewReader([]byte("y")))
+				done <- err
+			}()
+			collect := func() (limitWaits int64, seen map[string]bool) {
+				var rm metricdata.ResourceMetrics
+				if err := reader.Collect(context.Background(), &rm); err != nil {
+					t.Fatal(err)
+				}
+				seen = map[string]bool{}
+				for _, sm := range rm.ScopeMetrics {
+					for _, m := range sm.Metrics {
+						seen[m.Name] = true
+						if d, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == "objup.tenant.limit_waits" {
+							for _, pt := range d.DataPoints {
+								if v, _ := pt.Attributes.Value("objup.tenant"); v.AsString() != "acme" {
+									t.Errorf("limit wait without the tenant: %v", pt.Attributes)
+								}
+								limitWaits += pt.Value
+							}
+						}
+					}
+				}
+				return limitWaits, seen
+			}
+			// The second upload waits at acme's limit of one upload; once
+			// the first is done, it gets the slot and the buffer.
+			for i := 0; withAttr && i < 1000; i++ {
+				if n, _ := collect(); n > 0 {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			if err := hold.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := returns(t, "the waiting upload", func() error { return <-done }); err != nil {
+				t.Fatal(err)
+			}
+			limitWaits, seen := collect()
+			if !withAttr {
+				if seen["objup.buffer.wait"] || seen["objup.tenant.limit_waits"] {
+					t.Fatalf("per-tenant wait metrics without WithTenantAttribute: %v", seen)
+				}
+				return
+			}
+			if limitWaits < 1 || !seen["objup.buffer.wait"] {
+				t.Fatalf("limit waits %d, buffer wait recorded %v; want both", limitWaits, seen["objup.buffer.wait"])
 			}
 		})
 	}
