@@ -99,6 +99,13 @@ func startClientOnlyServer(b *testing.B) (string, string, func()) {
 	default:
 		b.Fatalf("OBJUP_BENCH_SERVER=%q: want fakegcs (the default) or sink", env)
 	}
+	addr, stop := startSink(b)
+	return addr, "fakes/cmd/gcssink (OBJUP_BENCH_SERVER=sink), in another process", stop
+}
+
+// startSink runs fakes/cmd/gcssink in another process and returns its gRPC
+// address and how to stop it.
+func startSink(b *testing.B) (string, func()) {
 	bin, err := gcssinkBin()
 	if err != nil {
 		b.Fatal(err)
@@ -127,12 +134,12 @@ func startClientOnlyServer(b *testing.B) (string, string, func()) {
 	if sc.Scan() {
 		if addr, ok := strings.CutPrefix(sc.Text(), "grpc "); ok {
 			go func() { _, _ = io.Copy(io.Discard, stdout) }()
-			return addr, "fakes/cmd/gcssink (OBJUP_BENCH_SERVER=sink), in another process", stop
+			return addr, stop
 		}
 	}
 	stop()
 	b.Fatal("gcssink did not print its gRPC address")
-	return "", "", nil
+	return "", nil
 }
 
 // uploadFunc uploads data as object name once.
