@@ -28,6 +28,10 @@ const (
 	// maxSizeLimit keeps a typo from generating gigabytes: this is a
 	// small-object example.
 	maxSizeLimit = 256 << 20
+	// The noisy tenant's defaults and bound.
+	defaultNoisyConcurrency = 16
+	defaultNoisyBudget      = 64 << 20
+	maxNoisySize            = 1 << 30
 )
 
 // target says where the objects go.
@@ -68,6 +72,12 @@ type config struct {
 	quiet            bool
 	json             bool
 	timeout          time.Duration
+	// -noisy-tenant: a second tenant's large uploads alongside the
+	// objects, under a pool budget, fair or not.
+	noisySize        int64
+	noisyConcurrency int
+	budget           int64
+	fair             bool
 
 	target target
 }
@@ -140,6 +150,11 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&cfg.quiet, "quiet", false, "no progress output")
 	fs.BoolVar(&cfg.json, "json", false, "print the summary as one JSON object")
 	fs.DurationVar(&cfg.timeout, "timeout", defaultTimeout, "give up after this long (0: never)")
+	var noisy, budget sizeValue
+	fs.Var(&noisy, "noisy-tenant", "while the objects go up, tenant \""+noisyTenant+"\" uploads objects of `SIZE` in a loop (abandoned before they finish, so nothing is stored): shows how one tenant's burst affects the others")
+	fs.IntVar(&cfg.noisyConcurrency, "noisy-concurrency", defaultNoisyConcurrency, "noisy uploads at once (with -noisy-tenant)")
+	fs.Var(&budget, "budget", "byte budget of the client's buffer pool, shared by all tenants (default none; "+formatIEC(defaultNoisyBudget)+" with -noisy-tenant)")
+	fs.BoolVar(&cfg.fair, "fair", true, "when the budget is spent, serve waiting uploads tenant by tenant; -fair=false serves them first come, first served")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: smallobjects [flags]\n\n"+
 			"Uploads many small objects with objup's UploadMany, then verifies them.\n"+
@@ -153,12 +168,16 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		}
 		return nil, errUsage
 	}
+	cfg.noisySize, cfg.budget = int64(noisy), int64(budget)
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q: everything is set with flags", fs.Arg(0))
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	cfg.minSize, cfg.maxSize = int64(minSize), int64(maxSize)
+	if cfg.noisySize > 0 && !set["budget"] {
+		cfg.budget = defaultNoisyBudget
+	}
 
 	switch buffers {
 	case "pool":
@@ -180,6 +199,12 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-max-size %s: at most %s, this example is for small objects", formatIEC(cfg.maxSize), formatIEC(maxSizeLimit))
 	case cfg.timeout < 0:
 		return nil, fmt.Errorf("-timeout %v cannot be negative", cfg.timeout)
+	case cfg.noisySize > maxNoisySize:
+		return nil, fmt.Errorf("-noisy-tenant %s: at most %s", formatIEC(cfg.noisySize), formatIEC(maxNoisySize))
+	case cfg.noisyConcurrency < 1:
+		return nil, fmt.Errorf("-noisy-concurrency %d: at least one upload must run", cfg.noisyConcurrency)
+	case cfg.budget != 0 && cfg.budget < 256<<10:
+		return nil, fmt.Errorf("-budget %s: at least one 256KiB buffer", formatIEC(cfg.budget))
 	}
 	switch {
 	case !set["tenants"]:

@@ -289,6 +289,18 @@ func uploadAndVerify(ctx context.Context, cfg *config, stderr io.Writer) (*summa
 	// The per-tenant summary comes from the client's own metrics.
 	mp, reader := newMeterProvider()
 	defer mp.Shutdown(context.Background())
+	if cfg.budget > 0 {
+		p, err := pool.New(pool.WithBudget(cfg.budget))
+		if err != nil {
+			return nil, usageError{err}
+		}
+		opts = append(opts, uploader.WithPool(p))
+	}
+	if !cfg.fair {
+		// Each tenant has more places in line than it has waiters: first
+		// come, first served.
+		opts = append(opts, uploader.WithTenantLimits(uploader.TenantLimits{Weight: func(string) int { return 1 << 30 }}))
+	}
 	client, err := uploader.NewClient(ctx, append(opts, clientTelemetry(mp)...)...)
 	if err != nil {
 		return nil, err
@@ -306,9 +318,19 @@ func uploadAndVerify(ctx context.Context, cfg *config, stderr io.Writer) (*summa
 	}
 
 	poolBefore, memBefore := poolStats(client.Allocator()), readMem()
+	var noisy *noise
+	if cfg.noisySize > 0 {
+		if noisy, err = startNoise(ctx, client, cfg); err != nil {
+			return nil, err
+		}
+	}
 	start := time.Now()
 	results, upErr := client.UploadMany(ctx, cfg.bucket, b.items, many...)
 	elapsed := time.Since(start)
+	var noisyErr error
+	if noisy != nil {
+		s.Noisy, noisyErr = noisy.stop()
+	}
 	memAfter, poolAfter := readMem(), poolStats(client.Allocator())
 	prog.finish()
 	if results == nil && upErr != nil {
@@ -336,6 +358,13 @@ func uploadAndVerify(ctx context.Context, cfg *config, stderr io.Writer) (*summa
 	}
 	if cfg.tenant != "" {
 		tenants = []string{cfg.tenant}
+	}
+	if noisy != nil && tenants != nil {
+		tenants = append(tenants, noisyTenant)
+	}
+	if noisyErr != nil {
+		s.Failed++
+		s.addError("(noisy tenant)", noisyErr)
 	}
 	if srv != nil && tenants != nil {
 		s.TenantCalls = &tenantCalls{}

@@ -453,6 +453,9 @@ func TestUsage(t *testing.T) {
 		{[]string{"-http-endpoint", "http://127.0.0.1:1"}, "not to the embedded fake"},
 		{[]string{"-endpoint", "127.0.0.1:1", "-http-endpoint", "127.0.0.1:2"}, "want a URL"},
 		{[]string{"-timeout", "-1s"}, "cannot be negative"},
+		{[]string{"-noisy-tenant", "2GiB"}, "-noisy-tenant 2GiB: at most 1GiB"},
+		{[]string{"-noisy-tenant", "1MiB", "-noisy-concurrency", "0"}, "-noisy-concurrency 0"},
+		{[]string{"-budget", "1KiB"}, "-budget 1KiB: at least one 256KiB buffer"},
 	}
 	for _, tt := range tests {
 		if tt.want == "" {
@@ -675,5 +678,31 @@ func TestQuantile(t *testing.T) {
 	}
 	if got := (&histogram{}).quantile(0.5); got != 0 {
 		t.Errorf("quantile of nothing = %v", got)
+	}
+}
+
+// TestNoisyTenant: -noisy-tenant loads the client with a second tenant's
+// large uploads while the objects go up, under the pool budget, fair and
+// not; the objects are all stored and verified, the noisy tenant's bytes
+// went out and none of its objects was stored.
+func TestNoisyTenant(t *testing.T) {
+	for _, fair := range []string{"-fair=true", "-fair=false"} {
+		t.Run(fair, func(t *testing.T) {
+			hermetic(t)
+			s := runJSON(t, 0, "-n", "300", "-tenants", "2", "-noisy-tenant", "1MiB", "-noisy-concurrency", "4", "-budget", "2MiB", fair)
+			if !s.OK || s.Uploaded != 300 || !s.Verify.Passed {
+				t.Fatalf("ok %v, %d uploaded, verify %+v", s.OK, s.Uploaded, s.Verify)
+			}
+			n := s.Noisy
+			if n == nil || n.Size != 1<<20 || n.Concurrency != 4 || n.Budget != 2<<20 || n.Fair != (fair == "-fair=true") {
+				t.Fatalf("noisy summary %+v", n)
+			}
+			if n.Bytes <= 0 {
+				t.Fatalf("the noisy tenant sent nothing: %+v", n)
+			}
+			if s.Pool.InUseBytes != 0 || s.Pool.BudgetWaits == 0 {
+				t.Fatalf("pool %+v: want nothing in use at the end, and waits at the budget", s.Pool)
+			}
+		})
 	}
 }

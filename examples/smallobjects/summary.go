@@ -64,8 +64,10 @@ type summary struct {
 
 	// ByTenant is the per-tenant part, from the client's OpenTelemetry
 	// metrics.
-	ByTenant    []tenantSummary `json:"by_tenant"`
-	TenantCalls *tenantCalls    `json:"tenant_calls,omitempty"`
+	ByTenant []tenantSummary `json:"by_tenant"`
+	// Noisy is what -noisy-tenant's uploads did meanwhile.
+	Noisy       *noisySummary `json:"noisy,omitempty"`
+	TenantCalls *tenantCalls  `json:"tenant_calls,omitempty"`
 
 	// Hint suggests a cause when errors share a likely one.
 	Hint       string       `json:"hint,omitempty"`
@@ -345,6 +347,14 @@ func (s *summary) writeText(w io.Writer) error {
 	}
 	b.line("latency", "p50 %.2fms, p95 %.2fms, p99 %.2fms, max %.2fms",
 		s.LatencyMS.P50, s.LatencyMS.P95, s.LatencyMS.P99, s.LatencyMS.Max)
+	if n := s.Noisy; n != nil {
+		turns := "tenants served in turn (-fair)"
+		if !n.Fair {
+			turns = "first come, first served (-fair=false)"
+		}
+		b.line("noisy", "tenant %q: %d uploads of %s at once: %s acknowledged, %.0f MB/s; pool budget %s, %s",
+			noisyTenant, n.Concurrency, formatIEC(n.Size), formatSI(n.Bytes), n.MBPerSecond, formatIEC(n.Budget), turns)
+	}
 	b.line("memory", "%s: %s and %.0f allocations per object, %d GC cycles",
 		s.Memory.Scope, formatSI(int64(s.Memory.AllocBytesPerObject)), s.Memory.AllocsPerObject, s.Memory.GCCycles)
 	b.line("pool", "%d gets, %d new buffers, %d puts, %d rejected, %d budget waits, %s in use",
