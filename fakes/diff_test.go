@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -508,24 +508,13 @@ func runScenario(t *testing.T, base string) *transcript {
 }
 
 // startReference starts fake-gcs-server on loopback and returns its URL.
+// It serves through an httptest.Server, whose Close waits for every
+// connection's goroutine (http.Server's does not), so the leak check never
+// sees net/http's lingering closeWriteAndWait.
 func startReference(t *testing.T) string {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := lis.Addr().String()
-	fs, err := fakestorage.NewServerWithOptions(fakestorage.Options{
-		NoListener:  true,
-		Scheme:      "http",
-		ExternalURL: "http://" + addr,
-		Writer:      io.Discard,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := fs.HTTPHandler()
-	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var h http.Handler
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// fake-gcs-server matches path-style (XML API) reads on its
 		// public host, storage.googleapis.com; the JSON API paths keep
 		// the real Host, from which it builds session URIs.
@@ -538,18 +527,23 @@ func startReference(t *testing.T) string {
 		r2 := *r
 		r2.Host = "storage.googleapis.com"
 		h.ServeHTTP(w, &r2)
-	}), ReadHeaderTimeout: 30 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		hs.Serve(lis)
-	}()
+	}))
+	fs, err := fakestorage.NewServerWithOptions(fakestorage.Options{
+		NoListener:  true,
+		Scheme:      "http",
+		ExternalURL: hs.URL,
+		Writer:      io.Discard,
+	})
+	if err != nil {
+		hs.Close()
+		t.Fatal(err)
+	}
+	h = fs.HTTPHandler()
 	t.Cleanup(func() {
 		hs.Close()
-		<-done
 		fs.Stop()
 	})
-	return "http://" + addr
+	return hs.URL
 }
 
 func TestDifferentialJSON(t *testing.T) {
