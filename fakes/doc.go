@@ -308,9 +308,12 @@
 // every byte written: at roughly 0.5 to 1 GB/s it dominates large writes.
 // Each message of an appendable write stores a copy of the object's record
 // (a few hundred bytes) under the bucket's lock, and computes no MD5.
-// Resumable sessions that are never finalized keep their data until Close;
-// finalized ones keep only their object, and the server remembers the last
-// 4096 of them. BidiReadObject copies each message's content once, into
+// Resumable sessions that are never finalized keep their data until they
+// expire: a week after their last use, as on GCS ([WithSessionExpiry]), or
+// earlier when more than [DefaultMaxSessions] are open ([WithMaxSessions]),
+// the one unused longest first; [Server.Sessions] and /_objup/stats count
+// them. Finalized ones keep only their object, and the server remembers the
+// last 4096 of them. BidiReadObject copies each message's content once, into
 // the message it sends.
 //
 // # Sink

@@ -1,9 +1,19 @@
 package fakes
 
+import "time"
+
 // SetKeepFinalized lowers the number of finalized sessions a server
 // remembers, for a test, and returns a function that restores it.
 func SetKeepFinalized(n int) (restore func()) {
 	old := keepFinalized
 	keepFinalized = n
 	return func() { keepFinalized = old }
+}
+
+// SetClock makes the server's session registry read the time from now, for
+// a test of session expiry.
+func SetClock(s *Server, now func() time.Time) {
+	s.sessions.mu.Lock()
+	s.sessions.now = now
+	s.sessions.mu.Unlock()
 }

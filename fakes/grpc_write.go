@@ -433,9 +433,7 @@ func (v *service) StartResumableWrite(ctx context.Context, req *wire.StartResuma
 		up.sums = mergeSums(nil, req.ObjectChecksums)
 	}
 	up.id = rand.Text()
-	s.mu.Lock()
-	s.uploads[up.id] = up
-	s.mu.Unlock()
+	s.sessions.add(up)
 	return &wire.StartResumableWriteResponse{UploadId: up.id}, nil
 }
 

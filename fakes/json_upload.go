@@ -287,9 +287,7 @@ func (s *Server) startResumable(w http.ResponseWriter, r *http.Request, rt *http
 		}
 	}
 	up.id = rand.Text()
-	s.mu.Lock()
-	s.uploads[up.id] = up
-	s.mu.Unlock()
+	s.sessions.add(up)
 	loc := baseURL(r) + "/upload/storage/v1/b/" + url.PathEscape(bkt) + "/o?uploadType=resumable&name=" +
 		url.QueryEscape(up.object) + "&upload_id=" + up.id
 	h := w.Header()
@@ -344,9 +342,7 @@ func parseContentRange(h string, bodyLen int64) (contentRange, error) {
 
 // session returns the JSON resumable session id.
 func (s *Server) jsonSession(id string) (*upload, error) {
-	s.mu.Lock()
-	up := s.uploads[id]
-	s.mu.Unlock()
+	up := s.sessions.get(id)
 	if up == nil {
 		return nil, newError(kindNotFound, "no such upload session %q", id)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"time"
 )
 
 // Option configures [New]. Options apply in order; New then validates the
@@ -25,14 +26,17 @@ const DefaultAddr = "127.0.0.1:0"
 const DefaultCallLog = 10000
 
 type config struct {
-	buckets  []string
-	grpcAddr string
-	httpAddr string
-	callLog  int
+	buckets       []string
+	grpcAddr      string
+	httpAddr      string
+	callLog       int
+	sessionExpiry time.Duration
+	maxSessions   int
 }
 
 func newConfig(opts []Option) (*config, error) {
-	c := &config{grpcAddr: DefaultAddr, httpAddr: DefaultAddr, callLog: DefaultCallLog}
+	c := &config{grpcAddr: DefaultAddr, httpAddr: DefaultAddr, callLog: DefaultCallLog,
+		sessionExpiry: DefaultSessionExpiry, maxSessions: DefaultMaxSessions}
 	for _, o := range opts {
 		o.apply(c)
 	}
@@ -79,6 +83,12 @@ func (c *config) validate() error {
 	}
 	if c.callLog < 0 {
 		errs = append(errs, fmt.Sprintf("call log size %d is negative", c.callLog))
+	}
+	if c.sessionExpiry <= 0 {
+		errs = append(errs, fmt.Sprintf("session expiry %v must be positive", c.sessionExpiry))
+	}
+	if c.maxSessions < 1 {
+		errs = append(errs, fmt.Sprintf("max sessions %d must be at least 1", c.maxSessions))
 	}
 	for _, a := range []struct{ name, addr string }{{"gRPC", c.grpcAddr}, {"HTTP", c.httpAddr}} {
 		if _, _, err := net.SplitHostPort(a.addr); err != nil {

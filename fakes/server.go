@@ -28,9 +28,8 @@ type Server struct {
 	grpcAddr string
 	httpURL  string
 
-	mu        sync.Mutex
-	uploads   map[string]*upload // resumable sessions by upload ID
-	finalized []string           // IDs of finalized sessions, oldest first
+	mu       sync.Mutex
+	sessions sessions // resumable sessions, of both APIs
 
 	faults faults
 	calls  callLog
@@ -63,9 +62,9 @@ func New(opts ...Option) (*Server, error) {
 		store:    newStore(),
 		grpcAddr: dialAddr(grpcLis.Addr()),
 		httpURL:  "http://" + dialAddr(httpLis.Addr()),
-		uploads:  make(map[string]*upload),
 	}
 	s.calls.init(cfg.callLog)
+	s.sessions.init(cfg.sessionExpiry, cfg.maxSessions)
 	for _, b := range cfg.buckets {
 		s.store.createBucket(b, false, true) // names were validated
 	}
@@ -166,8 +165,8 @@ func (s *Server) Close() error {
 		cancel()
 		s.serving.Wait()
 
+		s.sessions.init(s.sessions.expiry, s.sessions.max)
 		s.mu.Lock()
-		s.uploads, s.finalized = make(map[string]*upload), nil
 		s.closeErr = s.serveErr
 		s.mu.Unlock()
 		if s.closeErr != nil {

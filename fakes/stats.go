@@ -8,8 +8,9 @@ const statsPath = "/_objup/stats"
 
 // statsBody is the JSON document served at statsPath.
 type statsBody struct {
-	Tenants []tenantStats `json:"tenants"`
-	Calls   []callStats   `json:"calls"`
+	Tenants  []tenantStats `json:"tenants"`
+	Calls    []callStats   `json:"calls"`
+	Sessions SessionStats  `json:"sessions"`
 }
 
 type tenantStats struct {
@@ -26,13 +27,13 @@ type callStats struct {
 }
 
 // serveStats answers GET /_objup/stats with the objects and bytes stored per
-// tenant and the call counters. It is not itself logged.
+// tenant, the call counters and the resumable sessions kept and expired. It is not itself logged.
 func (s *Server) serveStats(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		writeError(w, &httpRoute{}, newError(kindUnimplemented, "fakes: %s %s is not implemented; use GET", r.Method, statsPath))
 		return
 	}
-	body := statsBody{Tenants: []tenantStats{}, Calls: []callStats{}}
+	body := statsBody{Tenants: []tenantStats{}, Calls: []callStats{}, Sessions: s.Sessions()}
 	for _, u := range s.Usage() {
 		body.Tenants = append(body.Tenants, tenantStats{Tenant: u.Tenant, Objects: u.Objects, Bytes: u.Bytes})
 	}

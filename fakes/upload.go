@@ -17,7 +17,7 @@ import (
 
 // upload is an object being written: a one-shot write (id == ""), which
 // lives as long as its stream, a resumable session, which lives in
-// Server.uploads until it fails for good, or until keepFinalized sessions
+// Server.sessions until it fails for good, expires, or until keepFinalized sessions
 // were finalized after it, or an appendable object (appendable set), which
 // its stored object points to until it is finalized or replaced (see
 // append.go).
@@ -45,9 +45,7 @@ type upload struct {
 
 // session returns the resumable session id.
 func (s *Server) session(ctx context.Context, id string) (*upload, error) {
-	s.mu.Lock()
-	up := s.uploads[id]
-	s.mu.Unlock()
+	up := s.sessions.get(id)
 	if up == nil {
 		return nil, status.Errorf(codes.NotFound, "upload %q not found", id)
 	}
@@ -66,15 +64,7 @@ func (s *Server) retire(up *upload) {
 	if up.id == "" {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.finalized = append(s.finalized, up.id)
-	if n := len(s.finalized) - keepFinalized; n > 0 {
-		for _, id := range s.finalized[:n] {
-			delete(s.uploads, id)
-		}
-		s.finalized = append(s.finalized[:0], s.finalized[n:]...)
-	}
+	s.sessions.retire(up.id)
 }
 
 // drop removes a resumable session after a failure it cannot recover from.
@@ -85,9 +75,7 @@ func (s *Server) drop(up *upload) {
 	}
 	up.gone = true
 	up.chunks = nil
-	s.mu.Lock()
-	delete(s.uploads, up.id)
-	s.mu.Unlock()
+	s.sessions.remove(up.id)
 }
 
 // newUpload returns an upload of an object with the attributes of tmpl to

@@ -75,6 +75,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var bs buckets
 	fs.Var(&bs, "bucket", "create bucket `NAME` (repeatable)")
 	callLog := fs.Int("call-log", fakes.DefaultCallLog, "keep the last `N` calls in the request log")
+	expiry := fs.Duration("session-expiry", fakes.DefaultSessionExpiry, "a resumable session unused for this long expires")
+	maxSessions := fs.Int("max-sessions", fakes.DefaultMaxSessions, "keep at most `N` resumable sessions; the one unused longest expires first")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -82,7 +84,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fakegcs: unexpected arguments: %q\n", fs.Args())
 		return 2
 	}
-	opts := []fakes.Option{fakes.WithGRPCAddr(*grpcAddr), fakes.WithHTTPAddr(*httpAddr), fakes.WithCallLog(*callLog)}
+	opts := []fakes.Option{fakes.WithGRPCAddr(*grpcAddr), fakes.WithHTTPAddr(*httpAddr), fakes.WithCallLog(*callLog),
+		fakes.WithSessionExpiry(*expiry), fakes.WithMaxSessions(*maxSessions)}
 	for _, b := range bs {
 		opts = append(opts, fakes.WithBucket(b))
 	}
