@@ -146,6 +146,11 @@
 //     "bytes */T" asks for the status, and completes the upload when T bytes
 //     are there; DELETE cancels (499). A chunk that overlaps bytes already
 //     persisted is accepted and the overlap dropped; a gap is refused.
+//     A body that ends before its Content-Length, a chunked body cut off,
+//     and a multipart body without its closing delimiter (or with a
+//     mistyped one) are refused with 400 (or a dropped connection) and
+//     store nothing: a cut-short chunk leaves its session as it was, and a
+//     session's status is answered while a chunk is still on its way;
 //     Declared checksums (crc32c and md5Hash in the resource, X-Goog-Hash
 //     on the last request) are verified: a mismatch is 400 and stores
 //     nothing. The preconditions of a resumable upload are checked when

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -156,33 +157,66 @@ func (up *upload) declareHashHeader(h http.Header) error {
 
 // readBody adds the request body to the upload: n bytes in parts of at most
 // 2 MiB read straight into their own memory, or, when n < 0 (length not
-// known), through a pooled buffer with one copy into exactly sized parts.
-// up.mu is held.
+// known: a chunked body, or a multipart part), through a pooled buffer with
+// one copy into exactly sized parts, until the body's clean end. A body that
+// ends early (before n bytes, a chunked body cut off, a part without its
+// closing delimiter) is an error, and the caller stores nothing: GCS never
+// keeps a partial object. up.mu is held, or up is not shared yet.
 func readBody(r io.Reader, n int64, up *upload) error {
+	parts, err := readParts(r, n)
+	for _, p := range parts {
+		up.addUnchecked(p)
+	}
+	if err != nil {
+		return newError(kindInvalid, "%v after %d bytes", err, up.size)
+	}
+	return nil
+}
+
+// readParts reads a request body as readBody does, into parts of at most
+// 2 MiB, without touching any upload: what arrived, and an error if the
+// body ended early.
+func readParts(r io.Reader, n int64) ([][]byte, error) {
+	var parts [][]byte
 	if n >= 0 {
 		for n > 0 {
 			p := make([]byte, min(n, maxChunk))
-			if k, err := io.ReadFull(r, p); err != nil {
-				return newError(kindInvalid, "the request body ended after %d of its %d bytes: %v", up.size+int64(k), up.size+n, err)
+			k, err := io.ReadFull(r, p)
+			if err != nil {
+				if k > 0 {
+					parts = append(parts, p[:k])
+				}
+				return parts, fmt.Errorf("the request body ended %d bytes before its declared length: %v", n-int64(k), err)
 			}
-			up.addUnchecked(p)
+			parts = append(parts, p)
 			n -= int64(len(p))
 		}
-		return nil
+		return parts, nil
 	}
 	bp := readBufs.Get().(*[]byte)
 	defer readBufs.Put(bp)
+	buf := *bp
 	for {
-		k, err := io.ReadFull(r, *bp)
+		// Fill the buffer, keeping the reader's own error: io.EOF is the
+		// body's clean end, anything else (io.ErrUnexpectedEOF from a
+		// chunked body cut off, or from a part whose closing delimiter
+		// never came) an early one.
+		k := 0
+		var err error
+		for k < len(buf) && err == nil {
+			var m int
+			m, err = r.Read(buf[k:])
+			k += m
+		}
 		if k > 0 {
-			up.addUnchecked(bytes.Clone((*bp)[:k]))
+			parts = append(parts, bytes.Clone(buf[:k]))
 		}
 		switch {
 		case err == nil:
-		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-			return nil
+		case errors.Is(err, io.EOF):
+			return parts, nil
 		default:
-			return newError(kindInvalid, "reading the request body: %v", err)
+			return parts, fmt.Errorf("the request body ended early: %v", err)
 		}
 	}
 }
@@ -250,6 +284,15 @@ func (s *Server) insertMultipart(w http.ResponseWriter, r *http.Request, rt *htt
 	defer up.mu.Unlock()
 	if err := readBody(media, -1, up); err != nil {
 		return err
+	}
+	// The body ends with the closing delimiter; a missing or mistyped
+	// one is a body cut short.
+	if p, err := mr.NextPart(); err != io.EOF {
+		if err == nil {
+			p.Close()
+			err = errors.New("a third part")
+		}
+		return newError(kindInvalid, "multipart upload: the body does not end with its closing delimiter after the media: %v", err)
 	}
 	return s.finish(w, r, up)
 }
@@ -365,6 +408,22 @@ func (s *Server) uploadChunk(w http.ResponseWriter, r *http.Request, id string) 
 	if err != nil {
 		return err
 	}
+	// The chunk is read before the session's lock is taken: a client
+	// whose connection died mid-body must not hold the session, so that
+	// its status query, on a new connection, is answered at once.
+	var parts [][]byte
+	if cr.first >= 0 {
+		n := cr.last + 1 - cr.first
+		if r.ContentLength >= 0 && r.ContentLength != n {
+			return newError(kindInvalid, "Content-Range %q announces %d bytes, the body has %d", r.Header.Get("Content-Range"), n, r.ContentLength)
+		}
+		var rerr error
+		if parts, rerr = readParts(r.Body, n); rerr != nil {
+			// Cut short: nothing of it is kept, and the session stays as
+			// it was for the client to resume.
+			return newError(kindInvalid, "%v", rerr)
+		}
+	}
 	up.mu.Lock()
 	defer up.mu.Unlock()
 	if up.gone {
@@ -378,19 +437,16 @@ func (s *Server) uploadChunk(w http.ResponseWriter, r *http.Request, id string) 
 		if cr.first > up.size {
 			return newError(kindInvalid, "the chunk starts at byte %d, but the session has %d bytes: a gap", cr.first, up.size)
 		}
-		n := cr.last + 1 - cr.first
-		if r.ContentLength >= 0 && r.ContentLength != n {
-			return newError(kindInvalid, "Content-Range %q announces %d bytes, the body has %d", r.Header.Get("Content-Range"), n, r.ContentLength)
-		}
-		if skip := up.size - cr.first; skip > 0 {
-			if _, err := io.CopyN(io.Discard, r.Body, min(skip, n)); err != nil {
-				return newError(kindInvalid, "reading the request body: %v", err)
+		// A chunk that starts before the persisted bytes (a retry) has
+		// its overlap dropped.
+		skip := up.size - cr.first
+		for _, p := range parts {
+			if skip >= int64(len(p)) {
+				skip -= int64(len(p))
+				continue
 			}
-		}
-		if keep := cr.last + 1 - up.size; keep > 0 {
-			if err := readBody(r.Body, keep, up); err != nil {
-				return err
-			}
+			up.addUnchecked(p[skip:])
+			skip = 0
 		}
 		if up.limit != nil && up.size > *up.limit {
 			return newError(kindInvalid, "the session has %d bytes, more than the %d declared", up.size, *up.limit)
