@@ -21,10 +21,10 @@ import (
 // streams on BidiWriteObject.
 //
 // It keeps a pool of connections (option.WithGRPCConnectionPool) and gives
-// each call the one with the fewest calls in flight (see pick): a front end
-// caps the concurrent streams of one HTTP/2 connection (about 100 at GCS),
-// and a call on a full connection would queue behind the others instead of
-// using an idle one.
+// each call the least loaded one (see pick): a front end caps the
+// concurrent streams of one HTTP/2 connection (about 100 at GCS), and a
+// call on a full connection would queue behind the others instead of using
+// an idle one.
 type grpcTransport struct {
 	pool     closer
 	conns    []*grpcConn
@@ -37,8 +37,9 @@ type closer interface{ Close() error }
 // grpcConn is one connection of the pool and its calls in flight.
 type grpcConn struct {
 	*grpc.ClientConn
-	active atomic.Int32
-	_      [56]byte // keep counters of different connections off one cache line
+	active  atomic.Int32 // calls in flight
+	streams atomic.Int32 // of which carry an object's data
+	_       [56]byte     // keep counters of different connections off one cache line
 }
 
 // newGRPCTransport takes the pool's connections: Conn returns them in turn.
@@ -54,34 +55,34 @@ func newGRPCTransport(p gtransport.ConnPool, callOpts []grpc.CallOption) *grpcTr
 	return g
 }
 
-// streamsPerConn is the number of concurrent streams a GCS front end
-// takes on one HTTP/2 connection (SETTINGS_MAX_CONCURRENT_STREAMS, commonly
-// 100): more calls on one connection queue in gRPC.
-const streamsPerConn = 100
-
 // pick returns a connection for a call, with the call counted; done must
-// be called when the call ends. With more than one connection, the first is
-// the lane of small calls (one-shot uploads of one message, session starts
-// and status queries), so they never queue behind the 2 MiB messages of
-// large uploads, which take the others; small calls overflow to the others
-// once the first has streamsPerConn calls in flight. Among the candidates,
-// the one with the fewest calls in flight wins (the first of those, so a
-// lone caller keeps to one warm connection).
+// be called when the call ends. Calls that carry an object's data (a
+// resumable session's stream, a one-shot write of several messages) take
+// the connection with the fewest calls in flight, the last of those: large
+// uploads fill the pool from its end. Small calls (one-shot writes of one
+// message, session starts, status queries) take the connection with the
+// fewest data streams, the first of those, then the fewest calls in
+// flight: they keep off connections busy with 2 MiB messages while one is
+// free of them, and a lone caller keeps to one warm connection.
 func (g *grpcTransport) pick(data bool) *grpcConn {
 	conns := g.conns
-	if len(conns) > 1 {
-		if data {
-			conns = conns[1:]
-		} else if c := conns[0]; c.active.Load() < streamsPerConn {
-			c.active.Add(1)
-			return c
-		}
-	}
 	best := conns[0]
-	n := best.active.Load()
-	for _, c := range conns[1:] {
-		if m := c.active.Load(); m < n {
-			best, n = c, m
+	if data {
+		best = conns[len(conns)-1]
+		n := best.active.Load()
+		for i := len(conns) - 2; i >= 0; i-- {
+			if m := conns[i].active.Load(); m < n {
+				best, n = conns[i], m
+			}
+		}
+		best.streams.Add(1)
+	} else if len(conns) > 1 {
+		ns, na := best.streams.Load(), best.active.Load()
+		for _, c := range conns[1:] {
+			ms, ma := c.streams.Load(), c.active.Load()
+			if ms < ns || ms == ns && ma < na {
+				best, ns, na = c, ms, ma
+			}
 		}
 	}
 	best.active.Add(1)
@@ -90,6 +91,12 @@ func (g *grpcTransport) pick(data bool) *grpcConn {
 
 // done ends a call that pick counted.
 func (c *grpcConn) done() { c.active.Add(-1) }
+
+// doneData ends a data call that pick counted.
+func (c *grpcConn) doneData() {
+	c.streams.Add(-1)
+	c.active.Add(-1)
+}
 
 func (g *grpcTransport) close() error { return g.pool.Close() }
 
@@ -144,7 +151,7 @@ func (g *grpcTransport) writeStream(u *upload, r *chunkRef, timeout time.Duratio
 	ctx, cancel := context.WithTimeout(u.ctx, timeout)
 	defer cancel()
 	c := g.pick(true)
-	defer c.done()
+	defer c.doneData()
 	st, err := wire.NewWriteObjectStream(u.outgoing(ctx), c.ClientConn, g.callOpts...)
 	if err != nil {
 		return nil, false, err
@@ -239,7 +246,7 @@ func (g *grpcTransport) openStream(u *upload, id string, s *resumable) (stream, 
 	c := g.pick(true)
 	st, err := wire.NewBidiWriteObjectStream(u.outgoing(ctx), c.ClientConn, g.callOpts...)
 	if err != nil {
-		c.done()
+		c.doneData()
 		cancel(err)
 		return nil, err
 	}
@@ -408,7 +415,7 @@ func (g *grpcStream) teardown(cause error) error {
 	g.cancel(cause)
 	<-g.recvDone
 	if g.conn != nil {
-		g.conn.done()
+		g.conn.doneData()
 		g.conn = nil
 	}
 	g.s.batchBuf = g.batch[:0]
