@@ -32,6 +32,7 @@ type config struct {
 	callLog       int
 	sessionExpiry time.Duration
 	maxSessions   int
+	maxStreams    int
 }
 
 func newConfig(opts []Option) (*config, error) {
@@ -86,6 +87,9 @@ func (c *config) validate() error {
 	}
 	if c.sessionExpiry <= 0 {
 		errs = append(errs, fmt.Sprintf("session expiry %v must be positive", c.sessionExpiry))
+	}
+	if c.maxStreams < 0 {
+		errs = append(errs, fmt.Sprintf("max streams %d is negative", c.maxStreams))
 	}
 	if c.maxSessions < 1 {
 		errs = append(errs, fmt.Sprintf("max sessions %d must be at least 1", c.maxSessions))

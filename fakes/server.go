@@ -33,6 +33,7 @@ type Server struct {
 
 	faults faults
 	calls  callLog
+	conns  conns
 	retry  retryTests
 
 	serving   sync.WaitGroup
@@ -69,15 +70,15 @@ func New(opts ...Option) (*Server, error) {
 		s.store.createBucket(b, false, true) // names were validated
 	}
 	s.faults.stop = make(chan struct{})
-	s.grpc = grpc.NewServer(
+	s.grpc = grpc.NewServer(append([]grpc.ServerOption{
 		// Above any sane message, so that an oversized one gets the
 		// fake's clear InvalidArgument rather than gRPC's
 		// ResourceExhausted, which clients retry.
-		grpc.MaxRecvMsgSize(64<<20),
+		grpc.MaxRecvMsgSize(64 << 20),
 		grpc.ChainUnaryInterceptor(s.unaryInterceptor),
 		grpc.ChainStreamInterceptor(s.streamInterceptor),
 		grpc.UnknownServiceHandler(s.serveRaw),
-	)
+	}, s.conns.serverOptions(cfg.maxStreams)...)...)
 	wire.RegisterStorageServer(s.grpc, &service{s: s})
 	s.http = &http.Server{Handler: http.HandlerFunc(s.serveHTTP), ReadHeaderTimeout: 30 * time.Second}
 

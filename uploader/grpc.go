@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,6 +30,7 @@ type grpcTransport struct {
 	pool     closer
 	conns    []*grpcConn
 	callOpts []grpc.CallOption
+	mu       sync.Mutex // orders the picks of data calls
 }
 
 // closer closes a pool of connections.
@@ -55,28 +57,34 @@ func newGRPCTransport(p gtransport.ConnPool, callOpts []grpc.CallOption) *grpcTr
 	return g
 }
 
-// pick returns a connection for a call, with the call counted; done must
-// be called when the call ends. Calls that carry an object's data (a
-// resumable session's stream, a one-shot write of several messages) take
-// the connection with the fewest calls in flight, the last of those: large
-// uploads fill the pool from its end. Small calls (one-shot writes of one
-// message, session starts, status queries) take the connection with the
-// fewest data streams, the first of those, then the fewest calls in
+// pick returns a connection for a call, with the call counted; done (or
+// doneData) must be called when the call ends. Calls that carry an object's
+// data (a resumable session's stream, a one-shot write of several messages)
+// take the connection with the fewest such calls, the last of those: large
+// uploads spread evenly and fill the pool from its end, so n connections
+// take n times a front end's cap of streams. Small calls (one-shot writes of
+// one message, session starts, status queries) take the connection with
+// the fewest data calls, the first of those, then the fewest calls in
 // flight: they keep off connections busy with 2 MiB messages while one is
 // free of them, and a lone caller keeps to one warm connection.
 func (g *grpcTransport) pick(data bool) *grpcConn {
 	conns := g.conns
 	best := conns[0]
-	if data {
+	switch {
+	case data:
+		// Under a lock, so concurrent sessions never pile onto one
+		// connection; a data call is one per session, not per message.
+		g.mu.Lock()
 		best = conns[len(conns)-1]
-		n := best.active.Load()
+		n := best.streams.Load()
 		for i := len(conns) - 2; i >= 0; i-- {
-			if m := conns[i].active.Load(); m < n {
+			if m := conns[i].streams.Load(); m < n {
 				best, n = conns[i], m
 			}
 		}
 		best.streams.Add(1)
-	} else if len(conns) > 1 {
+		g.mu.Unlock()
+	case len(conns) > 1:
 		ns, na := best.streams.Load(), best.active.Load()
 		for _, c := range conns[1:] {
 			ms, ma := c.streams.Load(), c.active.Load()

@@ -1,0 +1,107 @@
+package fakes
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/stats"
+)
+
+// WithMaxStreams caps the concurrent streams (calls) of one gRPC connection
+// at n, as GCS's front ends do (SETTINGS_MAX_CONCURRENT_STREAMS, commonly
+// 100): a client's call beyond it waits for one of the connection's calls
+// to end. 0, the default, is gRPC's own limit (no practical cap). A server
+// with a cap also counts each connection's calls for [Server.Conns].
+func WithMaxStreams(n int) Option {
+	return optionFunc(func(c *config) { c.maxStreams = n })
+}
+
+// ConnStats is one gRPC connection's calls, as [Server.Conns] reports them.
+type ConnStats struct {
+	// Remote is the client's address.
+	Remote string
+	// Active counts the calls in flight; Peak the most at once; Calls
+	// every call.
+	Active, Peak, Calls int64
+	// Open says whether the connection is still open.
+	Open bool
+}
+
+// conns counts the calls of each gRPC connection, through a stats handler:
+// an increment and a decrement per call, nothing else on its path.
+type conns struct {
+	mu  sync.Mutex
+	all []*connCount // every connection since the server started, in order
+}
+
+type connCount struct {
+	remote              string
+	active, peak, calls atomic.Int64
+	closed              atomic.Bool
+}
+
+type connKey struct{}
+
+func (c *conns) TagConn(ctx context.Context, info *stats.ConnTagInfo) context.Context {
+	cc := &connCount{}
+	if info.RemoteAddr != nil {
+		cc.remote = info.RemoteAddr.String()
+	}
+	c.mu.Lock()
+	c.all = append(c.all, cc)
+	c.mu.Unlock()
+	return context.WithValue(ctx, connKey{}, cc)
+}
+
+func (c *conns) HandleConn(ctx context.Context, s stats.ConnStats) {
+	if _, ok := s.(*stats.ConnEnd); ok {
+		if cc, _ := ctx.Value(connKey{}).(*connCount); cc != nil {
+			cc.closed.Store(true)
+		}
+	}
+}
+
+func (c *conns) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
+
+func (c *conns) HandleRPC(ctx context.Context, s stats.RPCStats) {
+	cc, _ := ctx.Value(connKey{}).(*connCount)
+	if cc == nil {
+		return
+	}
+	switch s.(type) {
+	case *stats.Begin:
+		cc.calls.Add(1)
+		n := cc.active.Add(1)
+		for p := cc.peak.Load(); n > p && !cc.peak.CompareAndSwap(p, n); p = cc.peak.Load() {
+		}
+	case *stats.End:
+		cc.active.Add(-1)
+	}
+}
+
+// serverOptions are the gRPC server options of the stream cap and the
+// connection counting, which come together: a stats handler makes gRPC
+// allocate a record per message, a cost a server without a cap does not
+// pay.
+func (c *conns) serverOptions(maxStreams int) []grpc.ServerOption {
+	if maxStreams <= 0 {
+		return nil
+	}
+	return []grpc.ServerOption{grpc.StatsHandler(c), grpc.MaxConcurrentStreams(uint32(maxStreams))}
+}
+
+// Conns reports the calls of every gRPC connection the server accepted, in
+// the order it accepted them: how many are in flight, the most there were
+// at once, and how many there were. It counts only on a server started
+// [WithMaxStreams], and is empty on others.
+func (s *Server) Conns() []ConnStats {
+	s.conns.mu.Lock()
+	defer s.conns.mu.Unlock()
+	out := make([]ConnStats, len(s.conns.all))
+	for i, cc := range s.conns.all {
+		out[i] = ConnStats{Remote: cc.remote, Active: cc.active.Load(), Peak: cc.peak.Load(), Calls: cc.calls.Load(), Open: !cc.closed.Load()}
+	}
+	return out
+}

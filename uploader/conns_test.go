@@ -1,0 +1,108 @@
+package uploader_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"google.golang.org/api/option"
+
+	"github.com/objup/objup/fakes"
+	"github.com/objup/objup/uploader"
+)
+
+// TestConnectionPoolTakesAllStreams: with a front end that caps each
+// connection at 10 streams, a pool of 4 connections runs 40 resumable
+// uploads at once: the fake sees four connections at their cap, none
+// over it, and every upload is stored.
+func TestConnectionPoolTakesAllStreams(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	srv, err := fakes.New(fakes.WithBucket(bucket), fakes.WithMaxStreams(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c, err := uploader.NewClient(context.Background(), append(dialOptions(srv), option.WithGRPCConnectionPool(4))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		c.Close()
+		srv.Close()
+		goleak.VerifyNone(t, ignore)
+	}()
+
+	// Each upload opens its stream with its first chunks and holds it,
+	// unfinished, until all 40 have had data acknowledged on their
+	// streams: a stream over a connection's cap would wait for a slot
+	// that never frees.
+	const n = 40
+	data := payload(3*mib, 21)
+	var ws []*uploader.Writer
+	var acked sync.WaitGroup
+	for i := range n {
+		var once sync.Once
+		acked.Add(1)
+		w, err := c.NewWriter(context.Background(), bucket, fmt.Sprintf("pool/%d", i),
+			uploader.WithProgress(func(int64) { once.Do(acked.Done) }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws = append(ws, w)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for _, w := range ws {
+		wg.Go(func() {
+			if _, err := w.Write(data); err != nil {
+				errs <- err
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); acked.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(hangLimit):
+		t.Fatalf("the 40 uploads did not all run: connections %+v", srv.Conns())
+	}
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	active := int64(0)
+	conns := 0
+	for _, cs := range srv.Conns() {
+		if cs.Peak > 10 {
+			t.Fatalf("a connection had %d streams, over its cap of 10: %+v", cs.Peak, srv.Conns())
+		}
+		if cs.Open {
+			conns++
+			active += cs.Active
+		}
+	}
+	if conns != 4 || active != n {
+		t.Fatalf("%d connections with %d streams in flight, want 4 with %d: %+v", conns, active, n, srv.Conns())
+	}
+	for _, w := range ws {
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		sameBytes(t, "stored", objectContent(t, srv, fmt.Sprintf("pool/%d", i)), data)
+	}
+}
+
+// objectContent returns a stored object's bytes.
+func objectContent(t *testing.T, srv *fakes.Server, name string) []byte {
+	t.Helper()
+	o, err := srv.Object(bucket, name)
+	if err != nil {
+		t.Fatalf("stored object %q: %v", name, err)
+	}
+	return o.Content
+}
