@@ -7,7 +7,17 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/stats"
+
+	"github.com/objup/objup/fakes/link"
 )
+
+// WithLink puts a simulated network path in front of both of the server's
+// ports: every connection sees cfg's round-trip time and bandwidth (see
+// package link), so a client on loopback uploads as if from afar. The zero
+// Config, the default, is loopback as it is.
+func WithLink(cfg link.Config) Option {
+	return optionFunc(func(c *config) { c.link = cfg })
+}
 
 // WithMaxStreams caps the concurrent streams (calls) of one gRPC connection
 // at n, as GCS's front ends do (SETTINGS_MAX_CONCURRENT_STREAMS, commonly

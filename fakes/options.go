@@ -5,6 +5,8 @@ import (
 	"net"
 	"strings"
 	"time"
+
+	"github.com/objup/objup/fakes/link"
 )
 
 // Option configures [New]. Options apply in order; New then validates the
@@ -33,6 +35,7 @@ type config struct {
 	sessionExpiry time.Duration
 	maxSessions   int
 	maxStreams    int
+	link          link.Config
 }
 
 func newConfig(opts []Option) (*config, error) {
@@ -87,6 +90,9 @@ func (c *config) validate() error {
 	}
 	if c.sessionExpiry <= 0 {
 		errs = append(errs, fmt.Sprintf("session expiry %v must be positive", c.sessionExpiry))
+	}
+	if c.link.RTT < 0 || c.link.Bandwidth < 0 {
+		errs = append(errs, fmt.Sprintf("link %+v: the RTT and the bandwidth must not be negative", c.link))
 	}
 	if c.maxStreams < 0 {
 		errs = append(errs, fmt.Sprintf("max streams %d is negative", c.maxStreams))

@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/objup/objup/fakes/link"
 	"github.com/objup/objup/internal/wire"
 )
 
@@ -82,6 +83,7 @@ func New(opts ...Option) (*Server, error) {
 	wire.RegisterStorageServer(s.grpc, &service{s: s})
 	s.http = &http.Server{Handler: http.HandlerFunc(s.serveHTTP), ReadHeaderTimeout: 30 * time.Second}
 
+	grpcLis, httpLis = link.Listen(grpcLis, cfg.link), link.Listen(httpLis, cfg.link)
 	s.serving.Add(2)
 	go func() {
 		defer s.serving.Done()

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/objup/objup/fakes"
+	"github.com/objup/objup/fakes/link"
 )
 
 // clock is a settable time for a server's session registry.
@@ -142,5 +143,33 @@ func TestSessionOptionsValidated(t *testing.T) {
 				t.Fatalf("error %q does not say %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestLinkDelaysBothPorts: a server WithLink answers a gRPC call and an
+// HTTP request a round trip later than over loopback (a lower bound: a
+// loaded machine only adds to it).
+func TestLinkDelaysBothPorts(t *testing.T) {
+	const rtt = 30 * time.Millisecond
+	srv, cc := start(t, fakes.WithLink(link.Config{RTT: rtt}))
+	ctx := ctxT(t)
+	// The first call pays for the connection's handshakes too.
+	_, _ = queryWriteStatus(ctx, cc, "warm-up")
+	best := time.Hour
+	for range 3 {
+		t0 := time.Now()
+		_, err := queryWriteStatus(ctx, cc, "no-such-upload")
+		wantCode(t, err, codes.NotFound)
+		best = min(best, time.Since(t0))
+	}
+	if best < rtt {
+		t.Fatalf("a gRPC call through a link of %v took %v", rtt, best)
+	}
+	t0 := time.Now()
+	if _, st := httpGet(t, srv, "absent"); st != http.StatusNotFound {
+		t.Fatalf("GET: %d", st)
+	}
+	if d := time.Since(t0); d < rtt {
+		t.Fatalf("an HTTP request through a link of %v took %v", rtt, d)
 	}
 }

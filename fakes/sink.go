@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/objup/objup/fakes/link"
 	"github.com/objup/objup/internal/crc32c"
 	"github.com/objup/objup/internal/wire"
 )
@@ -113,8 +114,10 @@ type sinkOptionFunc func(*sinkConfig)
 func (f sinkOptionFunc) applySink(c *sinkConfig) { f(c) }
 
 type sinkConfig struct {
-	addr string
-	md5  bool
+	addr       string
+	md5        bool
+	link       link.Config
+	maxStreams int
 	// copyDecode decodes write messages as grpc-go's proto codec does
 	// (content copied): the baseline of the sink's codec, in benchmarks.
 	copyDecode bool
@@ -133,6 +136,18 @@ func WithSinkAddr(addr string) SinkOption {
 // seconds per GiB on the server.
 func WithSinkMD5() SinkOption {
 	return sinkOptionFunc(func(c *sinkConfig) { c.md5 = true })
+}
+
+// WithSinkLink puts a simulated network path in front of the sink's port,
+// as [WithLink] does for a [Server].
+func WithSinkLink(cfg link.Config) SinkOption {
+	return sinkOptionFunc(func(c *sinkConfig) { c.link = cfg })
+}
+
+// WithSinkMaxStreams caps the concurrent streams of one connection to the
+// sink at n, as [WithMaxStreams] does for a [Server]; 0 is gRPC's limit.
+func WithSinkMaxStreams(n int) SinkOption {
+	return sinkOptionFunc(func(c *sinkConfig) { c.maxStreams = n })
 }
 
 // SinkStats counts a [Sink]'s work since it started.
@@ -159,6 +174,9 @@ func NewSink(opts ...SinkOption) (*Sink, error) {
 	if _, _, err := net.SplitHostPort(cfg.addr); err != nil {
 		return nil, fmt.Errorf("fakes: sink address %q: %v", cfg.addr, err)
 	}
+	if cfg.link.RTT < 0 || cfg.link.Bandwidth < 0 || cfg.maxStreams < 0 {
+		return nil, fmt.Errorf("fakes: sink link %+v and max streams %d must not be negative", cfg.link, cfg.maxStreams)
+	}
 	lis, err := net.Listen("tcp", listenAddr(cfg.addr))
 	if err != nil {
 		return nil, fmt.Errorf("fakes: sink listener: %w", err)
@@ -168,12 +186,17 @@ func NewSink(opts ...SinkOption) (*Sink, error) {
 		cfg:      cfg,
 		sessions: make(map[string]*sinkUpload),
 	}
-	k.grpc = grpc.NewServer(
+	sopts := []grpc.ServerOption{
 		grpc.ForceServerCodecV2(sinkCodec{}),
 		// Above any sane message, so that an oversized one gets a clear
 		// InvalidArgument rather than gRPC's ResourceExhausted.
-		grpc.MaxRecvMsgSize(64<<20),
-	)
+		grpc.MaxRecvMsgSize(64 << 20),
+	}
+	if cfg.maxStreams > 0 {
+		sopts = append(sopts, grpc.MaxConcurrentStreams(uint32(cfg.maxStreams)))
+	}
+	k.grpc = grpc.NewServer(sopts...)
+	lis = link.Listen(lis, cfg.link)
 	k.grpc.RegisterService(&sinkServiceDesc, k)
 	k.serving.Add(1)
 	go func() {

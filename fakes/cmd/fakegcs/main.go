@@ -6,6 +6,8 @@
 // Usage:
 //
 //	fakegcs [-grpc 127.0.0.1:9090] [-http 127.0.0.1:4443] [-bucket NAME]... [-call-log N]
+//	        [-rtt 20ms] [-bandwidth 100MB/s] [-max-streams 100]
+//	        [-session-expiry 168h] [-max-sessions N]
 //
 // Both addresses default to 127.0.0.1:0 (a free port on loopback); an empty
 // host ("-grpc :9090") also means loopback, and only an explicit host such as
@@ -33,6 +35,13 @@
 // STORAGE_EMULATOR_HOST=http://ADDR and STORAGE_EMULATOR_HOST_GRPC=ADDR.
 // See package fakes for the instructions and methods.
 //
+// -rtt and -bandwidth put a simulated network path in front of both ports
+// (package fakes/link: the round-trip time, and the bandwidth of each
+// connection in each direction, such as 100MB/s), and -max-streams caps the
+// concurrent streams of one gRPC connection as GCS's front ends do (about
+// 100); all three are off by default. -session-expiry and -max-sessions
+// bound the resumable sessions kept (a week, as GCS, and 100,000).
+//
 // It serves until SIGINT or SIGTERM, then shuts down gracefully (calls in
 // flight get up to 5 seconds), prints the objects and bytes stored per
 // tenant on standard error, and exits with status 0. It exits with status 2
@@ -51,6 +60,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/objup/objup/fakes"
+	"github.com/objup/objup/fakes/link"
 )
 
 func main() {
@@ -77,6 +87,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	callLog := fs.Int("call-log", fakes.DefaultCallLog, "keep the last `N` calls in the request log")
 	expiry := fs.Duration("session-expiry", fakes.DefaultSessionExpiry, "a resumable session unused for this long expires")
 	maxSessions := fs.Int("max-sessions", fakes.DefaultMaxSessions, "keep at most `N` resumable sessions; the one unused longest expires first")
+	rtt := fs.Duration("rtt", 0, "simulated round-trip time in front of both ports (0: none)")
+	bandwidth := fs.String("bandwidth", "0", "simulated bandwidth of each connection and direction, such as 100MB/s (0: unlimited)")
+	maxStreams := fs.Int("max-streams", 0, "cap the concurrent streams of one gRPC connection at `N`, as GCS front ends do (0: no cap)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -84,8 +97,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fakegcs: unexpected arguments: %q\n", fs.Args())
 		return 2
 	}
+	bw, err := link.ParseBandwidth(*bandwidth)
+	if err != nil {
+		fmt.Fprintf(stderr, "fakegcs: -bandwidth: %v\n", err)
+		return 2
+	}
 	opts := []fakes.Option{fakes.WithGRPCAddr(*grpcAddr), fakes.WithHTTPAddr(*httpAddr), fakes.WithCallLog(*callLog),
-		fakes.WithSessionExpiry(*expiry), fakes.WithMaxSessions(*maxSessions)}
+		fakes.WithSessionExpiry(*expiry), fakes.WithMaxSessions(*maxSessions),
+		fakes.WithLink(link.Config{RTT: *rtt, Bandwidth: bw}), fakes.WithMaxStreams(*maxStreams)}
 	for _, b := range bs {
 		opts = append(opts, fakes.WithBucket(b))
 	}

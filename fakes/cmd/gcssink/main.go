@@ -7,7 +7,7 @@
 //
 // Usage:
 //
-//	gcssink [-grpc 127.0.0.1:9090] [-md5]
+//	gcssink [-grpc 127.0.0.1:9090] [-md5] [-rtt 20ms] [-bandwidth 100MB/s] [-max-streams 100]
 //
 // The address defaults to 127.0.0.1:0 (a free port on loopback); an empty
 // host ("-grpc :9090") also means loopback, and only an explicit host such
@@ -37,6 +37,7 @@ import (
 	"syscall"
 
 	"github.com/objup/objup/fakes"
+	"github.com/objup/objup/fakes/link"
 )
 
 func main() {
@@ -52,6 +53,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	addr := fs.String("grpc", fakes.DefaultAddr, "`address` of the storage v2 gRPC server")
 	md5 := fs.Bool("md5", false, "hash every write with MD5 (checks an MD5 declared at the end; costs 1-2 CPU s/GiB)")
+	rtt := fs.Duration("rtt", 0, "simulated round-trip time in front of the port (0: none)")
+	bandwidth := fs.String("bandwidth", "0", "simulated bandwidth of each connection and direction, such as 100MB/s (0: unlimited)")
+	maxStreams := fs.Int("max-streams", 0, "cap the concurrent streams of one connection at `N`, as GCS front ends do (0: no cap)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -59,7 +63,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gcssink: unexpected arguments: %q\n", fs.Args())
 		return 2
 	}
-	opts := []fakes.SinkOption{fakes.WithSinkAddr(*addr)}
+	bw, err := link.ParseBandwidth(*bandwidth)
+	if err != nil {
+		fmt.Fprintf(stderr, "gcssink: -bandwidth: %v\n", err)
+		return 2
+	}
+	opts := []fakes.SinkOption{fakes.WithSinkAddr(*addr), fakes.WithSinkLink(link.Config{RTT: *rtt, Bandwidth: bw}), fakes.WithSinkMaxStreams(*maxStreams)}
 	if *md5 {
 		opts = append(opts, fakes.WithSinkMD5())
 	}
