@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
+	"os"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/objup/objup/fakes"
+	"github.com/objup/objup/fakes/link"
 	"github.com/objup/objup/uploader"
 )
 
@@ -50,12 +52,30 @@ func dialOptions(srv *fakes.Server) []option.ClientOption {
 	}
 }
 
+// testRTTEnv names the environment variable that puts a simulated path of
+// that round-trip time (such as 20ms) between every test's client and fake
+// (newEnv), so the tests run as if from afar.
+const testRTTEnv = "OBJUP_TEST_RTT"
+
+// testLink is the path of testRTTEnv, or loopback as it is.
+func testLink(t *testing.T) link.Config {
+	v := os.Getenv(testRTTEnv)
+	if v == "" {
+		return link.Config{}
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", testRTTEnv, v, err)
+	}
+	return link.Config{RTT: d}
+}
+
 // newEnv starts a fake with bucket and a client; both are closed, and goroutine
 // leaks checked, when the test ends.
 func newEnv(t *testing.T, opts ...option.ClientOption) *env {
 	t.Helper()
 	ignore := goleak.IgnoreCurrent()
-	srv, err := fakes.New(fakes.WithBucket(bucket))
+	srv, err := fakes.New(fakes.WithBucket(bucket), fakes.WithLink(testLink(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
