@@ -95,11 +95,12 @@ func (c *conns) HandleRPC(ctx context.Context, s stats.RPCStats) {
 // connection counting, which come together: a stats handler makes gRPC
 // allocate a record per message, a cost a server without a cap does not
 // pay.
-func (c *conns) serverOptions(maxStreams int) []grpc.ServerOption {
+func (c *conns) serverOptions(maxStreams int, l link.Config) []grpc.ServerOption {
+	opts := link.ServerWindows(l)
 	if maxStreams <= 0 {
-		return nil
+		return opts
 	}
-	return []grpc.ServerOption{grpc.StatsHandler(c), grpc.MaxConcurrentStreams(uint32(maxStreams))}
+	return append(opts, grpc.StatsHandler(c), grpc.MaxConcurrentStreams(uint32(maxStreams)))
 }
 
 // Conns reports the calls of every gRPC connection the server accepted, in

@@ -79,7 +79,7 @@ func New(opts ...Option) (*Server, error) {
 		grpc.ChainUnaryInterceptor(s.unaryInterceptor),
 		grpc.ChainStreamInterceptor(s.streamInterceptor),
 		grpc.UnknownServiceHandler(s.serveRaw),
-	}, s.conns.serverOptions(cfg.maxStreams)...)...)
+	}, s.conns.serverOptions(cfg.maxStreams, cfg.link)...)...)
 	wire.RegisterStorageServer(s.grpc, &service{s: s})
 	s.http = &http.Server{Handler: http.HandlerFunc(s.serveHTTP), ReadHeaderTimeout: 30 * time.Second}
 

@@ -195,6 +195,7 @@ func NewSink(opts ...SinkOption) (*Sink, error) {
 	if cfg.maxStreams > 0 {
 		sopts = append(sopts, grpc.MaxConcurrentStreams(uint32(cfg.maxStreams)))
 	}
+	sopts = append(sopts, link.ServerWindows(cfg.link)...)
 	k.grpc = grpc.NewServer(sopts...)
 	lis = link.Listen(lis, cfg.link)
 	k.grpc.RegisterService(&sinkServiceDesc, k)

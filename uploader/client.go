@@ -143,20 +143,28 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 // 400 concurrent streams at GCS's 100 per connection.
 const DefaultConnectionPool = 4
 
-// defaultWindow is how many bytes of one upload may be pushed and not yet
-// persisted when WithChunksInFlight is not given: two 2 MiB messages, so one
-// is acknowledged while the next goes out.
+// defaultWindow is the least window of an upload whose window adapts: two
+// 2 MiB messages, so one is acknowledged while the next goes out.
 const defaultWindow = 2 * maxMessage
 
-// window is the in-flight window of an upload with chunks of size bytes,
-// where it starts and how far it may grow: at least two chunks.
-func (c *Client) window(size int) (start, limit int64) {
+// startWindow is where an adaptive window starts: the official Writer's
+// chunk, which it sends before it waits, so that an upload of a few tens of
+// MiB does not spend its life ramping up. It is a bound, not an
+// allocation: near the service, acknowledgements come back long before
+// that much is in flight.
+const startWindow = 16 << 20
+
+// window is the in-flight window of an upload with chunks of size bytes:
+// the least it shrinks to under a spent pool budget (at least two chunks),
+// where it starts, and how far it may grow.
+func (c *Client) window(size int) (floor, start, limit int64) {
 	if c.inFlight > 0 {
 		w := int64(c.inFlight) * int64(size)
-		return w, w
+		return w, w, w
 	}
-	start = max(defaultWindow, 2*int64(size))
-	return start, max(start, c.maxInFlight)
+	floor = max(defaultWindow, 2*int64(size))
+	limit = max(floor, c.maxInFlight)
+	return floor, min(max(startWindow, floor), limit), limit
 }
 
 // poolFor returns the pool of buffers of size bytes (0: pool.Quantum) that

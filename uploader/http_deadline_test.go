@@ -148,7 +148,9 @@ func TestHTTPUploadReturnsByItsDeadline(t *testing.T) {
 			}
 			// The attempt timeout is far beyond the context's deadline:
 			// only the context can end the stalled request.
-			c := httpClient(t, proxy.url, uploader.WithPool(p), retryWith(uploader.WithAttemptTimeout(time.Hour), uploader.WithRetryDeadline(time.Hour)))
+			// A fixed window of 4 MiB puts the PUTs where the steps say.
+			c := httpClient(t, proxy.url, uploader.WithPool(p), uploader.WithChunksInFlight(16),
+				retryWith(uploader.WithAttemptTimeout(time.Hour), uploader.WithRetryDeadline(time.Hour)))
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			name := "deadline/" + tc.name

@@ -143,8 +143,7 @@ func WithRetry(opts ...RetryOption) SharedOption {
 // memory of one upload is at most n+1 chunks, and its window does not adapt
 // to the path (see WithMaxInFlight). Consecutive chunks go out together in
 // messages of up to 2 MiB, so a window of at least 2 MiB keeps messages at
-// the service's limit. Without it, the window starts at 4 MiB worth of
-// chunks (16 chunks of 256 KiB, and at least 2 chunks) and adapts.
+// the service's limit. Without it, the window adapts (see WithMaxInFlight).
 func WithChunksInFlight(n int) option.ClientOption {
 	return newClientOption(func(c *clientConfig) {
 		if n < 1 && c.err == nil {
@@ -155,17 +154,19 @@ func WithChunksInFlight(n int) option.ClientOption {
 }
 
 // DefaultMaxInFlight is the most bytes one upload may have sent and not
-// acknowledged unless WithMaxInFlight says otherwise: 32 MiB keep a path of
-// 100 ms at 300 MB/s full.
-const DefaultMaxInFlight = 32 << 20
+// acknowledged unless WithMaxInFlight says otherwise: 64 MiB keep a path of
+// 100 ms at 600 MB/s full.
+const DefaultMaxInFlight = 64 << 20
 
 // WithMaxInFlight bounds the window of one upload: the bytes it may have
 // sent and not yet acknowledged as persisted, which is also the memory its
-// chunks take at most. The window starts at 4 MiB and grows, one round trip
-// after another, while the acknowledged rate keeps rising (the path's
-// bandwidth x round trip is not filled yet), up to n; it stops growing once
-// the rate does not rise, and shrinks when the pool's budget (pool.WithBudget)
-// runs out, so uploads share the budget instead of one holding all of it.
+// chunks take at most. The window starts at 16 MiB (the official Writer's
+// chunk; near the service acknowledgements return long before that much is
+// in flight) and grows fourfold, one round trip after another, while the
+// acknowledged rate keeps rising (the path's bandwidth x round trip is not
+// filled yet), up to n; it stops growing once the rate does not rise, and
+// halves, down to 4 MiB, when the pool's budget (pool.WithBudget) runs out,
+// so uploads share the budget instead of one holding all of it.
 // Over the JSON API one PUT carries half the window. n must be at least 4 MiB
 // (MaxChunkSize-sized chunks need two chunks); the default is
 // DefaultMaxInFlight. WithChunksInFlight fixes the window instead.

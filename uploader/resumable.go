@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -61,10 +60,11 @@ type resumable struct {
 
 // startResumable opens a resumable session for u (retried) and its first
 // stream.
-// The window starts at window and may grow to maxWindow (see windowRounds).
-func startResumable(u *upload, tr transport, r *retrier, ev *uploadEvents, window, maxWindow int64, progress func(int64)) (*resumable, error) {
+// The window starts at window, may grow to maxWindow and shrink to floor
+// (see windowRounds).
+func startResumable(u *upload, tr transport, r *retrier, ev *uploadEvents, floor, window, maxWindow int64, progress func(int64)) (*resumable, error) {
 	s := &resumable{u: u, tr: tr, retry: r, ev: ev, window: window, progress: progress, acked: make(chan struct{}, 1)}
-	s.rounds.init(window, maxWindow)
+	s.rounds.init(floor, window, maxWindow)
 	s.names = tr.names()
 	err := r.do(&u.target, s.names.start, true, nil, func() (string, bool, error) {
 		id, err := tr.startUpload(u, r.attemptTimeout())
@@ -428,28 +428,30 @@ func (s *resumable) close() {
 // time, as TCP's and BBR's start-up do. A round starts at an
 // acknowledgement and ends once everything that was pushed then is
 // acknowledged: about a round trip while the window limits the upload.
-// Each round in which the window held the Writer back doubles the window
-// (up to max), while the acknowledged rate keeps rising: the path's
-// bandwidth x round trip is not filled yet. Once a round brings no rise of
-// a quarter over the best rate, more in flight would only queue: growth
-// stops, and the window settles at twice the bandwidth x round
-// trip measured (the best rate times the shortest round), within where it
-// started and where it got to. A Writer that finds the pool's budget spent
-// halves the window (down to where it started) and, since the budget and
-// not the path limits it, does not grow it again.
+// Each round in which the window held the Writer back quadruples the
+// window (up to max), while the acknowledged rate keeps rising: the path's
+// bandwidth x round trip is not filled yet, and an object of a few windows
+// must not spend its life ramping up. Once two such rounds in a row
+// brought no rise of a quarter over the best rate, more in flight would only
+// queue: growth stops, and the window settles where the best rate was
+// measured (not below its floor). A Writer that finds the pool's budget
+// spent halves the window (down to its floor, two 2 MiB messages) and, since
+// the budget and not the path limits it, does not grow it again.
 type windowRounds struct {
 	min, max int64
 	growing  bool
-	limited  bool          // the window held the Writer back in this round
-	start    mono          // when the round started; 0 before the first acknowledgement
-	from     int64         // persisted at the round's start
-	end      int64         // pushed at the round's start: the round ends when it is persisted
-	best     float64       // bytes per second, the best round's
-	shortest time.Duration // the shortest round's duration
+	limited  bool    // the window held the Writer back in this round
+	start    mono    // when the round started; 0 before the first acknowledgement
+	from     int64   // persisted at the round's start
+	end      int64   // pushed at the round's start: the round ends when it is persisted
+	window   int64   // the window of the round
+	best     float64 // bytes per second, the best round's
+	bestWin  int64   // the window of the best round
+	flat     int     // window-limited rounds in a row without a rise
 }
 
-func (w *windowRounds) init(start, max int64) {
-	w.min, w.max, w.growing = start, max, max > start
+func (w *windowRounds) init(floor, start, max int64) {
+	w.min, w.max, w.growing = floor, max, max > start
 }
 
 // acked takes in a new persisted size and returns the window.
@@ -460,25 +462,20 @@ func (w *windowRounds) acked(persisted, last, window int64) int64 {
 	t := now()
 	if d := t.since(w.start); w.start != 0 && w.limited && d > 0 {
 		rate := float64(persisted-w.from) / d.Seconds()
-		if w.shortest == 0 || d < w.shortest {
-			w.shortest = d
-		}
 		if rate >= w.best*1.25 {
-			w.best = rate
-			window = min(2*window, w.max)
-		} else {
-			w.best = max(w.best, rate)
+			w.best, w.bestWin, w.flat = rate, w.window, 0
+		} else if w.flat++; w.flat >= 2 {
 			w.growing = false
-			bdp := int64(2 * w.best * w.shortest.Seconds())
-			window = min(max(bdp, w.min), window)
+			return max(w.bestWin, w.min)
 		}
+		window = min(4*window, w.max)
 	}
-	w.start, w.from, w.end, w.limited = t, persisted, last, false
+	w.start, w.from, w.end, w.limited, w.window = t, persisted, last, false, window
 	return window
 }
 
-// shrink returns the window halved, not below where it started, and stops
-// its growth.
+// shrink returns the window halved, not below its floor, and stops its
+// growth.
 func (w *windowRounds) shrink(window int64) int64 {
 	w.growing = false
 	return max(window/2, w.min)

@@ -52,20 +52,21 @@ func peakInUse(p *pool.Pool) (stop func() int64) {
 	}
 }
 
-// TestWindowGrowsToThePath: through a path of 100 ms and 50 MB/s (5 MB in
-// flight fill it), an upload's window grows past the 4 MiB it starts with
-// to at least the path's bandwidth x RTT, and not past WithMaxInFlight. The
-// window is read from the pool: every byte in flight holds a buffer.
+// TestWindowGrowsToThePath: through a path of 200 ms and 100 MB/s (20 MB
+// in flight fill it), an upload's window grows past the 16 MiB it starts
+// with to at least the path's bandwidth x RTT, and not past
+// WithMaxInFlight. The window is read from the pool: every byte in flight
+// holds a buffer.
 func TestWindowGrowsToThePath(t *testing.T) {
-	const bdp = 50e6 * 0.1
+	const bdp = 100e6 * 0.2
 	p, err := pool.New()
 	if err != nil {
 		t.Fatal(err)
 	}
 	noLeaks(t)
-	srv := fakes.NewTest(t, fakes.WithBucket(bucket), fakes.WithLink(link.Config{RTT: 100 * time.Millisecond, Bandwidth: 50e6}))
-	c := clientVia(t, srv.GRPCAddr(), uploader.WithPool(p), uploader.WithMaxInFlight(16*mib))
-	data := payload(48*mib, 31)
+	srv := fakes.NewTest(t, fakes.WithBucket(bucket), fakes.WithLink(link.Config{RTT: 200 * time.Millisecond, Bandwidth: 100e6}))
+	c := clientVia(t, srv.GRPCAddr(), uploader.WithPool(p), uploader.WithMaxInFlight(48*mib))
+	data := payload(128*mib, 31)
 	stop := peakInUse(p)
 	if _, err := c.Upload(context.Background(), bucket, "far", bytes.NewReader(data)); err != nil {
 		t.Fatal(err)
@@ -75,8 +76,8 @@ func TestWindowGrowsToThePath(t *testing.T) {
 	if peak < int64(bdp) {
 		t.Fatalf("the window peaked at %d bytes in use, below the path's %.0f: it did not grow", peak, bdp)
 	}
-	if peak > 16*mib+2*q {
-		t.Fatalf("%d bytes in use, over WithMaxInFlight's 16 MiB and the chunk being filled", peak)
+	if peak > 48*mib+2*q {
+		t.Fatalf("%d bytes in use, over WithMaxInFlight's 48 MiB and the chunk being filled", peak)
 	}
 	o, err := srv.Object(bucket, "far")
 	if err != nil || !bytes.Equal(o.Content, data) {

@@ -276,8 +276,8 @@ func (w *Writer) send(r *chunkRef) error {
 	if w.sess == nil {
 		w.spec(r.Data, -1)
 		tr := w.c.tr
-		start, limit := w.c.window(w.ch.ChunkSize())
-		s, err := startResumable(&w.upload, tr, &w.retry, &w.ev, tr.window(start), tr.window(limit), w.cfg.progress)
+		floor, start, limit := w.c.window(w.ch.ChunkSize())
+		s, err := startResumable(&w.upload, tr, &w.retry, &w.ev, tr.window(floor), tr.window(start), tr.window(limit), w.cfg.progress)
 		if err != nil {
 			r.unref()
 			return err

@@ -15,7 +15,8 @@
 // It does not simulate loss, reordering or jitter, and the bandwidth is per
 // connection, not a bottleneck shared by all of them. A front end's cap on
 // the concurrent streams of one connection is the gRPC server's
-// (fakes.WithMaxStreams).
+// (fakes.WithMaxStreams), and so are its flow-control windows
+// (ServerWindows).
 package link
 
 import (
@@ -28,6 +29,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"google.golang.org/grpc"
 )
 
 // Config describes the simulated path. The zero value is a perfect link:
@@ -53,6 +56,29 @@ func (c Config) String() string {
 		bw = FormatBandwidth(c.Bandwidth)
 	}
 	return fmt.Sprintf("RTT %v, %s per connection", c.RTT, bw)
+}
+
+// Flow-control windows a gRPC server behind a link advertises (see
+// ServerWindows).
+const (
+	StreamWindow = 64 << 20
+	ConnWindow   = 256 << 20
+)
+
+// ServerWindows returns the gRPC server options of a front end built for
+// long paths, for a server behind a link of c: HTTP/2 flow-control windows
+// of StreamWindow per stream and ConnWindow per connection from the start,
+// so a client may have that much in flight at once. Without them, grpc-go's
+// server sizes its windows by its own estimate of the path, which held an
+// upload near 4 MiB per round trip through the link: what limited the
+// uploads measured was then the fake's estimator, not the client or the
+// path. A zero c returns none: a server on loopback keeps grpc-go's
+// defaults.
+func ServerWindows(c Config) []grpc.ServerOption {
+	if c.IsZero() {
+		return nil
+	}
+	return []grpc.ServerOption{grpc.InitialWindowSize(StreamWindow), grpc.InitialConnWindowSize(ConnWindow)}
 }
 
 // segment is the most bytes a segment carries.
