@@ -103,14 +103,14 @@ func startClientOnlyServer(b *testing.B) (string, string, func()) {
 	return addr, "fakes/cmd/gcssink (OBJUP_BENCH_SERVER=sink), in another process", stop
 }
 
-// startSink runs fakes/cmd/gcssink in another process and returns its gRPC
-// address and how to stop it.
-func startSink(b *testing.B) (string, func()) {
+// startSink runs fakes/cmd/gcssink in another process, with its flags
+// args, and returns its gRPC address and how to stop it.
+func startSink(b *testing.B, args ...string) (string, func()) {
 	bin, err := gcssinkBin()
 	if err != nil {
 		b.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-grpc", "127.0.0.1:0")
+	cmd := exec.Command(bin, append([]string{"-grpc", "127.0.0.1:0"}, args...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -461,6 +461,9 @@ func processCPU() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// seconds returns the process's CPU seconds since the meter started.
+func (m cpuMeter) seconds() float64 { return (processCPU() - m.start).Seconds() }
 
 // report adds cpu-ns/op and, for uploads of at least 1 MiB, CPU seconds per
 // GiB uploaded.

@@ -1,0 +1,210 @@
+package integration
+
+// Uploads at a distance: the sink (fakes/cmd/gcssink, in another process)
+// behind a simulated path of 0 to 100 ms round trip (package fakes/link),
+// with GCS's cap of 100 streams per connection, and side by side in one run
+// objup with its defaults, the official gRPC writer (its default 16 MiB
+// chunks, and 256 KiB chunks) and the bare stream (every message encoded
+// beforehand, no per-chunk flush: what one stream can carry at most).
+//
+//	go test -run '^$' -bench 'Distance' -benchtime 3x -count 1 -timeout 60m ./integration/ | tee integration/testdata/distance.txt
+//	go run ./integration/benchchart -o docs/distance.svg integration/testdata/distance.txt
+//
+// OBJUP_BENCH_RTTS narrows the round-trip times (a comma-separated list of
+// durations; default 0s,10ms,20ms,50ms,100ms), OBJUP_BENCH_MANY the objects
+// of the UploadMany runs (default 10000). The throughput is MB/s (or
+// objects/s), with client CPU per GiB (or per object) and peak heap.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/storage"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/objup/objup/uploader"
+)
+
+// benchRTTs are the round-trip times of the distance benchmarks.
+func benchRTTs(b *testing.B) []time.Duration {
+	v := os.Getenv("OBJUP_BENCH_RTTS")
+	if v == "" {
+		v = "0s,10ms,20ms,50ms,100ms"
+	}
+	var out []time.Duration
+	for _, f := range strings.Split(v, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(f))
+		if err != nil {
+			b.Fatalf("OBJUP_BENCH_RTTS: %v", err)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// distanceClients dials objup, the official client and a bare connection to
+// addr, and returns them with a function that closes them.
+func distanceClients(b *testing.B, addr string) (*uploader.Client, *storage.Client, *grpc.ClientConn, func()) {
+	ctx := context.Background()
+	dial := []option.ClientOption{
+		option.WithEndpoint(addr),
+		option.WithoutAuthentication(),
+		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
+	}
+	ours, err := uploader.NewClient(ctx, dial...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	official, err := storage.NewGRPCClient(ctx, append(dial, storage.WithDisabledClientMetrics())...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ours, official, raw, func() { ours.Close(); official.Close(); raw.Close() }
+}
+
+// BenchmarkDistance uploads one object at a time, 64 MiB and 256 MiB.
+func BenchmarkDistance(b *testing.B) {
+	for _, rtt := range benchRTTs(b) {
+		addr, stop := startSink(b, "-rtt", rtt.String(), "-max-streams", "100")
+		ours, official, raw, closeAll := distanceClients(b, addr)
+		for _, size := range []struct {
+			name string
+			n    int
+		}{{"64MiB", 64 << 20}, {"256MiB", 256 << 20}} {
+			data := payload(size.n, uint64(size.n))
+			officialWith := func(chunkSize int) uploadFunc {
+				return func(ctx context.Context, name string, data []byte) error {
+					w := official.Bucket(benchBucket).Object(name).NewWriter(ctx)
+					w.ChunkSize = chunkSize
+					if _, err := w.Write(data); err != nil {
+						w.Close()
+						return err
+					}
+					return w.Close()
+				}
+			}
+			clients := []struct {
+				name string
+				up   uploadFunc
+			}{
+				{"objup", func(ctx context.Context, name string, data []byte) error {
+					_, err := ours.Upload(ctx, benchBucket, name, bytes.NewReader(data))
+					return err
+				}},
+				{"official-default", officialWith(16 << 20)},
+				{"official-256KiB", officialWith(256 << 10)},
+				{"bare-stream", newLimitUpload(raw, data)},
+			}
+			for _, cl := range clients {
+				b.Run(fmt.Sprintf("size=%s/rtt=%v/client=%s", size.name, rtt, cl.name), func(b *testing.B) {
+					ctx := context.Background()
+					name := "distance/" + size.name + "/" + cl.name
+					if err := cl.up(ctx, name, data); err != nil { // warm the connection
+						b.Fatal(err)
+					}
+					b.SetBytes(int64(size.n))
+					b.ReportAllocs()
+					peak := startPeakHeap()
+					cpu := startCPU()
+					for b.Loop() {
+						if err := cl.up(ctx, name, data); err != nil {
+							b.Fatal(err)
+						}
+					}
+					cpu.report(b, int64(size.n))
+					b.ReportMetric(float64(peak()), "peak-heap-B")
+				})
+			}
+		}
+		closeAll()
+		stop()
+	}
+}
+
+// BenchmarkDistanceMany uploads many 4 KiB objects at a concurrency of 64
+// and 512: objup's UploadMany against the official client driven by an
+// errgroup at the same concurrency (single-request uploads, ChunkSize 0),
+// both with their default connections.
+func BenchmarkDistanceMany(b *testing.B) {
+	n := 10000
+	if v := os.Getenv("OBJUP_BENCH_MANY"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			b.Fatalf("OBJUP_BENCH_MANY=%q: want a count", v)
+		}
+	}
+	data := payload(4<<10, 4)
+	for _, rtt := range benchRTTs(b) {
+		addr, stop := startSink(b, "-rtt", rtt.String(), "-max-streams", "100")
+		ours, official, _, closeAll := distanceClients(b, addr)
+		for _, conc := range []int{64, 512} {
+			items := make([]uploader.Item, n)
+			for i := range items {
+				items[i] = uploader.Item{Name: fmt.Sprintf("many/%d", i), Data: data}
+			}
+			clients := []struct {
+				name string
+				run  func(ctx context.Context) error
+			}{
+				{"objup", func(ctx context.Context) error {
+					_, err := ours.UploadMany(ctx, benchBucket, items, uploader.WithConcurrency(conc))
+					return err
+				}},
+				{"official", func(ctx context.Context) error {
+					g, ctx := errgroup.WithContext(ctx)
+					g.SetLimit(conc)
+					for i := range items {
+						g.Go(func() error {
+							w := official.Bucket(benchBucket).Object(items[i].Name).NewWriter(ctx)
+							// One request per object, as the official
+							// docs advise for small objects: its default
+							// 16 MiB buffer per Writer would take 8 GiB at
+							// a concurrency of 512.
+							w.ChunkSize = 0
+							if _, err := w.Write(data); err != nil {
+								w.Close()
+								return err
+							}
+							return w.Close()
+						})
+					}
+					return g.Wait()
+				}},
+			}
+			for _, cl := range clients {
+				b.Run(fmt.Sprintf("conc=%d/rtt=%v/client=%s", conc, rtt, cl.name), func(b *testing.B) {
+					ctx := context.Background()
+					b.ReportAllocs()
+					peak := startPeakHeap()
+					cpu := startCPU()
+					start := time.Now()
+					for b.Loop() {
+						if err := cl.run(ctx); err != nil {
+							b.Fatal(err)
+						}
+					}
+					elapsed := time.Since(start)
+					objects := float64(b.N * n)
+					b.ReportMetric(objects/elapsed.Seconds(), "objects/s")
+					b.ReportMetric(cpu.seconds()/objects*1e6, "cpu-µs/object")
+					b.ReportMetric(float64(peak()), "peak-heap-B")
+				})
+			}
+		}
+		closeAll()
+		stop()
+	}
+}
