@@ -74,17 +74,7 @@ func BenchmarkUploadHTTP(b *testing.B) {
 				if err := cl.up(ctx, name, data); err != nil { // warm the connection
 					b.Fatal(err)
 				}
-				b.SetBytes(int64(size.n))
-				b.ReportAllocs()
-				peak := startPeakHeap()
-				cpu := startCPU()
-				for b.Loop() {
-					if err := cl.up(ctx, name, data); err != nil {
-						b.Fatal(err)
-					}
-				}
-				cpu.report(b, int64(size.n))
-				b.ReportMetric(float64(peak()), "peak-heap-B")
+				runUploads(b, cl.up, name, data)
 			})
 		}
 	}

@@ -228,20 +228,28 @@ func benchUploads(b *testing.B, addr, server string) {
 				if _, logged := loggedServers.LoadOrStore(server, true); !logged {
 					b.Logf("server: %s", server)
 				}
-				b.SetBytes(int64(size.n))
-				b.ReportAllocs()
-				peak := startPeakHeap()
-				cpu := startCPU()
-				for b.Loop() {
-					if err := cl.up(ctx, name, data); err != nil {
-						b.Fatal(err)
-					}
-				}
-				cpu.report(b, int64(size.n))
-				b.ReportMetric(float64(peak()), "peak-heap-B")
+				runUploads(b, cl.up, name, data)
 			})
 		}
 	}
+}
+
+// runUploads is the body of an upload benchmark: up uploads data as name
+// once per iteration, and the benchmark reports the throughput, the
+// allocations, the client's CPU and its peak heap.
+func runUploads(b *testing.B, up uploadFunc, name string, data []byte) {
+	ctx := context.Background()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	peak := startPeakHeap()
+	cpu := startCPU()
+	for b.Loop() {
+		if err := up(ctx, name, data); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cpu.report(b, int64(len(data)))
+	b.ReportMetric(float64(peak()), "peak-heap-B")
 }
 
 // startPeakHeap samples the live heap every millisecond until the returned
