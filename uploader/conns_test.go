@@ -1,14 +1,17 @@
 package uploader_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 	"google.golang.org/api/option"
+	"google.golang.org/grpc/codes"
 
 	"github.com/objup/objup/fakes"
 	"github.com/objup/objup/uploader"
@@ -105,4 +108,45 @@ func objectContent(t *testing.T, srv *fakes.Server, name string) []byte {
 		t.Fatalf("stored object %q: %v", name, err)
 	}
 	return o.Content
+}
+
+// TestResumeQueriesOnTheStreamsConnection: a resumed session asks its
+// status on the connection its streams use, and opens its next stream
+// there: only a call on that connection proves gRPC's writer went past the
+// broken stream's messages, before their chunks are released by force and
+// reused. Small calls (the session's start) keep to another connection.
+func TestResumeQueriesOnTheStreamsConnection(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	srv, err := fakes.New(fakes.WithBucket(bucket), fakes.WithMaxStreams(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := uploader.NewClient(context.Background(), append(dialOptions(srv), option.WithGRPCConnectionPool(4), uploader.WithRetry(fastRetry...))...)
+	if err != nil {
+		srv.Close()
+		t.Fatal(err)
+	}
+	defer func() {
+		c.Close()
+		srv.Close()
+		goleak.VerifyNone(t, ignore)
+	}()
+	srv.BreakStream(fakes.MethodBidiWriteObject, 3*mib, codes.Unavailable)
+	data := payload(6*mib, 22)
+	if _, err := c.Upload(context.Background(), bucket, "resumed", bytes.NewReader(data)); err != nil {
+		t.Fatal(err)
+	}
+	sameBytes(t, "stored", objectContent(t, srv, "resumed"), data)
+	var calls []int64
+	for _, cs := range srv.Conns() {
+		if cs.Calls > 0 { // the pool's idle connections carry none
+			calls = append(calls, cs.Calls)
+		}
+	}
+	slices.Sort(calls)
+	// StartResumableWrite on one connection; two streams and the status
+	// query between them on another.
+	if !slices.Equal(calls, []int64{1, 3}) {
+		t.Fatalf("calls per connection %v, want [1 3]: %+v", calls, srv.Conns())
+	}
 }

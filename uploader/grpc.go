@@ -111,9 +111,14 @@ func (g *grpcTransport) close() error { return g.pool.Close() }
 func (g *grpcTransport) names() *callNames { return &grpcNames }
 
 // invoke makes one attempt of a unary call, bounded by timeout, in the
-// upload's attempt context. It runs on the Writer's goroutine only.
+// upload's attempt context, on a connection of the small calls (see pick).
+// It runs on the Writer's goroutine only.
 func (g *grpcTransport) invoke(u *upload, method string, req, resp any, timeout time.Duration) error {
-	c := g.pick(false)
+	return g.invokeOn(g.pick(false), u, method, req, resp, timeout)
+}
+
+// invokeOn is invoke on c, which pick or use counted.
+func (g *grpcTransport) invokeOn(c *grpcConn, u *upload, method string, req, resp any, timeout time.Duration) error {
 	u.attempt.arm(u.outgoing(u.ctx), timeout)
 	err := c.Invoke(&u.attempt, method, req, resp, g.callOpts...)
 	u.attempt.disarm()
@@ -199,15 +204,28 @@ func (g *grpcTransport) startUpload(u *upload, timeout time.Duration) (string, e
 	return resp.GetUploadId(), nil
 }
 
-func (g *grpcTransport) queryStatus(u *upload, id string, _ int64, timeout time.Duration) (int64, *wire.Object, error) {
+// queryStatus asks on the connection of the session's streams, when it has
+// had one: a call that completed there after the old stream was torn down
+// proves that connection's writer went past that stream's messages, so
+// what gRPC still holds of them it never releases, and they are released
+// by force (see outMsg). Every stream of a session takes that connection
+// (see openStream), so this covers all of its messages; a call on another
+// connection would prove nothing.
+func (g *grpcTransport) queryStatus(u *upload, s *resumable, _ int64, timeout time.Duration) (int64, *wire.Object, error) {
 	var st wire.QueryWriteStatusResponse
-	if err := g.invoke(u, wire.MethodQueryWriteStatus, &wire.QueryWriteStatusRequest{UploadId: id}, &st, timeout); err != nil {
+	req := &wire.QueryWriteStatusRequest{UploadId: s.id}
+	c, streamed := s.conn.(*grpcConn)
+	if streamed {
+		c.active.Add(1)
+	} else {
+		c = g.pick(false)
+	}
+	if err := g.invokeOn(c, u, wire.MethodQueryWriteStatus, req, &st, timeout); err != nil {
 		return 0, nil, err
 	}
-	// A call that completed after the old stream was torn down proves
-	// gRPC's writer went past that stream's messages: what it still holds
-	// of them, it never releases (see outMsg).
-	u.life.forceRelease()
+	if streamed {
+		u.life.forceRelease()
+	}
 	if o := st.GetResource(); o != nil {
 		return o.GetSize(), o, nil
 	}
@@ -249,9 +267,19 @@ type grpcStream struct {
 	batch   []*chunkRef // scratch: the chunks a send goes through
 }
 
-func (g *grpcTransport) openStream(u *upload, id string, s *resumable) (stream, error) {
+// openStream opens the session's stream on the connection its first stream
+// took (see pick), so that a status query on that connection proves the
+// writer went past every message of the session's earlier streams.
+func (g *grpcTransport) openStream(u *upload, s *resumable) (stream, error) {
 	ctx, cancel := context.WithCancelCause(u.ctx)
-	c := g.pick(true)
+	c, ok := s.conn.(*grpcConn)
+	if ok {
+		c.streams.Add(1)
+		c.active.Add(1)
+	} else {
+		c = g.pick(true)
+		s.conn = c
+	}
 	st, err := wire.NewBidiWriteObjectStream(u.outgoing(ctx), c.ClientConn, g.callOpts...)
 	if err != nil {
 		c.doneData()

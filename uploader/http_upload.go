@@ -69,7 +69,8 @@ func (t *httpTransport) startUpload(u *upload, timeout time.Duration) (string, e
 
 // queryStatus asks the session how much it persisted (Content-Range:
 // bytes */size, or */* while the size is unknown).
-func (t *httpTransport) queryStatus(u *upload, uri string, size int64, timeout time.Duration) (int64, *wire.Object, error) {
+func (t *httpTransport) queryStatus(u *upload, s *resumable, size int64, timeout time.Duration) (int64, *wire.Object, error) {
+	uri := s.id
 	total := "*"
 	if size >= 0 {
 		total = strconv.FormatInt(size, 10)
@@ -117,8 +118,8 @@ type httpStream struct {
 	batch []*chunkRef    // scratch: the chunks a PUT sends
 }
 
-func (t *httpTransport) openStream(u *upload, uri string, s *resumable) (stream, error) {
-	h := &httpStream{s: s, u: u, t: t, uri: uri}
+func (t *httpTransport) openStream(u *upload, s *resumable) (stream, error) {
+	h := &httpStream{s: s, u: u, t: t, uri: s.id}
 	h.ctx, h.cancel = context.WithCancel(u.ctx)
 	return h, nil
 }

@@ -37,6 +37,7 @@ type resumable struct {
 	ev       *uploadEvents
 	progress func(int64) // nil, or called with each new persisted size
 	id       string      // the session's id on the service
+	conn     any         // the transport's own: the connection of the session's streams
 	names    *callNames
 
 	// Owned by the Writer's goroutine.
@@ -75,7 +76,7 @@ func startResumable(u *upload, tr transport, r *retrier, ev *uploadEvents, floor
 		return nil, err
 	}
 	r.progress()
-	if st, err := tr.openStream(u, s.id, s); err != nil {
+	if st, err := tr.openStream(u, s); err != nil {
 		// A stream that cannot open is resumed like a broken one.
 		if err := s.recoverFrom(s.names.stream, err); err != nil {
 			return nil, err
@@ -353,7 +354,7 @@ func (s *resumable) recoverFrom(op string, cause error) error {
 		if s.final {
 			size = s.last
 		}
-		persisted, o, err := s.tr.queryStatus(s.u, s.id, size, s.retry.attemptTimeout())
+		persisted, o, err := s.tr.queryStatus(s.u, s, size, s.retry.attemptTimeout())
 		if err != nil {
 			return s.names.query, true, err
 		}
@@ -374,7 +375,7 @@ func (s *resumable) recoverFrom(op string, cause error) error {
 			s.seen = persisted
 			s.retry.progress()
 		}
-		st, err := s.tr.openStream(s.u, s.id, s)
+		st, err := s.tr.openStream(s.u, s)
 		if err != nil {
 			return s.names.stream, true, err
 		}

@@ -26,13 +26,14 @@ type transport interface {
 	// startUpload opens a resumable session for the upload and returns its
 	// id (an upload id, or the session's URI).
 	startUpload(u *upload, timeout time.Duration) (id string, err error)
-	// queryStatus asks how much of session id the service persisted, or
-	// the object it finished. size is the object's size if known, else -1.
-	queryStatus(u *upload, id string, size int64, timeout time.Duration) (persisted int64, o *wire.Object, err error)
-	// openStream opens the channel on which the session's data goes, from
+	// queryStatus asks how much of session s (s.id) the service
+	// persisted, or the object it finished. size is the object's size if
+	// known, else -1.
+	queryStatus(u *upload, s *resumable, size int64, timeout time.Duration) (persisted int64, o *wire.Object, err error)
+	// openStream opens the channel on which session s's data goes, from
 	// the persisted offset on: a BidiWriteObject stream, or a sequence of
 	// PUTs. The stream reports to s.
-	openStream(u *upload, id string, s *resumable) (stream, error)
+	openStream(u *upload, s *resumable) (stream, error)
 	// cancelUpload abandons session id, so the service drops what it
 	// received (best effort: a session left behind expires).
 	cancelUpload(u *upload, id string, timeout time.Duration)
