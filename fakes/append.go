@@ -3,7 +3,6 @@ package fakes
 import (
 	"context"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -73,24 +72,12 @@ func (up *upload) storeAppendable(tenant string) (*object, error) {
 // generation of its name (deleted or overwritten), which ends the write:
 // up is marked gone. up.mu is held.
 func (up *upload) grow(final bool) (*object, error) {
-	b := up.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	o := b.live[up.object]
-	if b.deleted || o == nil || o.generation != up.gen || o.app == nil || o.app.up != up {
+	c, ok := up.b.replaceAppendable(up, final)
+	if !ok {
 		up.gone = true
 		return nil, status.Errorf(codes.NotFound, "appendable object %q generation %d is no longer the live object", up.object, up.gen)
 	}
-	c := *o
-	c.size, c.crc32c, c.content = up.size, up.crc, slices.Clip(up.chunks)
-	c.updated = max(nowMicro(), o.updated)
-	if final {
-		c.app = &appendState{up: up, finalized: c.updated}
-	}
-	c.tenant.bytes += c.size - o.size
-	b.live[c.name] = &c
-	b.index.ReplaceOrInsert(entry{name: c.name, gen: c.generation, obj: &c})
-	return &c, nil
+	return c, nil
 }
 
 // finalizeAppendable verifies the declared checksums of the appendable

@@ -358,6 +358,29 @@ func (b *bucket) put(o *object, cond *conditions, tenant string) (*object, error
 	return o, nil
 }
 
+// replaceAppendable stores a copy of the live object of the appendable
+// write up with the bytes up holds, finalized if final, and returns it;
+// false if that object is no longer the live generation of its name. up.mu
+// is held.
+func (b *bucket) replaceAppendable(up *upload, final bool) (*object, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	o := b.live[up.object]
+	if b.deleted || o == nil || o.generation != up.gen || o.app == nil || o.app.up != up {
+		return nil, false
+	}
+	c := *o
+	c.size, c.crc32c, c.content = up.size, up.crc, slices.Clip(up.chunks)
+	c.updated = max(nowMicro(), o.updated)
+	if final {
+		c.app = &appendState{up: up, finalized: c.updated}
+	}
+	c.tenant.bytes += c.size - o.size
+	b.live[c.name] = &c
+	b.index.ReplaceOrInsert(entry{name: c.name, gen: c.generation, obj: &c})
+	return &c, true
+}
+
 // get returns the live object name, or its generation gen if gen != 0.
 func (b *bucket) get(name string, gen int64) (*object, error) {
 	b.mu.RLock()
