@@ -330,6 +330,19 @@
 // it, without a copy, and computes MD5 only when the client declares one, so
 // what a benchmark measures is the client.
 //
+// # Distance
+//
+// [WithLink] puts a simulated network path (package fakes/link: a round-trip
+// time, and a bandwidth per connection and direction) in front of both
+// ports, and [WithSinkLink] in front of the sink's, so a client on loopback
+// uploads as if from 1 to 100 ms away. Behind a link the gRPC servers
+// advertise HTTP/2 windows of 64 MiB per stream and 256 MiB per connection
+// (link.ServerWindows), so that the client and the path bound an upload,
+// not grpc-go's estimate of the window. [WithMaxStreams] (and
+// [WithSinkMaxStreams]) caps the concurrent streams of one gRPC connection
+// as GCS's front ends do, about 100, and [Server.Conns] then counts each
+// connection's calls.
+//
 // # In tests
 //
 // [NewTest] starts a server and closes it when the test ends. It takes the
