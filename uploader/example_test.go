@@ -20,6 +20,7 @@ import (
 
 	"github.com/objup/objup/fakes"
 	"github.com/objup/objup/header"
+	"github.com/objup/objup/pool"
 	"github.com/objup/objup/uploader"
 )
 
@@ -164,4 +165,70 @@ func ExampleWithSendCRC32C() {
 	_, err := c.Upload(context.Background(), "demo", "checked.txt", bytes.NewReader(data), uploader.WithSendCRC32C(crc^1))
 	fmt.Println(uploader.IsDataLoss(err))
 	// Output: true
+}
+
+// One client for many tenants, with a memory ceiling: when the pool's
+// budget is spent, waiting uploads are served tenant by tenant, and no
+// tenant holds more than 4 uploads or 8 MiB of buffers at once. A tenant at
+// a limit waits; it never fails for it.
+func ExampleWithTenantLimits() {
+	srv, err := fakes.New(fakes.WithBucket("demo"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	budget, err := pool.New(pool.WithBudget(32 << 20))
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := uploader.NewClient(context.Background(),
+		option.WithEndpoint(srv.GRPCAddr()),
+		option.WithoutAuthentication(),
+		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
+		uploader.WithPool(budget),
+		uploader.WithTenantLimits(uploader.TenantLimits{Uploads: 4, Bytes: 8 << 20}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	ctx, err := header.WithTenant(context.Background(), "acme")
+	if err != nil {
+		log.Fatal(err)
+	}
+	attrs, err := c.Upload(ctx, "demo", "acme/report.csv", strings.NewReader("a,b\n1,2\n"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(attrs.Name, attrs.Size)
+	// Output: acme/report.csv 8
+}
+
+// A client for uploads from afar: a connection that does not complete its
+// handshake within 2 s is dialled anew, and one upload may have up to
+// 128 MiB in flight on a long, fast path (its window starts at 16 MiB and
+// grows while the acknowledged rate rises).
+func ExampleWithMaxInFlight() {
+	srv, err := fakes.New(fakes.WithBucket("demo"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	c, err := uploader.NewClient(context.Background(),
+		option.WithEndpoint(srv.GRPCAddr()),
+		option.WithoutAuthentication(),
+		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
+		option.WithGRPCConnectionPool(8),
+		uploader.WithConnectTimeout(2*time.Second),
+		uploader.WithMaxInFlight(128<<20))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	attrs, err := c.Upload(context.Background(), "demo", "big.bin", bytes.NewReader(make([]byte, 3<<20)))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(attrs.Size)
+	// Output: 3145728
 }
