@@ -66,10 +66,11 @@ type Client struct {
 //
 // Uploads share a pool of DefaultConnectionPool gRPC connections
 // (option.WithGRPCConnectionPool sets another size; option.WithGRPCConn
-// passes one connection), and each call takes the connection with the
-// fewest calls in flight: a front end caps the concurrent streams of one
+// passes one connection), and each large upload takes the connection with
+// the fewest of them: a front end caps the concurrent streams of one
 // connection (about 100 at GCS), so one connection would cap the uploads in
-// flight. Connections open on first use.
+// flight. Beside a pool of two or more, small calls have a connection of
+// their own. Connections open on first use.
 //
 // Call Close when done.
 func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error) {
@@ -124,12 +125,22 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 			Timeout: cfg.keepalive.timeout,
 		})))
 	}
-	conns, err := gtransport.DialPool(ctx, append(dial, apiOpts...)...)
+	all := append(dial, apiOpts...)
+	conns, err := gtransport.DialPool(ctx, all...)
 	if err != nil {
 		tel.close()
 		return nil, newError("NewClient", "", "", fmt.Errorf("dial: %w", err))
 	}
-	c.tr = newGRPCTransport(conns, []grpc.CallOption{
+	// Beside a pool of two or more, one more connection for small calls.
+	// A pool the caller passed (option.WithGRPCConnPool) refuses Dial: it
+	// then serves small calls too.
+	var lane *grpc.ClientConn
+	if conns.Num() > 1 {
+		if lane, err = gtransport.Dial(ctx, all...); err != nil {
+			lane = nil
+		}
+	}
+	c.tr = newGRPCTransport(conns, lane, []grpc.CallOption{
 		wire.CallOption(),
 		// objup retries itself, resuming sessions; gRPC's own replay
 		// buffer would only hold chunk references longer.
@@ -139,8 +150,12 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 }
 
 // DefaultConnectionPool is the number of gRPC connections a client keeps
-// unless option.WithGRPCConnectionPool says otherwise: four connections take
-// 400 concurrent streams at GCS's 100 per connection.
+// for the data of uploads unless option.WithGRPCConnectionPool says
+// otherwise: four connections take 400 concurrent streams at GCS's 100 per
+// connection. Beside a pool of two or more, the client keeps one more
+// connection for small calls (one-shot uploads of one message, session
+// starts, status queries), so they do not queue behind the bytes of large
+// uploads.
 const DefaultConnectionPool = 4
 
 // defaultWindow is the least window of an upload whose window adapts: two

@@ -21,14 +21,18 @@ import (
 // or a resumable session (StartResumableWrite, QueryWriteStatus) whose data
 // streams on BidiWriteObject.
 //
-// It keeps a pool of connections (option.WithGRPCConnectionPool) and gives
-// each call the least loaded one (see pick): a front end caps the
-// concurrent streams of one HTTP/2 connection (about 100 at GCS), and a
-// call on a full connection would queue behind the others instead of using
-// an idle one.
+// It keeps a pool of connections (option.WithGRPCConnectionPool) for the
+// data and, beside a pool of two or more, one more connection, the lane,
+// for small calls; each call takes the least loaded connection of its kind
+// (see pick). A front end caps the concurrent streams of one HTTP/2
+// connection (about 100 at GCS), and a call on a full connection would
+// queue behind the others instead of using an idle one; and a small call
+// on a connection busy with 2 MiB messages waits behind their bytes in the
+// connection's socket.
 type grpcTransport struct {
 	pool     closer
-	conns    []*grpcConn
+	conns    []*grpcConn // the data's
+	lane     *grpcConn   // the small calls', or nil
 	callOpts []grpc.CallOption
 	mu       sync.Mutex // orders the picks of data calls
 }
@@ -45,8 +49,11 @@ type grpcConn struct {
 }
 
 // newGRPCTransport takes the pool's connections: Conn returns them in turn.
-func newGRPCTransport(p gtransport.ConnPool, callOpts []grpc.CallOption) *grpcTransport {
+func newGRPCTransport(p gtransport.ConnPool, lane *grpc.ClientConn, callOpts []grpc.CallOption) *grpcTransport {
 	g := &grpcTransport{pool: p, callOpts: callOpts}
+	if lane != nil {
+		g.lane = &grpcConn{ClientConn: lane}
+	}
 	seen := make(map[*grpc.ClientConn]bool)
 	for range p.Num() {
 		if c := p.Conn(); !seen[c] {
@@ -57,20 +64,27 @@ func newGRPCTransport(p gtransport.ConnPool, callOpts []grpc.CallOption) *grpcTr
 	return g
 }
 
+// streamsPerConn is the number of concurrent streams a GCS front end
+// takes on one HTTP/2 connection (SETTINGS_MAX_CONCURRENT_STREAMS, commonly
+// 100): past it, small calls overflow from the lane to the pool.
+const streamsPerConn = 100
+
 // pick returns a connection for a call, with the call counted; done (or
 // doneData) must be called when the call ends. Calls that carry an object's
 // data (a resumable session's stream, a one-shot write of several messages)
-// take the connection with the fewest such calls, the last of those: large
-// uploads spread evenly and fill the pool from its end, so n connections
-// take n times a front end's cap of streams. Small calls (one-shot writes of
-// one message, session starts, status queries) take the connection with
-// the fewest data calls, the first of those, then the fewest calls in
-// flight: they keep off connections busy with 2 MiB messages while one is
-// free of them, and a lone caller keeps to one warm connection.
+// take the pool's connection with the fewest such calls, the last of those:
+// large uploads spread evenly, so n connections take n times a front end's
+// cap of streams. Small calls (one-shot writes of one message, session
+// starts, status queries) take the lane while it has fewer than
+// streamsPerConn calls in flight; past that, or without a lane, the pool's
+// connection with the fewest data calls, the first of those, then the
+// fewest calls in flight, so a lone caller keeps to one warm connection.
 func (g *grpcTransport) pick(data bool) *grpcConn {
 	conns := g.conns
 	best := conns[0]
 	switch {
+	case !data && g.lane != nil && g.lane.active.Load() < streamsPerConn:
+		best = g.lane
 	case data:
 		// Under a lock, so concurrent sessions never pile onto one
 		// connection; a data call is one per session, not per message.
@@ -106,7 +120,13 @@ func (c *grpcConn) doneData() {
 	c.active.Add(-1)
 }
 
-func (g *grpcTransport) close() error { return g.pool.Close() }
+func (g *grpcTransport) close() error {
+	err := g.pool.Close()
+	if g.lane != nil {
+		err = errors.Join(err, g.lane.Close())
+	}
+	return err
+}
 
 func (g *grpcTransport) names() *callNames { return &grpcNames }
 

@@ -142,7 +142,8 @@ func TestDeadConnectionIsReplaced(t *testing.T) {
 	}
 	e := newEnv(t)
 	p := newBlackhole(t, e.srv.GRPCAddr(), 1*mib)
-	c := clientVia(t, p.addr(),
+	// One connection, the one that dies: a pool would route around it.
+	c := clientVia(t, p.addr(), option.WithGRPCConnectionPool(1),
 		uploader.WithKeepalive(10*time.Second, 500*time.Millisecond),
 		retryWith(uploader.WithAttemptTimeout(time.Second), uploader.WithRetryDeadline(20*time.Second)))
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
