@@ -20,8 +20,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,6 +33,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/objup/objup/pool"
 	"github.com/objup/objup/uploader"
 )
 
@@ -197,4 +200,74 @@ func BenchmarkDistanceMany(b *testing.B) {
 		closeAll()
 		stop()
 	}
+}
+
+// BenchmarkDistanceBudget runs 8 uploads of 256 MiB at once through a path
+// of 50 ms under a pool budget of 16 MiB: the budget must hold (peak pool
+// bytes) and none may starve (the slowest upload's time against the
+// fastest's).
+func BenchmarkDistanceBudget(b *testing.B) {
+	addr, stop := startSink(b, "-rtt", "50ms", "-max-streams", "100")
+	defer stop()
+	const budget = 16 << 20
+	p, err := pool.New(pool.WithBudget(budget))
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := uploader.NewClient(context.Background(),
+		option.WithEndpoint(addr),
+		option.WithoutAuthentication(),
+		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
+		uploader.WithPool(p))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	data := payload(256<<20, 9)
+	b.Run("uploads=8/size=256MiB/rtt=50ms/budget=16MiB", func(b *testing.B) {
+		var peak atomic.Int64
+		done := make(chan struct{})
+		sampled := make(chan struct{})
+		go func() {
+			defer close(sampled)
+			t := time.NewTicker(time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-t.C:
+					if n := p.Stats().InUseBytes; n > peak.Load() {
+						peak.Store(n)
+					}
+				}
+			}
+		}()
+		b.SetBytes(8 * int64(len(data)))
+		worst := 0.0
+		for b.Loop() {
+			var g errgroup.Group
+			times := make([]time.Duration, 8)
+			for i := range 8 {
+				g.Go(func() error {
+					t0 := time.Now()
+					_, err := c.Upload(context.Background(), benchBucket, fmt.Sprintf("budget/%d", i), bytes.NewReader(data))
+					times[i] = time.Since(t0)
+					return err
+				})
+			}
+			if err := g.Wait(); err != nil {
+				b.Fatal(err)
+			}
+			slices.Sort(times)
+			worst = max(worst, times[7].Seconds()/times[0].Seconds())
+		}
+		close(done)
+		<-sampled
+		b.ReportMetric(float64(peak.Load()), "peak-pool-B")
+		b.ReportMetric(worst, "slowest/fastest")
+		if peak.Load() > budget {
+			b.Errorf("the pool held %d bytes, over its budget of %d", peak.Load(), budget)
+		}
+	})
 }
