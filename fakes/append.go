@@ -50,8 +50,9 @@ func (o *object) finalizeTime() int64 {
 	return o.created
 }
 
-// hasMD5 reports whether o has an MD5: appendable objects have none.
-func (o *object) hasMD5() bool { return o.app == nil }
+// hasMD5 reports whether o has an MD5: appendable and composed objects have
+// none.
+func (o *object) hasMD5() bool { return o.app == nil && o.componentCount() == 0 }
 
 // storeAppendable stores the empty, unfinalized object of the appendable
 // write up, if up's preconditions hold, and returns it. up.mu is held.

@@ -177,7 +177,11 @@
 // GCS documents. Errors have the GCS JSON error body ({"error": {"code",
 // "message", "errors": [{"reason", ...}]}}) and the status GCS uses (400,
 // 404, 409, 412, 416, ...). Object names in paths are URL-path-escaped, as
-// clients send them. Anything else (compose, copy, rewrite, ACLs, IAM,
+// clients send them. objects.compose joins 1 to 32 source objects of the
+// bucket into the destination without copying their bytes: the CRC32C is
+// the sources' combined, there is no MD5, and componentCount adds up the
+// sources' (gRPC's ComposeObject is not served yet). Anything else (copy,
+// rewrite, ACLs, IAM,
 // notifications, bucket updates, soft delete, matchGlob, batch, holds, XML
 // writes) answers 501 with a message that names the method. The fields
 // parameter is ignored (responses carry every field), as are projection and

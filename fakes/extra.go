@@ -23,6 +23,7 @@ type objectExtra struct {
 	retentionMode  wire.Object_Retention_Mode
 	retainUntil    int64 // Unix microseconds
 	contexts       map[string]string
+	components     int64 // a composed object's component count (see compose.go)
 }
 
 type aclEntry struct{ entity, role string }
@@ -137,6 +138,7 @@ func (x *objectExtra) setJSON(r *objectResource, bucket, object string) {
 		return
 	}
 	r.KMSKeyName = x.kmsKey
+	r.ComponentCount = int(x.components)
 	r.TemporaryHold = x.temporaryHold
 	r.EventBasedHold = x.eventBasedHold
 	for _, a := range x.acl {

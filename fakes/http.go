@@ -100,7 +100,8 @@ func segment(path string) (seg, rest string, ok bool) {
 }
 
 // objectActions are the object methods named by a path segment after the
-// object name, by HTTP method; the fake implements none of them.
+// object name; the fake implements objects.compose (POST) and none of the
+// others.
 var objectActions = map[string]string{
 	"compose":   "objects.compose",
 	"copyTo":    "objects.copy",
@@ -193,6 +194,11 @@ func (s *Server) routeJSON(r *http.Request, path string, download bool) *httpRou
 	}
 	name, action := objectName(objPath)
 	rt := &httpRoute{bucket: bkt, object: name}
+	if action == "objects.compose" && m == http.MethodPost && !download {
+		rt.method = action
+		rt.serve = func(w http.ResponseWriter, r *http.Request) error { return s.composeObject(w, r, bkt, name) }
+		return rt
+	}
 	if action != "" {
 		rt.method = action
 		rt.serve = unimplemented(action, action).serve

@@ -51,6 +51,7 @@ type objectResource struct {
 	EventBasedHold          *bool              `json:"eventBasedHold,omitempty"`
 	Retention               *retentionResource `json:"retention,omitempty"`
 	Contexts                *contextsResource  `json:"contexts,omitempty"`
+	ComponentCount          int                `json:"componentCount,omitempty"`
 }
 
 // resource returns o as the JSON API's object resource; base is the

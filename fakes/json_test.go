@@ -723,7 +723,6 @@ func TestJSONUnimplemented(t *testing.T) {
 	for _, tc := range []struct {
 		method, path, names string
 	}{
-		{"POST", objPath("src") + "/compose", "objects.compose"},
 		{"POST", objPath("src") + "/copyTo/b/" + bucket + "/o/dst", "objects.copy"},
 		{"POST", objPath("src") + "/rewriteTo/b/" + bucket + "/o/dst", "objects.rewrite"},
 		{"GET", objPath("src") + "/acl", "objectAccessControls"},
