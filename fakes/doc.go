@@ -43,8 +43,8 @@
 // # gRPC methods
 //
 // WriteObject, BidiWriteObject, StartResumableWrite, QueryWriteStatus,
-// ReadObject, BidiReadObject, GetObject, ListObjects, DeleteObject and
-// UpdateObject. The server checks what the service checks, and a few things
+// ReadObject, BidiReadObject, GetObject, ListObjects, DeleteObject,
+// UpdateObject and ComposeObject. The server checks what the service checks, and a few things
 // more strictly:
 //
 //   - the CRC32C of each message's content, when the message carries one, and
@@ -180,7 +180,7 @@
 // clients send them. objects.compose joins 1 to 32 source objects of the
 // bucket into the destination without copying their bytes: the CRC32C is
 // the sources' combined, there is no MD5, and componentCount adds up the
-// sources' (gRPC's ComposeObject is not served yet). Anything else (copy,
+// sources', as ComposeObject does over gRPC. Anything else (copy,
 // rewrite, ACLs, IAM,
 // notifications, bucket updates, soft delete, matchGlob, batch, holds, XML
 // writes) answers 501 with a message that names the method. The fields

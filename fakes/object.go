@@ -95,6 +95,7 @@ func (b *bucket) toObject(o *object) *wire.Object {
 		CustomTime:             timestamp(o.customTime),
 		Metadata:               o.metadata,
 		Checksums:              &wire.ObjectChecksums{Crc32C: &crc},
+		ComponentCount:         int32(o.componentCount()),
 	}
 	if o.hasMD5() {
 		w.Checksums.Md5Hash = o.md5[:]

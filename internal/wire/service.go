@@ -22,6 +22,7 @@ const (
 	MethodGetObject           = "/" + ServiceName + "/GetObject"
 	MethodListObjects         = "/" + ServiceName + "/ListObjects"
 	MethodDeleteObject        = "/" + ServiceName + "/DeleteObject"
+	MethodComposeObject       = "/" + ServiceName + "/ComposeObject"
 )
 
 // Stream descriptors for the streaming methods, for grpc.ClientConn.NewStream.
@@ -60,6 +61,7 @@ type StorageServer interface {
 	GetObject(context.Context, *GetObjectRequest) (*Object, error)
 	ListObjects(context.Context, *ListObjectsRequest) (*ListObjectsResponse, error)
 	DeleteObject(context.Context, *DeleteObjectRequest) (*emptypb.Empty, error)
+	ComposeObject(context.Context, *ComposeObjectRequest) (*Object, error)
 }
 
 // UnimplementedStorageServer answers every method with codes.Unimplemented.
@@ -109,6 +111,11 @@ func (UnimplementedStorageServer) DeleteObject(context.Context, *DeleteObjectReq
 	return nil, unimplemented("DeleteObject")
 }
 
+// ComposeObject answers codes.Unimplemented.
+func (UnimplementedStorageServer) ComposeObject(context.Context, *ComposeObjectRequest) (*Object, error) {
+	return nil, unimplemented("ComposeObject")
+}
+
 // RegisterStorageServer registers srv under the real service name.
 func RegisterStorageServer(s grpc.ServiceRegistrar, srv StorageServer) {
 	s.RegisterService(&StorageServiceDesc, srv)
@@ -141,6 +148,7 @@ var StorageServiceDesc = grpc.ServiceDesc{
 		{MethodName: "GetObject", Handler: unaryHandler("GetObject", StorageServer.GetObject)},
 		{MethodName: "ListObjects", Handler: unaryHandler("ListObjects", StorageServer.ListObjects)},
 		{MethodName: "DeleteObject", Handler: unaryHandler("DeleteObject", StorageServer.DeleteObject)},
+		{MethodName: "ComposeObject", Handler: unaryHandler("ComposeObject", StorageServer.ComposeObject)},
 	},
 	Streams: []grpc.StreamDesc{
 		{

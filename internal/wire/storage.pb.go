@@ -78,7 +78,7 @@ func (x Object_Retention_Mode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Object_Retention_Mode.Descriptor instead.
 func (Object_Retention_Mode) EnumDescriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{20, 1, 0}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{21, 1, 0}
 }
 
 type ChecksummedData struct {
@@ -1859,6 +1859,106 @@ func (x *DeleteObjectRequest) GetCommonObjectRequestParams() *CommonObjectReques
 	return nil
 }
 
+type ComposeObjectRequest struct {
+	state                     protoimpl.MessageState               `protogen:"open.v1"`
+	Destination               *Object                              `protobuf:"bytes,1,opt,name=destination,proto3" json:"destination,omitempty"`
+	SourceObjects             []*ComposeObjectRequest_SourceObject `protobuf:"bytes,2,rep,name=source_objects,json=sourceObjects,proto3" json:"source_objects,omitempty"`
+	DestinationPredefinedAcl  string                               `protobuf:"bytes,9,opt,name=destination_predefined_acl,json=destinationPredefinedAcl,proto3" json:"destination_predefined_acl,omitempty"`
+	IfGenerationMatch         *int64                               `protobuf:"varint,4,opt,name=if_generation_match,json=ifGenerationMatch,proto3,oneof" json:"if_generation_match,omitempty"`
+	IfMetagenerationMatch     *int64                               `protobuf:"varint,5,opt,name=if_metageneration_match,json=ifMetagenerationMatch,proto3,oneof" json:"if_metageneration_match,omitempty"`
+	KmsKey                    string                               `protobuf:"bytes,6,opt,name=kms_key,json=kmsKey,proto3" json:"kms_key,omitempty"`
+	CommonObjectRequestParams *CommonObjectRequestParams           `protobuf:"bytes,7,opt,name=common_object_request_params,json=commonObjectRequestParams,proto3" json:"common_object_request_params,omitempty"`
+	ObjectChecksums           *ObjectChecksums                     `protobuf:"bytes,10,opt,name=object_checksums,json=objectChecksums,proto3" json:"object_checksums,omitempty"`
+	unknownFields             protoimpl.UnknownFields
+	sizeCache                 protoimpl.SizeCache
+}
+
+func (x *ComposeObjectRequest) Reset() {
+	*x = ComposeObjectRequest{}
+	mi := &file_internal_wire_storage_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ComposeObjectRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ComposeObjectRequest) ProtoMessage() {}
+
+func (x *ComposeObjectRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_wire_storage_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ComposeObjectRequest.ProtoReflect.Descriptor instead.
+func (*ComposeObjectRequest) Descriptor() ([]byte, []int) {
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ComposeObjectRequest) GetDestination() *Object {
+	if x != nil {
+		return x.Destination
+	}
+	return nil
+}
+
+func (x *ComposeObjectRequest) GetSourceObjects() []*ComposeObjectRequest_SourceObject {
+	if x != nil {
+		return x.SourceObjects
+	}
+	return nil
+}
+
+func (x *ComposeObjectRequest) GetDestinationPredefinedAcl() string {
+	if x != nil {
+		return x.DestinationPredefinedAcl
+	}
+	return ""
+}
+
+func (x *ComposeObjectRequest) GetIfGenerationMatch() int64 {
+	if x != nil && x.IfGenerationMatch != nil {
+		return *x.IfGenerationMatch
+	}
+	return 0
+}
+
+func (x *ComposeObjectRequest) GetIfMetagenerationMatch() int64 {
+	if x != nil && x.IfMetagenerationMatch != nil {
+		return *x.IfMetagenerationMatch
+	}
+	return 0
+}
+
+func (x *ComposeObjectRequest) GetKmsKey() string {
+	if x != nil {
+		return x.KmsKey
+	}
+	return ""
+}
+
+func (x *ComposeObjectRequest) GetCommonObjectRequestParams() *CommonObjectRequestParams {
+	if x != nil {
+		return x.CommonObjectRequestParams
+	}
+	return nil
+}
+
+func (x *ComposeObjectRequest) GetObjectChecksums() *ObjectChecksums {
+	if x != nil {
+		return x.ObjectChecksums
+	}
+	return nil
+}
+
 type Object struct {
 	state                  protoimpl.MessageState `protogen:"open.v1"`
 	Name                   string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -1894,7 +1994,7 @@ type Object struct {
 
 func (x *Object) Reset() {
 	*x = Object{}
-	mi := &file_internal_wire_storage_proto_msgTypes[20]
+	mi := &file_internal_wire_storage_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1906,7 +2006,7 @@ func (x *Object) String() string {
 func (*Object) ProtoMessage() {}
 
 func (x *Object) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[20]
+	mi := &file_internal_wire_storage_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1919,7 +2019,7 @@ func (x *Object) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Object.ProtoReflect.Descriptor instead.
 func (*Object) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{20}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Object) GetName() string {
@@ -2126,7 +2226,7 @@ type ObjectAccessControl struct {
 
 func (x *ObjectAccessControl) Reset() {
 	*x = ObjectAccessControl{}
-	mi := &file_internal_wire_storage_proto_msgTypes[21]
+	mi := &file_internal_wire_storage_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2138,7 +2238,7 @@ func (x *ObjectAccessControl) String() string {
 func (*ObjectAccessControl) ProtoMessage() {}
 
 func (x *ObjectAccessControl) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[21]
+	mi := &file_internal_wire_storage_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2151,7 +2251,7 @@ func (x *ObjectAccessControl) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectAccessControl.ProtoReflect.Descriptor instead.
 func (*ObjectAccessControl) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{21}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ObjectAccessControl) GetRole() string {
@@ -2212,7 +2312,7 @@ type ObjectContexts struct {
 
 func (x *ObjectContexts) Reset() {
 	*x = ObjectContexts{}
-	mi := &file_internal_wire_storage_proto_msgTypes[22]
+	mi := &file_internal_wire_storage_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2224,7 +2324,7 @@ func (x *ObjectContexts) String() string {
 func (*ObjectContexts) ProtoMessage() {}
 
 func (x *ObjectContexts) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[22]
+	mi := &file_internal_wire_storage_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2237,7 +2337,7 @@ func (x *ObjectContexts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectContexts.ProtoReflect.Descriptor instead.
 func (*ObjectContexts) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{22}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ObjectContexts) GetCustom() map[string]*ObjectCustomContextPayload {
@@ -2258,7 +2358,7 @@ type ObjectCustomContextPayload struct {
 
 func (x *ObjectCustomContextPayload) Reset() {
 	*x = ObjectCustomContextPayload{}
-	mi := &file_internal_wire_storage_proto_msgTypes[23]
+	mi := &file_internal_wire_storage_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2270,7 +2370,7 @@ func (x *ObjectCustomContextPayload) String() string {
 func (*ObjectCustomContextPayload) ProtoMessage() {}
 
 func (x *ObjectCustomContextPayload) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[23]
+	mi := &file_internal_wire_storage_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2283,7 +2383,7 @@ func (x *ObjectCustomContextPayload) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectCustomContextPayload.ProtoReflect.Descriptor instead.
 func (*ObjectCustomContextPayload) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{23}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ObjectCustomContextPayload) GetValue() string {
@@ -2307,6 +2407,112 @@ func (x *ObjectCustomContextPayload) GetUpdateTime() *timestamppb.Timestamp {
 	return nil
 }
 
+// SourceObject is ComposeObjectRequest.SourceObject of the public API.
+type ComposeObjectRequest_SourceObject struct {
+	state               protoimpl.MessageState                                 `protogen:"open.v1"`
+	Name                string                                                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Generation          int64                                                  `protobuf:"varint,2,opt,name=generation,proto3" json:"generation,omitempty"`
+	ObjectPreconditions *ComposeObjectRequest_SourceObject_ObjectPreconditions `protobuf:"bytes,3,opt,name=object_preconditions,json=objectPreconditions,proto3" json:"object_preconditions,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *ComposeObjectRequest_SourceObject) Reset() {
+	*x = ComposeObjectRequest_SourceObject{}
+	mi := &file_internal_wire_storage_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ComposeObjectRequest_SourceObject) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ComposeObjectRequest_SourceObject) ProtoMessage() {}
+
+func (x *ComposeObjectRequest_SourceObject) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_wire_storage_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ComposeObjectRequest_SourceObject.ProtoReflect.Descriptor instead.
+func (*ComposeObjectRequest_SourceObject) Descriptor() ([]byte, []int) {
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{20, 0}
+}
+
+func (x *ComposeObjectRequest_SourceObject) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ComposeObjectRequest_SourceObject) GetGeneration() int64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *ComposeObjectRequest_SourceObject) GetObjectPreconditions() *ComposeObjectRequest_SourceObject_ObjectPreconditions {
+	if x != nil {
+		return x.ObjectPreconditions
+	}
+	return nil
+}
+
+// ObjectPreconditions is SourceObject.ObjectPreconditions.
+type ComposeObjectRequest_SourceObject_ObjectPreconditions struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	IfGenerationMatch *int64                 `protobuf:"varint,1,opt,name=if_generation_match,json=ifGenerationMatch,proto3,oneof" json:"if_generation_match,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *ComposeObjectRequest_SourceObject_ObjectPreconditions) Reset() {
+	*x = ComposeObjectRequest_SourceObject_ObjectPreconditions{}
+	mi := &file_internal_wire_storage_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ComposeObjectRequest_SourceObject_ObjectPreconditions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ComposeObjectRequest_SourceObject_ObjectPreconditions) ProtoMessage() {}
+
+func (x *ComposeObjectRequest_SourceObject_ObjectPreconditions) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_wire_storage_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ComposeObjectRequest_SourceObject_ObjectPreconditions.ProtoReflect.Descriptor instead.
+func (*ComposeObjectRequest_SourceObject_ObjectPreconditions) Descriptor() ([]byte, []int) {
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{20, 0, 0}
+}
+
+func (x *ComposeObjectRequest_SourceObject_ObjectPreconditions) GetIfGenerationMatch() int64 {
+	if x != nil && x.IfGenerationMatch != nil {
+		return *x.IfGenerationMatch
+	}
+	return 0
+}
+
 // Retention is Object.Retention of the public API.
 type Object_Retention struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
@@ -2318,7 +2524,7 @@ type Object_Retention struct {
 
 func (x *Object_Retention) Reset() {
 	*x = Object_Retention{}
-	mi := &file_internal_wire_storage_proto_msgTypes[25]
+	mi := &file_internal_wire_storage_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2330,7 +2536,7 @@ func (x *Object_Retention) String() string {
 func (*Object_Retention) ProtoMessage() {}
 
 func (x *Object_Retention) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[25]
+	mi := &file_internal_wire_storage_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2343,7 +2549,7 @@ func (x *Object_Retention) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Object_Retention.ProtoReflect.Descriptor instead.
 func (*Object_Retention) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{20, 1}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{21, 1}
 }
 
 func (x *Object_Retention) GetMode() Object_Retention_Mode {
@@ -2548,7 +2754,28 @@ const file_internal_wire_storage_proto_rawDesc = "" +
 	"\x14_if_generation_matchB\x1a\n" +
 	"\x18_if_generation_not_matchB\x1a\n" +
 	"\x18_if_metageneration_matchB\x1e\n" +
-	"\x1c_if_metageneration_not_match\"\x98\f\n" +
+	"\x1c_if_metageneration_not_match\"\xfd\x06\n" +
+	"\x14ComposeObjectRequest\x127\n" +
+	"\vdestination\x18\x01 \x01(\v2\x15.objup.wire.v2.ObjectR\vdestination\x12W\n" +
+	"\x0esource_objects\x18\x02 \x03(\v20.objup.wire.v2.ComposeObjectRequest.SourceObjectR\rsourceObjects\x12<\n" +
+	"\x1adestination_predefined_acl\x18\t \x01(\tR\x18destinationPredefinedAcl\x123\n" +
+	"\x13if_generation_match\x18\x04 \x01(\x03H\x00R\x11ifGenerationMatch\x88\x01\x01\x12;\n" +
+	"\x17if_metageneration_match\x18\x05 \x01(\x03H\x01R\x15ifMetagenerationMatch\x88\x01\x01\x12\x17\n" +
+	"\akms_key\x18\x06 \x01(\tR\x06kmsKey\x12i\n" +
+	"\x1ccommon_object_request_params\x18\a \x01(\v2(.objup.wire.v2.CommonObjectRequestParamsR\x19commonObjectRequestParams\x12I\n" +
+	"\x10object_checksums\x18\n" +
+	" \x01(\v2\x1e.objup.wire.v2.ObjectChecksumsR\x0fobjectChecksums\x1a\x9f\x02\n" +
+	"\fSourceObject\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x02 \x01(\x03R\n" +
+	"generation\x12w\n" +
+	"\x14object_preconditions\x18\x03 \x01(\v2D.objup.wire.v2.ComposeObjectRequest.SourceObject.ObjectPreconditionsR\x13objectPreconditions\x1ab\n" +
+	"\x13ObjectPreconditions\x123\n" +
+	"\x13if_generation_match\x18\x01 \x01(\x03H\x00R\x11ifGenerationMatch\x88\x01\x01B\x16\n" +
+	"\x14_if_generation_matchB\x16\n" +
+	"\x14_if_generation_matchB\x1a\n" +
+	"\x18_if_metageneration_match\"\x98\f\n" +
 	"\x06Object\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06bucket\x18\x02 \x01(\tR\x06bucket\x12\x1e\n" +
@@ -2629,93 +2856,101 @@ func file_internal_wire_storage_proto_rawDescGZIP() []byte {
 }
 
 var file_internal_wire_storage_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_internal_wire_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_internal_wire_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_internal_wire_storage_proto_goTypes = []any{
-	(Object_Retention_Mode)(0),          // 0: objup.wire.v2.Object.Retention.Mode
-	(*ChecksummedData)(nil),             // 1: objup.wire.v2.ChecksummedData
-	(*ObjectChecksums)(nil),             // 2: objup.wire.v2.ObjectChecksums
-	(*CommonObjectRequestParams)(nil),   // 3: objup.wire.v2.CommonObjectRequestParams
-	(*ContentRange)(nil),                // 4: objup.wire.v2.ContentRange
-	(*WriteObjectSpec)(nil),             // 5: objup.wire.v2.WriteObjectSpec
-	(*WriteObjectRequest)(nil),          // 6: objup.wire.v2.WriteObjectRequest
-	(*WriteObjectResponse)(nil),         // 7: objup.wire.v2.WriteObjectResponse
-	(*AppendObjectSpec)(nil),            // 8: objup.wire.v2.AppendObjectSpec
-	(*BidiWriteObjectRequest)(nil),      // 9: objup.wire.v2.BidiWriteObjectRequest
-	(*BidiWriteObjectResponse)(nil),     // 10: objup.wire.v2.BidiWriteObjectResponse
-	(*StartResumableWriteRequest)(nil),  // 11: objup.wire.v2.StartResumableWriteRequest
-	(*StartResumableWriteResponse)(nil), // 12: objup.wire.v2.StartResumableWriteResponse
-	(*QueryWriteStatusRequest)(nil),     // 13: objup.wire.v2.QueryWriteStatusRequest
-	(*QueryWriteStatusResponse)(nil),    // 14: objup.wire.v2.QueryWriteStatusResponse
-	(*ReadObjectRequest)(nil),           // 15: objup.wire.v2.ReadObjectRequest
-	(*ReadObjectResponse)(nil),          // 16: objup.wire.v2.ReadObjectResponse
-	(*GetObjectRequest)(nil),            // 17: objup.wire.v2.GetObjectRequest
-	(*ListObjectsRequest)(nil),          // 18: objup.wire.v2.ListObjectsRequest
-	(*ListObjectsResponse)(nil),         // 19: objup.wire.v2.ListObjectsResponse
-	(*DeleteObjectRequest)(nil),         // 20: objup.wire.v2.DeleteObjectRequest
-	(*Object)(nil),                      // 21: objup.wire.v2.Object
-	(*ObjectAccessControl)(nil),         // 22: objup.wire.v2.ObjectAccessControl
-	(*ObjectContexts)(nil),              // 23: objup.wire.v2.ObjectContexts
-	(*ObjectCustomContextPayload)(nil),  // 24: objup.wire.v2.ObjectCustomContextPayload
-	nil,                                 // 25: objup.wire.v2.Object.MetadataEntry
-	(*Object_Retention)(nil),            // 26: objup.wire.v2.Object.Retention
-	nil,                                 // 27: objup.wire.v2.ObjectContexts.CustomEntry
-	(*fieldmaskpb.FieldMask)(nil),       // 28: google.protobuf.FieldMask
-	(*timestamppb.Timestamp)(nil),       // 29: google.protobuf.Timestamp
+	(Object_Retention_Mode)(0),                                    // 0: objup.wire.v2.Object.Retention.Mode
+	(*ChecksummedData)(nil),                                       // 1: objup.wire.v2.ChecksummedData
+	(*ObjectChecksums)(nil),                                       // 2: objup.wire.v2.ObjectChecksums
+	(*CommonObjectRequestParams)(nil),                             // 3: objup.wire.v2.CommonObjectRequestParams
+	(*ContentRange)(nil),                                          // 4: objup.wire.v2.ContentRange
+	(*WriteObjectSpec)(nil),                                       // 5: objup.wire.v2.WriteObjectSpec
+	(*WriteObjectRequest)(nil),                                    // 6: objup.wire.v2.WriteObjectRequest
+	(*WriteObjectResponse)(nil),                                   // 7: objup.wire.v2.WriteObjectResponse
+	(*AppendObjectSpec)(nil),                                      // 8: objup.wire.v2.AppendObjectSpec
+	(*BidiWriteObjectRequest)(nil),                                // 9: objup.wire.v2.BidiWriteObjectRequest
+	(*BidiWriteObjectResponse)(nil),                               // 10: objup.wire.v2.BidiWriteObjectResponse
+	(*StartResumableWriteRequest)(nil),                            // 11: objup.wire.v2.StartResumableWriteRequest
+	(*StartResumableWriteResponse)(nil),                           // 12: objup.wire.v2.StartResumableWriteResponse
+	(*QueryWriteStatusRequest)(nil),                               // 13: objup.wire.v2.QueryWriteStatusRequest
+	(*QueryWriteStatusResponse)(nil),                              // 14: objup.wire.v2.QueryWriteStatusResponse
+	(*ReadObjectRequest)(nil),                                     // 15: objup.wire.v2.ReadObjectRequest
+	(*ReadObjectResponse)(nil),                                    // 16: objup.wire.v2.ReadObjectResponse
+	(*GetObjectRequest)(nil),                                      // 17: objup.wire.v2.GetObjectRequest
+	(*ListObjectsRequest)(nil),                                    // 18: objup.wire.v2.ListObjectsRequest
+	(*ListObjectsResponse)(nil),                                   // 19: objup.wire.v2.ListObjectsResponse
+	(*DeleteObjectRequest)(nil),                                   // 20: objup.wire.v2.DeleteObjectRequest
+	(*ComposeObjectRequest)(nil),                                  // 21: objup.wire.v2.ComposeObjectRequest
+	(*Object)(nil),                                                // 22: objup.wire.v2.Object
+	(*ObjectAccessControl)(nil),                                   // 23: objup.wire.v2.ObjectAccessControl
+	(*ObjectContexts)(nil),                                        // 24: objup.wire.v2.ObjectContexts
+	(*ObjectCustomContextPayload)(nil),                            // 25: objup.wire.v2.ObjectCustomContextPayload
+	(*ComposeObjectRequest_SourceObject)(nil),                     // 26: objup.wire.v2.ComposeObjectRequest.SourceObject
+	(*ComposeObjectRequest_SourceObject_ObjectPreconditions)(nil), // 27: objup.wire.v2.ComposeObjectRequest.SourceObject.ObjectPreconditions
+	nil,                           // 28: objup.wire.v2.Object.MetadataEntry
+	(*Object_Retention)(nil),      // 29: objup.wire.v2.Object.Retention
+	nil,                           // 30: objup.wire.v2.ObjectContexts.CustomEntry
+	(*fieldmaskpb.FieldMask)(nil), // 31: google.protobuf.FieldMask
+	(*timestamppb.Timestamp)(nil), // 32: google.protobuf.Timestamp
 }
 var file_internal_wire_storage_proto_depIdxs = []int32{
-	21, // 0: objup.wire.v2.WriteObjectSpec.resource:type_name -> objup.wire.v2.Object
+	22, // 0: objup.wire.v2.WriteObjectSpec.resource:type_name -> objup.wire.v2.Object
 	5,  // 1: objup.wire.v2.WriteObjectRequest.write_object_spec:type_name -> objup.wire.v2.WriteObjectSpec
 	1,  // 2: objup.wire.v2.WriteObjectRequest.checksummed_data:type_name -> objup.wire.v2.ChecksummedData
 	2,  // 3: objup.wire.v2.WriteObjectRequest.object_checksums:type_name -> objup.wire.v2.ObjectChecksums
 	3,  // 4: objup.wire.v2.WriteObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
-	21, // 5: objup.wire.v2.WriteObjectResponse.resource:type_name -> objup.wire.v2.Object
+	22, // 5: objup.wire.v2.WriteObjectResponse.resource:type_name -> objup.wire.v2.Object
 	2,  // 6: objup.wire.v2.WriteObjectResponse.persisted_data_checksums:type_name -> objup.wire.v2.ObjectChecksums
 	5,  // 7: objup.wire.v2.BidiWriteObjectRequest.write_object_spec:type_name -> objup.wire.v2.WriteObjectSpec
 	8,  // 8: objup.wire.v2.BidiWriteObjectRequest.append_object_spec:type_name -> objup.wire.v2.AppendObjectSpec
 	1,  // 9: objup.wire.v2.BidiWriteObjectRequest.checksummed_data:type_name -> objup.wire.v2.ChecksummedData
 	2,  // 10: objup.wire.v2.BidiWriteObjectRequest.object_checksums:type_name -> objup.wire.v2.ObjectChecksums
 	3,  // 11: objup.wire.v2.BidiWriteObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
-	21, // 12: objup.wire.v2.BidiWriteObjectResponse.resource:type_name -> objup.wire.v2.Object
+	22, // 12: objup.wire.v2.BidiWriteObjectResponse.resource:type_name -> objup.wire.v2.Object
 	2,  // 13: objup.wire.v2.BidiWriteObjectResponse.persisted_data_checksums:type_name -> objup.wire.v2.ObjectChecksums
 	5,  // 14: objup.wire.v2.StartResumableWriteRequest.write_object_spec:type_name -> objup.wire.v2.WriteObjectSpec
 	3,  // 15: objup.wire.v2.StartResumableWriteRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
 	2,  // 16: objup.wire.v2.StartResumableWriteRequest.object_checksums:type_name -> objup.wire.v2.ObjectChecksums
 	3,  // 17: objup.wire.v2.QueryWriteStatusRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
-	21, // 18: objup.wire.v2.QueryWriteStatusResponse.resource:type_name -> objup.wire.v2.Object
+	22, // 18: objup.wire.v2.QueryWriteStatusResponse.resource:type_name -> objup.wire.v2.Object
 	2,  // 19: objup.wire.v2.QueryWriteStatusResponse.persisted_data_checksums:type_name -> objup.wire.v2.ObjectChecksums
 	3,  // 20: objup.wire.v2.ReadObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
-	28, // 21: objup.wire.v2.ReadObjectRequest.read_mask:type_name -> google.protobuf.FieldMask
+	31, // 21: objup.wire.v2.ReadObjectRequest.read_mask:type_name -> google.protobuf.FieldMask
 	1,  // 22: objup.wire.v2.ReadObjectResponse.checksummed_data:type_name -> objup.wire.v2.ChecksummedData
 	2,  // 23: objup.wire.v2.ReadObjectResponse.object_checksums:type_name -> objup.wire.v2.ObjectChecksums
 	4,  // 24: objup.wire.v2.ReadObjectResponse.content_range:type_name -> objup.wire.v2.ContentRange
-	21, // 25: objup.wire.v2.ReadObjectResponse.metadata:type_name -> objup.wire.v2.Object
+	22, // 25: objup.wire.v2.ReadObjectResponse.metadata:type_name -> objup.wire.v2.Object
 	3,  // 26: objup.wire.v2.GetObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
-	28, // 27: objup.wire.v2.GetObjectRequest.read_mask:type_name -> google.protobuf.FieldMask
-	28, // 28: objup.wire.v2.ListObjectsRequest.read_mask:type_name -> google.protobuf.FieldMask
-	21, // 29: objup.wire.v2.ListObjectsResponse.objects:type_name -> objup.wire.v2.Object
+	31, // 27: objup.wire.v2.GetObjectRequest.read_mask:type_name -> google.protobuf.FieldMask
+	31, // 28: objup.wire.v2.ListObjectsRequest.read_mask:type_name -> google.protobuf.FieldMask
+	22, // 29: objup.wire.v2.ListObjectsResponse.objects:type_name -> objup.wire.v2.Object
 	3,  // 30: objup.wire.v2.DeleteObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
-	29, // 31: objup.wire.v2.Object.create_time:type_name -> google.protobuf.Timestamp
-	2,  // 32: objup.wire.v2.Object.checksums:type_name -> objup.wire.v2.ObjectChecksums
-	29, // 33: objup.wire.v2.Object.update_time:type_name -> google.protobuf.Timestamp
-	29, // 34: objup.wire.v2.Object.update_storage_class_time:type_name -> google.protobuf.Timestamp
-	25, // 35: objup.wire.v2.Object.metadata:type_name -> objup.wire.v2.Object.MetadataEntry
-	29, // 36: objup.wire.v2.Object.custom_time:type_name -> google.protobuf.Timestamp
-	29, // 37: objup.wire.v2.Object.finalize_time:type_name -> google.protobuf.Timestamp
-	22, // 38: objup.wire.v2.Object.acl:type_name -> objup.wire.v2.ObjectAccessControl
-	29, // 39: objup.wire.v2.Object.retention_expire_time:type_name -> google.protobuf.Timestamp
-	26, // 40: objup.wire.v2.Object.retention:type_name -> objup.wire.v2.Object.Retention
-	23, // 41: objup.wire.v2.Object.contexts:type_name -> objup.wire.v2.ObjectContexts
-	27, // 42: objup.wire.v2.ObjectContexts.custom:type_name -> objup.wire.v2.ObjectContexts.CustomEntry
-	29, // 43: objup.wire.v2.ObjectCustomContextPayload.create_time:type_name -> google.protobuf.Timestamp
-	29, // 44: objup.wire.v2.ObjectCustomContextPayload.update_time:type_name -> google.protobuf.Timestamp
-	0,  // 45: objup.wire.v2.Object.Retention.mode:type_name -> objup.wire.v2.Object.Retention.Mode
-	29, // 46: objup.wire.v2.Object.Retention.retain_until_time:type_name -> google.protobuf.Timestamp
-	24, // 47: objup.wire.v2.ObjectContexts.CustomEntry.value:type_name -> objup.wire.v2.ObjectCustomContextPayload
-	48, // [48:48] is the sub-list for method output_type
-	48, // [48:48] is the sub-list for method input_type
-	48, // [48:48] is the sub-list for extension type_name
-	48, // [48:48] is the sub-list for extension extendee
-	0,  // [0:48] is the sub-list for field type_name
+	22, // 31: objup.wire.v2.ComposeObjectRequest.destination:type_name -> objup.wire.v2.Object
+	26, // 32: objup.wire.v2.ComposeObjectRequest.source_objects:type_name -> objup.wire.v2.ComposeObjectRequest.SourceObject
+	3,  // 33: objup.wire.v2.ComposeObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
+	2,  // 34: objup.wire.v2.ComposeObjectRequest.object_checksums:type_name -> objup.wire.v2.ObjectChecksums
+	32, // 35: objup.wire.v2.Object.create_time:type_name -> google.protobuf.Timestamp
+	2,  // 36: objup.wire.v2.Object.checksums:type_name -> objup.wire.v2.ObjectChecksums
+	32, // 37: objup.wire.v2.Object.update_time:type_name -> google.protobuf.Timestamp
+	32, // 38: objup.wire.v2.Object.update_storage_class_time:type_name -> google.protobuf.Timestamp
+	28, // 39: objup.wire.v2.Object.metadata:type_name -> objup.wire.v2.Object.MetadataEntry
+	32, // 40: objup.wire.v2.Object.custom_time:type_name -> google.protobuf.Timestamp
+	32, // 41: objup.wire.v2.Object.finalize_time:type_name -> google.protobuf.Timestamp
+	23, // 42: objup.wire.v2.Object.acl:type_name -> objup.wire.v2.ObjectAccessControl
+	32, // 43: objup.wire.v2.Object.retention_expire_time:type_name -> google.protobuf.Timestamp
+	29, // 44: objup.wire.v2.Object.retention:type_name -> objup.wire.v2.Object.Retention
+	24, // 45: objup.wire.v2.Object.contexts:type_name -> objup.wire.v2.ObjectContexts
+	30, // 46: objup.wire.v2.ObjectContexts.custom:type_name -> objup.wire.v2.ObjectContexts.CustomEntry
+	32, // 47: objup.wire.v2.ObjectCustomContextPayload.create_time:type_name -> google.protobuf.Timestamp
+	32, // 48: objup.wire.v2.ObjectCustomContextPayload.update_time:type_name -> google.protobuf.Timestamp
+	27, // 49: objup.wire.v2.ComposeObjectRequest.SourceObject.object_preconditions:type_name -> objup.wire.v2.ComposeObjectRequest.SourceObject.ObjectPreconditions
+	0,  // 50: objup.wire.v2.Object.Retention.mode:type_name -> objup.wire.v2.Object.Retention.Mode
+	32, // 51: objup.wire.v2.Object.Retention.retain_until_time:type_name -> google.protobuf.Timestamp
+	25, // 52: objup.wire.v2.ObjectContexts.CustomEntry.value:type_name -> objup.wire.v2.ObjectCustomContextPayload
+	53, // [53:53] is the sub-list for method output_type
+	53, // [53:53] is the sub-list for method input_type
+	53, // [53:53] is the sub-list for extension type_name
+	53, // [53:53] is the sub-list for extension extendee
+	0,  // [0:53] is the sub-list for field type_name
 }
 
 func init() { file_internal_wire_storage_proto_init() }
@@ -2755,13 +2990,15 @@ func file_internal_wire_storage_proto_init() {
 	file_internal_wire_storage_proto_msgTypes[17].OneofWrappers = []any{}
 	file_internal_wire_storage_proto_msgTypes[19].OneofWrappers = []any{}
 	file_internal_wire_storage_proto_msgTypes[20].OneofWrappers = []any{}
+	file_internal_wire_storage_proto_msgTypes[21].OneofWrappers = []any{}
+	file_internal_wire_storage_proto_msgTypes[26].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_wire_storage_proto_rawDesc), len(file_internal_wire_storage_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   27,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
