@@ -28,12 +28,13 @@ const (
 	MethodListObjects         = "ListObjects"
 	MethodDeleteObject        = "DeleteObject"
 	MethodUpdateObject        = "UpdateObject"
+	MethodComposeObject       = "ComposeObject"
 )
 
 var methods = []string{
 	MethodWriteObject, MethodBidiWriteObject, MethodStartResumableWrite, MethodQueryWriteStatus,
 	MethodReadObject, MethodBidiReadObject, MethodGetObject, MethodListObjects, MethodDeleteObject,
-	MethodUpdateObject,
+	MethodUpdateObject, MethodComposeObject,
 }
 
 // shortMethod turns "/google.storage.v2.Storage/WriteObject" into

@@ -300,7 +300,7 @@
 // before. POST answers 400 for a method or an instruction the testbench does
 // not know, and 501, with a message that names it, for a method the fake
 // does not serve over the test's transport (ACLs, IAM, notifications, HMAC
-// keys, compose, copy, rewrite and bucket updates; over gRPC the bucket
+// keys, copy, rewrite and bucket updates; over gRPC the bucket
 // methods too), for an instruction on a method or transport it does not
 // apply to there (redirects apply to storage.objects.insert over gRPC), and
 // for the few others it does not implement (return-broken-stream-final-

@@ -233,22 +233,23 @@ type retryMethod struct {
 // testbench. The fake serves some of them.
 var retryMethods = func() map[string]retryMethod {
 	m := map[string]retryMethod{
-		"storage.buckets.delete": {http: true},
-		"storage.buckets.get":    {http: true},
-		"storage.buckets.insert": {http: true},
-		"storage.buckets.list":   {http: true},
-		"storage.objects.delete": {http: true, grpc: true},
-		"storage.objects.get":    {http: true, grpc: true, read: true},
-		"storage.objects.insert": {http: true, grpc: true, insert: true},
-		"storage.objects.list":   {http: true, grpc: true},
-		"storage.objects.patch":  {http: true, grpc: true},
-		"storage.objects.update": {http: true},
+		"storage.buckets.delete":  {http: true},
+		"storage.buckets.get":     {http: true},
+		"storage.buckets.insert":  {http: true},
+		"storage.buckets.list":    {http: true},
+		"storage.objects.delete":  {http: true, grpc: true},
+		"storage.objects.get":     {http: true, grpc: true, read: true},
+		"storage.objects.insert":  {http: true, grpc: true, insert: true},
+		"storage.objects.list":    {http: true, grpc: true},
+		"storage.objects.patch":   {http: true, grpc: true},
+		"storage.objects.update":  {http: true},
+		"storage.objects.compose": {http: true, grpc: true},
 	}
 	for _, name := range []string{
 		"storage.buckets.patch", "storage.buckets.update", "storage.buckets.getIamPolicy",
 		"storage.buckets.setIamPolicy", "storage.buckets.testIamPermissions",
 		"storage.buckets.lockRetentionPolicy",
-		"storage.objects.compose", "storage.objects.copy", "storage.objects.rewrite", "storage.objects.restore",
+		"storage.objects.copy", "storage.objects.rewrite", "storage.objects.restore",
 		"storage.notifications.list", "storage.notifications.insert", "storage.notifications.get",
 		"storage.notifications.delete",
 		"storage.hmacKey.create", "storage.hmacKey.delete", "storage.hmacKey.get", "storage.hmacKey.list",
@@ -278,6 +279,7 @@ var grpcRetryMethods = map[string]string{
 	MethodListObjects:         "storage.objects.list",
 	MethodDeleteObject:        "storage.objects.delete",
 	MethodUpdateObject:        "storage.objects.patch",
+	MethodComposeObject:       "storage.objects.compose",
 }
 
 // retryTest is one test of the retry test API: per method, the
