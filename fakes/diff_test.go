@@ -37,19 +37,21 @@ import (
 // knownDifferences are the steps whose results differ between
 // fake-gcs-server and our fake, each with why ours is right.
 var knownDifferences = map[string]string{
-	"GenerationNotMatch on a write":           "a failed ifGenerationNotMatch is 304 Not Modified, as GCS documents; fake-gcs-server answers 412",
-	"read with GenerationMatch":               "fake-gcs-server ignores x-goog-if-generation-match on path-style reads; GCS answers 412",
-	"stat with GenerationNotMatch":            "fake-gcs-server ignores ifGenerationNotMatch on objects.get; GCS answers 304",
-	"stat with MetagenerationMatch":           "fake-gcs-server ignores ifMetagenerationMatch on objects.get; GCS answers 412",
-	"update metadata":                         "fake-gcs-server leaves metageneration out of the patched resource (the client reads 0); a metadata update bumps it",
-	"update metadata again":                   "as above: metageneration 3 after two updates",
-	"update with a stale MetagenerationMatch": "fake-gcs-server ignores the precondition of objects.patch and applies it; GCS answers 412",
-	"clear metadata":                          "fake-gcs-server keeps the metadata when the client clears it (\"metadata\": null), and shows the patch it applied despite a failed precondition",
-	"read after updates":                      "follows from the ignored precondition: fake-gcs-server applied the stale update",
-	"list pages of 2 with prefixes":           "maxResults bounds items and prefixes together, as GCS documents; fake-gcs-server counts only items and repeats every later prefix on each page",
-	"list pages of 1 with prefixes":           "as above",
-	"delete with a stale GenerationMatch":     "fake-gcs-server ignores the precondition of objects.delete and deletes; GCS answers 412",
-	"delete a bucket that is not empty":       "GCS answers 409 Conflict; fake-gcs-server 412",
+	"GenerationNotMatch on a write":                     "a failed ifGenerationNotMatch is 304 Not Modified, as GCS documents; fake-gcs-server answers 412",
+	"read with GenerationMatch":                         "fake-gcs-server ignores x-goog-if-generation-match on path-style reads; GCS answers 412",
+	"stat with GenerationNotMatch":                      "fake-gcs-server ignores ifGenerationNotMatch on objects.get; GCS answers 304",
+	"stat with MetagenerationMatch":                     "fake-gcs-server ignores ifMetagenerationMatch on objects.get; GCS answers 412",
+	"update metadata":                                   "fake-gcs-server leaves metageneration out of the patched resource (the client reads 0); a metadata update bumps it",
+	"update metadata again":                             "as above: metageneration 3 after two updates",
+	"update with a stale MetagenerationMatch":           "fake-gcs-server ignores the precondition of objects.patch and applies it; GCS answers 412",
+	"clear metadata":                                    "fake-gcs-server keeps the metadata when the client clears it (\"metadata\": null), and shows the patch it applied despite a failed precondition",
+	"read after updates":                                "follows from the ignored precondition: fake-gcs-server applied the stale update",
+	"list pages of 2 with prefixes":                     "maxResults bounds items and prefixes together, as GCS documents; fake-gcs-server counts only items and repeats every later prefix on each page",
+	"list pages of 1 with prefixes":                     "as above",
+	"delete with a stale GenerationMatch":               "fake-gcs-server ignores the precondition of objects.delete and deletes; GCS answers 412",
+	"delete a bucket that is not empty":                 "GCS answers 409 Conflict; fake-gcs-server 412",
+	"compose with a missing source":                     "GCS answers 404 for a missing source; fake-gcs-server 500",
+	"compose onto an existing object with DoesNotExist": "fake-gcs-server ignores the destination's ifGenerationMatch on objects.compose; GCS answers 412",
 }
 
 // transcript records the outcome of each step of a scenario.
@@ -456,6 +458,35 @@ func scenario() []diffStep {
 	})
 
 	// Deletes and not-found.
+	add("compose", func(ctx context.Context, c *storage.Client, tr *transcript, step string) {
+		b := c.Bucket(diffBucket)
+		comp := b.Object("composed").ComposerFrom(b.Object("up/1024/chunk0"), b.Object("up/1/chunk0"), b.Object("up/262145/chunk0"))
+		comp.ContentType = "application/x-composed"
+		a, err := comp.Run(ctx)
+		if err != nil {
+			tr.add(step, "%s", errText(err))
+			return
+		}
+		data, err := b.Object("composed").NewReader(ctx)
+		if err != nil {
+			tr.add(step, "%s", errText(err))
+			return
+		}
+		got, err := io.ReadAll(data)
+		data.Close()
+		want := append(append(diffData(1<<10), diffData(1)...), diffData(256<<10+1)...)
+		tr.add(step, "size=%d crc=%08x type=%s bytes-equal=%v %s", a.Size, a.CRC32C, a.ContentType, bytes.Equal(got, want), errText(err))
+	})
+	add("compose with a missing source", func(ctx context.Context, c *storage.Client, tr *transcript, step string) {
+		b := c.Bucket(diffBucket)
+		_, err := b.Object("composed-missing").ComposerFrom(b.Object("up/1/chunk0"), b.Object("no-such-object")).Run(ctx)
+		tr.add(step, "%s", errText(err))
+	})
+	add("compose onto an existing object with DoesNotExist", func(ctx context.Context, c *storage.Client, tr *transcript, step string) {
+		b := c.Bucket(diffBucket)
+		_, err := b.Object("composed").If(storage.Conditions{DoesNotExist: true}).ComposerFrom(b.Object("up/1/chunk0")).Run(ctx)
+		tr.add(step, "%s", errText(err))
+	})
 	add("delete", func(ctx context.Context, c *storage.Client, tr *transcript, step string) {
 		tr.add(step, "%s", errText(c.Bucket(diffBucket).Object("pre").Delete(ctx)))
 	})

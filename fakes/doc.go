@@ -194,8 +194,8 @@
 // operations with the official Go client over JSON against fake-gcs-server
 // v1.56.1 and against this fake, and compares the results. Uploads of every
 // size from 0 to 20 MiB in every mode, overwrites, range reads, listings,
-// versions, deletes and not-found agree. Where they differ, this fake
-// follows GCS's documented behaviour:
+// versions, deletes, not-found and a compose of three objects agree. Where
+// they differ, this fake follows GCS's documented behaviour:
 //
 //   - a failed ifGenerationNotMatch or ifMetagenerationNotMatch is 304 Not
 //     Modified (fake-gcs-server: 412 on writes, and it ignores them on
@@ -209,7 +209,10 @@
 //   - maxResults bounds items and prefixes together (fake-gcs-server counts
 //     only items and repeats later prefixes on every page);
 //   - deleting a bucket that is not empty is 409 Conflict
-//     (fake-gcs-server: 412).
+//     (fake-gcs-server: 412);
+//   - a compose with a missing source is 404 (fake-gcs-server: 500), and
+//     one whose destination's ifGenerationMatch fails is 412
+//     (fake-gcs-server ignores it).
 //
 // # Request log and faults
 //
