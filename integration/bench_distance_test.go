@@ -23,7 +23,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -88,17 +87,7 @@ func BenchmarkDistance(b *testing.B) {
 			n    int
 		}{{"64MiB", 64 << 20}, {"256MiB", 256 << 20}} {
 			data := payload(size.n, uint64(size.n))
-			officialWith := func(chunkSize int) uploadFunc {
-				return func(ctx context.Context, name string, data []byte) error {
-					w := official.Bucket(benchBucket).Object(name).NewWriter(ctx)
-					w.ChunkSize = chunkSize
-					if _, err := w.Write(data); err != nil {
-						w.Close()
-						return err
-					}
-					return w.Close()
-				}
-			}
+			officialWith := func(chunkSize int) uploadFunc { return officialUpload(official, chunkSize) }
 			clients := []struct {
 				name string
 				up   uploadFunc
@@ -225,24 +214,7 @@ func BenchmarkDistanceBudget(b *testing.B) {
 	defer c.Close()
 	data := payload(256<<20, 9)
 	b.Run("uploads=8/size=256MiB/rtt=50ms/budget=16MiB", func(b *testing.B) {
-		var peak atomic.Int64
-		done := make(chan struct{})
-		sampled := make(chan struct{})
-		go func() {
-			defer close(sampled)
-			t := time.NewTicker(time.Millisecond)
-			defer t.Stop()
-			for {
-				select {
-				case <-done:
-					return
-				case <-t.C:
-					if n := p.Stats().InUseBytes; n > peak.Load() {
-						peak.Store(n)
-					}
-				}
-			}
-		}()
+		stopPeak := startPeakPool(p)
 		b.SetBytes(8 * int64(len(data)))
 		worst := 0.0
 		for b.Loop() {
@@ -262,12 +234,11 @@ func BenchmarkDistanceBudget(b *testing.B) {
 			slices.Sort(times)
 			worst = max(worst, times[7].Seconds()/times[0].Seconds())
 		}
-		close(done)
-		<-sampled
-		b.ReportMetric(float64(peak.Load()), "peak-pool-B")
+		peak := stopPeak()
+		b.ReportMetric(float64(peak), "peak-pool-B")
 		b.ReportMetric(worst, "slowest/fastest")
-		if peak.Load() > budget {
-			b.Errorf("the pool held %d bytes, over its budget of %d", peak.Load(), budget)
+		if peak > budget {
+			b.Errorf("the pool held %d bytes, over its budget of %d", peak, budget)
 		}
 	})
 }

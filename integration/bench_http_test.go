@@ -43,17 +43,7 @@ func BenchmarkUploadHTTP(b *testing.B) {
 		}
 		return w.Close()
 	}
-	officialWith := func(chunkSize int) uploadFunc {
-		return func(ctx context.Context, name string, data []byte) error {
-			w := official.Bucket(benchBucket).Object(name).NewWriter(ctx)
-			w.ChunkSize = chunkSize
-			if _, err := w.Write(data); err != nil {
-				w.Close()
-				return err
-			}
-			return w.Close()
-		}
-	}
+	officialWith := func(chunkSize int) uploadFunc { return officialUpload(official, chunkSize) }
 	for _, size := range []struct {
 		name string
 		n    int

@@ -78,25 +78,7 @@ func BenchmarkTenants(b *testing.B) {
 			quiet, _ := header.WithTenant(context.Background(), "quiet")
 			noisy, _ := header.WithTenant(context.Background(), "noisy")
 
-			// The pool's peak bytes in use.
-			var peak atomic.Int64
-			sampleDone := make(chan struct{})
-			stopSample := make(chan struct{})
-			go func() {
-				defer close(sampleDone)
-				t := time.NewTicker(time.Millisecond)
-				defer t.Stop()
-				for {
-					select {
-					case <-stopSample:
-						return
-					case <-t.C:
-						if n := p.Stats().InUseBytes; n > peak.Load() {
-							peak.Store(n)
-						}
-					}
-				}
-			}()
+			stopPeak := startPeakPool(p)
 
 			nctx, stopNoisy := context.WithCancel(noisy)
 			var wg sync.WaitGroup
@@ -149,8 +131,7 @@ func BenchmarkTenants(b *testing.B) {
 			elapsed := time.Since(start)
 			stopNoisy()
 			wg.Wait()
-			close(stopSample)
-			<-sampleDone
+			peak := stopPeak()
 			if err, _ := noisyErr.Load().(error); err != nil {
 				b.Fatalf("noisy upload: %v", err)
 			}
@@ -159,9 +140,9 @@ func BenchmarkTenants(b *testing.B) {
 			b.ReportMetric(q(0.5), "quiet-p50-µs")
 			b.ReportMetric(q(0.99), "quiet-p99-µs")
 			b.ReportMetric(float64(noisyBytes.Load())/elapsed.Seconds()/1e6, "noisy-MB/s")
-			b.ReportMetric(float64(peak.Load()), "peak-pool-B")
-			if peak.Load() > sc.budget {
-				b.Errorf("the pool held %d bytes, over its budget of %d", peak.Load(), sc.budget)
+			b.ReportMetric(float64(peak), "peak-pool-B")
+			if peak > sc.budget {
+				b.Errorf("the pool held %d bytes, over its budget of %d", peak, sc.budget)
 			}
 		})
 	}

@@ -41,6 +41,7 @@ import (
 
 	"github.com/objup/objup/fakes"
 	"github.com/objup/objup/internal/wire"
+	"github.com/objup/objup/pool"
 	"github.com/objup/objup/uploader"
 )
 
@@ -170,17 +171,7 @@ func benchUploads(b *testing.B, addr, server string) {
 	}
 	defer raw.Close()
 
-	officialWith := func(chunkSize int) uploadFunc {
-		return func(ctx context.Context, name string, data []byte) error {
-			w := official.Bucket(benchBucket).Object(name).NewWriter(ctx)
-			w.ChunkSize = chunkSize
-			if _, err := w.Write(data); err != nil {
-				w.Close()
-				return err
-			}
-			return w.Close()
-		}
-	}
+	officialWith := func(chunkSize int) uploadFunc { return officialUpload(official, chunkSize) }
 	objup := func(ctx context.Context, name string, data []byte) error {
 		w, err := ours.NewWriter(ctx, benchBucket, name)
 		if err != nil {
@@ -231,6 +222,48 @@ func benchUploads(b *testing.B, addr, server string) {
 				runUploads(b, cl.up, name, data)
 			})
 		}
+	}
+}
+
+// officialUpload uploads with the official client's Writer and the given
+// ChunkSize.
+func officialUpload(c *storage.Client, chunkSize int) uploadFunc {
+	return func(ctx context.Context, name string, data []byte) error {
+		w := c.Bucket(benchBucket).Object(name).NewWriter(ctx)
+		w.ChunkSize = chunkSize
+		if _, err := w.Write(data); err != nil {
+			w.Close()
+			return err
+		}
+		return w.Close()
+	}
+}
+
+// startPeakPool samples p's bytes in use every millisecond until the
+// returned function is called, which returns the most it saw.
+func startPeakPool(p *pool.Pool) func() int64 {
+	var peak atomic.Int64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				if n := p.Stats().InUseBytes; n > peak.Load() {
+					peak.Store(n)
+				}
+			}
+		}
+	}()
+	return func() int64 {
+		close(stop)
+		<-done
+		return peak.Load()
 	}
 }
 
