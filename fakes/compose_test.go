@@ -16,6 +16,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+
+	"github.com/objup/objup/internal/httpcode"
 )
 
 // TestCompose: the official client's Composer, over the JSON API and over
@@ -116,15 +118,7 @@ func TestCompose(t *testing.T) {
 func codeOf(err error) codes.Code {
 	var ge *googleapi.Error
 	if errors.As(err, &ge) {
-		switch ge.Code {
-		case http.StatusPreconditionFailed:
-			return codes.FailedPrecondition
-		case http.StatusNotFound:
-			return codes.NotFound
-		case http.StatusBadRequest:
-			return codes.InvalidArgument
-		}
-		return codes.Unknown
+		return httpcode.Code(ge.Code)
 	}
 	return status.Code(err)
 }
