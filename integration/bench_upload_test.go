@@ -242,6 +242,12 @@ func officialUpload(c *storage.Client, chunkSize int) uploadFunc {
 // startPeakPool samples p's bytes in use every millisecond until the
 // returned function is called, which returns the most it saw.
 func startPeakPool(p *pool.Pool) func() int64 {
+	return startPeak(func() int64 { return p.Stats().InUseBytes })
+}
+
+// startPeak samples read every millisecond until the returned function is
+// called, which returns the most it read.
+func startPeak(read func() int64) func() int64 {
 	var peak atomic.Int64
 	stop := make(chan struct{})
 	done := make(chan struct{})
@@ -254,7 +260,7 @@ func startPeakPool(p *pool.Pool) func() int64 {
 			case <-stop:
 				return
 			case <-t.C:
-				if n := p.Stats().InUseBytes; n > peak.Load() {
+				if n := read(); n > peak.Load() {
 					peak.Store(n)
 				}
 			}
@@ -290,35 +296,16 @@ func runUploads(b *testing.B, up uploadFunc, name string, data []byte) {
 // memory a client needs at once, which allocs/op does not show.
 func startPeakHeap() func() uint64 {
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	read := func() uint64 {
+	read := func() int64 {
 		metrics.Read(sample)
-		return sample[0].Value.Uint64()
+		return int64(sample[0].Value.Uint64())
 	}
 	runtime.GC()
 	base := read()
-	var peak atomic.Uint64
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				if v := read(); v > peak.Load() {
-					peak.Store(v)
-				}
-			}
-		}
-	}()
+	stop := startPeak(read)
 	return func() uint64 {
-		close(stop)
-		<-done
-		if p := peak.Load(); p > base {
-			return p - base
+		if p := stop(); p > base {
+			return uint64(p - base)
 		}
 		return 0
 	}
