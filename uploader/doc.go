@@ -36,6 +36,20 @@
 // its allocator only after gRPC let go of it and the service acknowledged it.
 // The chunk size is bounded by MaxChunkSize.
 //
+// # Distance and connections
+//
+// The window of a resumable upload, the bytes sent and not yet
+// acknowledged, adapts to the path: it starts at 16 MiB, grows fourfold per
+// round trip while the acknowledged rate keeps rising, up to WithMaxInFlight,
+// and halves when the pool's budget runs out, so the budget stays the
+// process's ceiling (WithChunksInFlight fixes it instead). Uploads spread
+// over a pool of gRPC connections (option.WithGRPCConnectionPool, default
+// DefaultConnectionPool), since a front end caps the streams of one
+// connection; beside a pool of two or more, small calls have a connection of
+// their own, so they do not wait behind large uploads' bytes. A connection
+// whose handshake does not complete within WithConnectTimeout is dialled
+// anew.
+//
 // # Retries and dead connections
 //
 // One retry engine serves every RPC of an upload (see WithRetry): one
@@ -58,6 +72,12 @@
 // together with the x-goog-request-params routing header. NewWriter checks
 // them first (header.Validate): a value gRPC would refuse is an
 // InvalidArgument error before anything is sent.
+//
+// When the pool's budget is spent, uploads waiting for a buffer are served
+// tenant by tenant (the tenant of header.WithTenant or Item.Tenant), so one
+// tenant's burst does not push the others to the back; WithTenantLimits adds
+// per-tenant limits of uploads and buffer bytes, and weights. A tenant at a
+// limit waits, as its context allows, and never fails for it.
 //
 // # Errors
 //
