@@ -146,14 +146,19 @@
 //     "bytes */T" asks for the status, and completes the upload when T bytes
 //     are there; DELETE cancels (499). A chunk that overlaps bytes already
 //     persisted is accepted and the overlap dropped; a gap is refused.
-//     A body that ends before its Content-Length, a chunked body cut off,
-//     and a multipart body without its closing delimiter (or with a
-//     mistyped one) are refused with 400 (or a dropped connection) and
-//     store nothing: a cut-short chunk leaves its session as it was, and a
-//     session's status is answered while a chunk is still on its way;
-//     Declared checksums (crc32c and md5Hash in the resource, X-Goog-Hash
-//     on the last request) are verified: a mismatch is 400 and stores
-//     nothing. The preconditions of a resumable upload are checked when
+//     A request whose body ends before its Content-Length, or whose chunked
+//     body is cut off before its last chunk (even once a multipart body's
+//     closing delimiter, or all the bytes of a chunk's Content-Range,
+//     came), and a multipart body without its closing delimiter (or with
+//     a mistyped one) are refused with 400 (or a dropped connection) and
+//     store nothing. A chunk cut short leaves its session with the bytes
+//     that arrived in whole 256 KiB units of the object, as GCS persists
+//     them, never the whole object: a status query reports them, and the
+//     client resumes from there; a chunked body longer than its
+//     Content-Range is refused. A session's status is answered while a
+//     chunk is still on its way. Declared checksums (crc32c and md5Hash
+//     in the resource, X-Goog-Hash on the last request) are verified:
+//     a mismatch is 400 and stores nothing. The preconditions of a resumable upload are checked when
 //     the session starts and again when the object is stored;
 //   - objects.get: the resource, or with alt=media (and on the download
 //     path) the content, with one Range (bytes=A-B, A-, -N; 206 with

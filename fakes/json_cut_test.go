@@ -56,6 +56,8 @@ func TestCutShortBodiesStoreNothing(t *testing.T) {
 		return fmt.Sprintf("POST /upload/storage/v1/b/%s/o?uploadType=multipart HTTP/1.1\r\nHost: x\r\n"+
 			"Content-Type: multipart/related; boundary=%s\r\nContent-Length: %d\r\n", bucket, boundary, n)
 	}
+	multipartHeadChunked := fmt.Sprintf("POST /upload/storage/v1/b/%s/o?uploadType=multipart HTTP/1.1\r\nHost: x\r\n"+
+		"Content-Type: multipart/related; boundary=%s\r\nTransfer-Encoding: chunked\r\n", bucket, boundary)
 	mediaHead := func(name, length string) string {
 		return fmt.Sprintf("POST /upload/storage/v1/b/%s/o?uploadType=media&name=%s HTTP/1.1\r\nHost: x\r\n"+
 			"Content-Type: text/plain\r\n%s", bucket, name, length)
@@ -82,6 +84,13 @@ func TestCutShortBodiesStoreNothing(t *testing.T) {
 			chunk("hello, ") + chunk("world") + "0\r\n\r\n", true},
 		{"chunked media cut off", "chunked-cut", mediaHead("chunked-cut", "Transfer-Encoding: chunked\r\n"),
 			chunk("hello, ") + "5\r\nwor", false},
+		// The closing delimiter came, but not the end of the request.
+		{"multipart whole, cut before its Content-Length", "mp-short", multipartHead(len(multipart("mp-short", "\r\n--"+boundary+"--\r\n")) + 100),
+			multipart("mp-short", "\r\n--"+boundary+"--\r\n"), false},
+		{"chunked multipart whole, without its last chunk", "mp-chunked", multipartHeadChunked,
+			chunk(multipart("mp-chunked", "\r\n--"+boundary+"--\r\n")), false},
+		{"chunked multipart, whole", "mp-chunked-whole", multipartHeadChunked,
+			chunk(multipart("mp-chunked-whole", "\r\n--"+boundary+"--\r\n")) + "0\r\n\r\n", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := rawRequest(t, srv, tc.head, tc.body)
@@ -98,6 +107,101 @@ func TestCutShortBodiesStoreNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCutShortChunks: a chunk of a resumable session whose request ends
+// early (before its Content-Length, a chunked body cut off, even one cut
+// after the bytes its Content-Range announced) never completes the upload:
+// the session keeps what arrived in whole 256 KiB units of the object, as
+// GCS does, short of the object's end, and a status query reports them; the
+// client resumes from there and the object has the right bytes.
+func TestCutShortChunks(t *testing.T) {
+	srv, _ := start(t)
+	const q = 256 << 10
+	for i, tc := range []struct {
+		name    string
+		before  int  // bytes the session holds before the chunk
+		first   int  // the chunk's first byte
+		n       int  // the chunk's length, by its Content-Range
+		total   int  // the object's size
+		final   bool // the Content-Range names the total, else "*"
+		chunked bool // Transfer-Encoding: chunked, else Content-Length
+		sent    int  // bytes of the chunk sent before the request ends
+		want    int  // bytes the session keeps
+	}{
+		{"whole object in one chunk, cut at 60 KiB of 100 KiB", 0, 0, 100 << 10, 100 << 10, true, false, 60 << 10, 0},
+		{"final chunk, cut after 700 KiB", q, q, mib, q + mib, true, false, 700 << 10, 3 * q},
+		{"chunk of 3 MiB, cut after 2 MiB and 300 KiB", 0, 0, 3 * mib, 3 * mib, false, false, 2*mib + 300<<10, 2*mib + q},
+		{"retried chunk over persisted bytes, cut", 2 * q, q, mib, q + mib, false, false, 600 << 10, 3 * q},
+		{"chunked final chunk, cut off", 0, 0, mib, mib, true, true, 600 << 10, 2 * q},
+		{"chunked final chunk, all its bytes but not its last chunk", 0, 0, 5, 5, true, true, 5, 0},
+		{"chunked final chunk of 512 KiB, all its bytes but not its last chunk", 0, 0, 2 * q, 2 * q, true, true, 2 * q, q},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := fmt.Sprintf("cut-chunk-%d", i)
+			data := payload(tc.total, byte(i))
+			uri := startJSONSession(t, srv, name)
+			if tc.before > 0 {
+				r := do(t, srv, "PUT", uri, data[:tc.before], "Content-Range", fmt.Sprintf("bytes 0-%d/*", tc.before-1))
+				if r.status != http.StatusPermanentRedirect {
+					t.Fatalf("first chunk: %d %s", r.status, r.body)
+				}
+			}
+			u, _ := url.Parse(uri)
+			total := "*"
+			if tc.final {
+				total = fmt.Sprint(tc.total)
+			}
+			head := fmt.Sprintf("PUT %s HTTP/1.1\r\nHost: x\r\nContent-Range: bytes %d-%d/%s\r\n", u.RequestURI(), tc.first, tc.first+tc.n-1, total)
+			body := string(data[tc.first : tc.first+tc.sent])
+			if tc.chunked {
+				head += "Transfer-Encoding: chunked\r\n"
+				body = fmt.Sprintf("%x\r\n", tc.n) + body
+				if tc.sent == tc.n {
+					body += "\r\n"
+				}
+			} else {
+				head += fmt.Sprintf("Content-Length: %d\r\n", tc.n)
+			}
+			if st := rawRequest(t, srv, head, body); st != http.StatusBadRequest && st != 0 {
+				t.Fatalf("the cut chunk: answered %d, want 400 or a dropped connection", st)
+			}
+			if _, st := httpGet(t, srv, name); st != http.StatusNotFound {
+				t.Fatalf("the object was stored (read back %d)", st)
+			}
+			r := do(t, srv, "PUT", uri, nil, "Content-Range", "bytes */*")
+			want := ""
+			if tc.want > 0 {
+				want = fmt.Sprintf("bytes=0-%d", tc.want-1)
+			}
+			if r.status != http.StatusPermanentRedirect || r.header.Get("Range") != want {
+				t.Fatalf("status query: %d, Range %q; want 308, Range %q", r.status, r.header.Get("Range"), want)
+			}
+			r = do(t, srv, "PUT", uri, data[tc.want:], "Content-Range", fmt.Sprintf("bytes %d-%d/%d", tc.want, tc.total-1, tc.total))
+			if r.status != http.StatusOK {
+				t.Fatalf("resumed from byte %d: %d %s", tc.want, r.status, r.body)
+			}
+			got, st := httpGet(t, srv, name)
+			if st != http.StatusOK {
+				t.Fatalf("read back: %d", st)
+			}
+			sameBytes(t, name, got, data)
+		})
+	}
+	t.Run("chunked chunk longer than its Content-Range", func(t *testing.T) {
+		uri := startJSONSession(t, srv, "long-chunk")
+		u, _ := url.Parse(uri)
+		head := fmt.Sprintf("PUT %s HTTP/1.1\r\nHost: x\r\nContent-Range: bytes 0-4/5\r\nTransfer-Encoding: chunked\r\n", u.RequestURI())
+		if st := rawRequest(t, srv, head, "a\r\nhello, you\r\n0\r\n\r\n"); st != http.StatusBadRequest {
+			t.Fatalf("answered %d, want 400", st)
+		}
+		if _, st := httpGet(t, srv, "long-chunk"); st != http.StatusNotFound {
+			t.Fatalf("the object was stored (read back %d)", st)
+		}
+		if r := do(t, srv, "PUT", uri, nil, "Content-Range", "bytes */*"); r.status != http.StatusPermanentRedirect || r.header.Get("Range") != "" {
+			t.Fatalf("status query: %d, Range %q; want 308 and nothing persisted", r.status, r.header.Get("Range"))
+		}
+	})
 }
 
 // TestDeadClientDoesNotLockTheSession: a chunk whose client stalls mid-body

@@ -175,7 +175,7 @@ func readBody(r io.Reader, n int64, up *upload) error {
 
 // readParts reads a request body as readBody does, into parts of at most
 // 2 MiB, without touching any upload: what arrived, and an error if the
-// body ended early.
+// body ended early. With n >= 0 it reads n bytes and no more: see bodyEnd.
 func readParts(r io.Reader, n int64) ([][]byte, error) {
 	var parts [][]byte
 	if n >= 0 {
@@ -217,6 +217,29 @@ func readParts(r io.Reader, n int64) ([][]byte, error) {
 			return parts, nil
 		default:
 			return parts, fmt.Errorf("the request body ended early: %v", err)
+		}
+	}
+}
+
+// errBodyTooLong is bodyEnd's error for a body that goes on past the
+// content its request declared.
+var errBodyTooLong = errors.New("the request body is longer than its Content-Range")
+
+// bodyEnd checks that a request body whose declared content was read ends
+// there, cleanly: a chunked body must still end with its last (empty) chunk,
+// and a request whose connection broke before that was cut short, however
+// many bytes it brought. A body that goes on is errBodyTooLong.
+func bodyEnd(r io.Reader) error {
+	var b [1]byte
+	for {
+		k, err := r.Read(b[:])
+		switch {
+		case k > 0:
+			return errBodyTooLong
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			return fmt.Errorf("the request body ended early: %v", err)
 		}
 	}
 }
@@ -293,6 +316,13 @@ func (s *Server) insertMultipart(w http.ResponseWriter, r *http.Request, rt *htt
 			err = errors.New("a third part")
 		}
 		return newError(kindInvalid, "multipart upload: the body does not end with its closing delimiter after the media: %v", err)
+	}
+	// And the request ends after it (what follows the delimiter, the
+	// epilogue, is ignored): a body that ends before its Content-Length, or
+	// a chunked one cut before its last chunk, was cut short, even after
+	// its closing delimiter came.
+	if _, err := io.Copy(io.Discard, r.Body); err != nil {
+		return newError(kindInvalid, "multipart upload: the request body ended early, after its closing delimiter: %v", err)
 	}
 	return s.finish(w, r, up)
 }
@@ -392,11 +422,20 @@ func (s *Server) jsonSession(id string) (*upload, error) {
 	return up, nil
 }
 
+// cutQuantum is the unit in which a resumable session keeps the bytes of a
+// chunk whose request was cut short, as GCS persists them: 256 KiB of the
+// object.
+const cutQuantum = 256 << 10
+
 // uploadChunk serves a request to a resumable session: a chunk of content
 // (bytes A-B), the completion (a known total reached), or a status query
 // (no bytes). A chunk that starts before the bytes already persisted is
 // accepted and its overlap dropped, as GCS does for a retried chunk; one that
-// starts after them is refused. An unfinished session answers "308 Resume
+// starts after them is refused. A chunk whose request ends early (before its
+// Content-Length or the end of its chunked body) is refused, and its session
+// keeps the bytes that arrived up to a multiple of 256 KiB of the object,
+// as GCS does, never all of an object whose size is known: a cut chunk never
+// completes the upload. An unfinished session answers "308 Resume
 // Incomplete" with the persisted range, or 200 with
 // X-Http-Status-Code-Override: 308 for clients that send X-GUploader-No-308.
 func (s *Server) uploadChunk(w http.ResponseWriter, r *http.Request, id string) error {
@@ -411,17 +450,20 @@ func (s *Server) uploadChunk(w http.ResponseWriter, r *http.Request, id string) 
 	// The chunk is read before the session's lock is taken: a client
 	// whose connection died mid-body must not hold the session, so that
 	// its status query, on a new connection, is answered at once.
-	var parts [][]byte
+	var (
+		parts [][]byte
+		cut   error // the request ended early; parts holds what arrived
+	)
 	if cr.first >= 0 {
 		n := cr.last + 1 - cr.first
 		if r.ContentLength >= 0 && r.ContentLength != n {
 			return newError(kindInvalid, "Content-Range %q announces %d bytes, the body has %d", r.Header.Get("Content-Range"), n, r.ContentLength)
 		}
-		var rerr error
-		if parts, rerr = readParts(r.Body, n); rerr != nil {
-			// Cut short: nothing of it is kept, and the session stays as
-			// it was for the client to resume.
-			return newError(kindInvalid, "%v", rerr)
+		if parts, cut = readParts(r.Body, n); cut == nil {
+			cut = bodyEnd(r.Body)
+		}
+		if errors.Is(cut, errBodyTooLong) {
+			return newError(kindInvalid, "%v %q", cut, r.Header.Get("Content-Range"))
 		}
 	}
 	up.mu.Lock()
@@ -433,21 +475,32 @@ func (s *Server) uploadChunk(w http.ResponseWriter, r *http.Request, id string) 
 		writeJSON(w, http.StatusOK, up.b.resource(up.stored, baseURL(r)))
 		return nil
 	}
+	if cut != nil {
+		// Cut short: the session keeps what arrived in whole units of
+		// 256 KiB, as GCS does, short of the object's end, for the
+		// client to resume from.
+		var got int64
+		for _, p := range parts {
+			got += int64(len(p))
+		}
+		end := (cr.first + got) / cutQuantum * cutQuantum
+		for _, size := range []*int64{&cr.total, up.limit} {
+			if size != nil && *size >= 0 {
+				end = min(end, max(*size-1, 0)/cutQuantum*cutQuantum)
+			}
+		}
+		if cr.first <= up.size {
+			up.addFrom(parts, cr.first, end)
+		}
+		return newError(kindInvalid, "%v; the session has %d bytes", cut, up.size)
+	}
 	if cr.first >= 0 {
 		if cr.first > up.size {
 			return newError(kindInvalid, "the chunk starts at byte %d, but the session has %d bytes: a gap", cr.first, up.size)
 		}
 		// A chunk that starts before the persisted bytes (a retry) has
 		// its overlap dropped.
-		skip := up.size - cr.first
-		for _, p := range parts {
-			if skip >= int64(len(p)) {
-				skip -= int64(len(p))
-				continue
-			}
-			up.addUnchecked(p[skip:])
-			skip = 0
-		}
+		up.addFrom(parts, cr.first, cr.last+1)
 		if up.limit != nil && up.size > *up.limit {
 			return newError(kindInvalid, "the session has %d bytes, more than the %d declared", up.size, *up.limit)
 		}
@@ -470,6 +523,30 @@ func (s *Server) uploadChunk(w http.ResponseWriter, r *http.Request, id string) 
 		w.WriteHeader(http.StatusPermanentRedirect)
 	}
 	return nil
+}
+
+// addFrom adds to a session the bytes of parts, which start at byte first
+// of the object, from its persisted size up to byte end: the overlap with
+// the bytes it has is dropped. first must not be past up.size. up.mu is
+// held.
+func (up *upload) addFrom(parts [][]byte, first, end int64) {
+	skip, keep := up.size-first, end-up.size
+	for _, p := range parts {
+		if keep <= 0 {
+			return
+		}
+		if skip >= int64(len(p)) {
+			skip -= int64(len(p))
+			continue
+		}
+		p = p[skip:]
+		skip = 0
+		if int64(len(p)) > keep {
+			p = p[:keep]
+		}
+		up.addUnchecked(p)
+		keep -= int64(len(p))
+	}
 }
 
 // cancelUpload serves DELETE on a session URI: the session ends, nothing
