@@ -44,6 +44,7 @@ type Client struct {
 	pools       sync.Map // chunk size -> *pool.Pool, for Writers with their own chunk size
 	tel         *telemetry
 	tr          transport // gRPC, or the JSON API (WithHTTP)
+	conns       int       // the connections that carry data (gRPC's pool; DefaultConnectionPool for HTTP)
 	tenants     tenants
 	closed      atomic.Bool
 }
@@ -112,7 +113,7 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 			tel.close()
 			return nil, newError("NewClient", "", "", fmt.Errorf("HTTP transport: %w", err))
 		}
-		c.tr = t
+		c.tr, c.conns = t, DefaultConnectionPool
 		return c, nil
 	}
 	dial := append(defaultDialOptions(), option.WithGRPCDialOption(grpc.WithConnectParams(grpc.ConnectParams{
@@ -140,6 +141,7 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 			lane = nil
 		}
 	}
+	c.conns = conns.Num()
 	c.tr = newGRPCTransport(conns, lane, []grpc.CallOption{
 		wire.CallOption(),
 		// objup retries itself, resuming sessions; gRPC's own replay

@@ -11,6 +11,7 @@ import (
 
 	gtransport "google.golang.org/api/transport/grpc"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/objup/objup/chunker"
 	"github.com/objup/objup/internal/crc32c"
@@ -146,19 +147,20 @@ func (g *grpcTransport) invokeOn(c *grpcConn, u *upload, method string, req, res
 	return err
 }
 
-// writeObject sends r as one WriteObject call.
+// writeObject sends rs as one WriteObject call.
 //
-// An object of at most 2 MiB goes out as a unary call (one request message,
-// one response): on the wire it is a client stream of one message, and gRPC
-// starts no goroutine for it. A larger one (a chunk size over 2 MiB) is
-// several messages of at most 2 MiB on one WriteObject client stream, each
-// with its own CRC32C, the last with finish_write; gRPC starts one goroutine
-// for such a stream.
-func (g *grpcTransport) writeObject(u *upload, r *chunkRef, timeout time.Duration) (*wire.Object, bool, error) {
-	if len(r.Data) <= maxMessage {
-		return g.writeUnary(u, r, timeout)
+// An object of one chunk of at most 2 MiB goes out as a unary call (one
+// request message, one response): on the wire it is a client stream of one
+// message, and gRPC starts no goroutine for it. A larger one (a chunk size
+// over 2 MiB, or the chunks of a parallel upload's part) is several
+// messages of at most 2 MiB on one WriteObject client stream, each made of
+// consecutive pieces of the chunks with its CRC32C combined from theirs,
+// the last with finish_write; gRPC starts one goroutine for such a stream.
+func (g *grpcTransport) writeObject(u *upload, rs []*chunkRef, timeout time.Duration) (*wire.Object, bool, error) {
+	if len(rs) == 1 && len(rs[0].Data) <= maxMessage {
+		return g.writeUnary(u, rs[0], timeout)
 	}
-	return g.writeStream(u, r, timeout)
+	return g.writeStream(u, rs, timeout)
 }
 
 // writeUnary makes one attempt of a one-message WriteObject. sent reports
@@ -179,8 +181,8 @@ func (g *grpcTransport) writeUnary(u *upload, r *chunkRef, timeout time.Duration
 }
 
 // writeStream makes one attempt of a WriteObject client stream of several
-// messages, one per 2 MiB piece of r.
-func (g *grpcTransport) writeStream(u *upload, r *chunkRef, timeout time.Duration) (o *wire.Object, sent bool, err error) {
+// messages, each of up to 2 MiB of consecutive pieces of rs.
+func (g *grpcTransport) writeStream(u *upload, rs []*chunkRef, timeout time.Duration) (o *wire.Object, sent bool, err error) {
 	ctx, cancel := context.WithTimeout(u.ctx, timeout)
 	defer cancel()
 	c := g.pick(true)
@@ -189,18 +191,42 @@ func (g *grpcTransport) writeStream(u *upload, r *chunkRef, timeout time.Duratio
 	if err != nil {
 		return nil, false, err
 	}
-	for i, off := 0, 0; off < len(r.Data); i++ {
-		end := min(off+chunker.MaxPiece, len(r.Data))
-		req := &wire.WriteObjectRequest{WriteOffset: int64(off)}
-		if i == 0 {
+	base := rs[0].Offset
+	i, rel := 0, 0 // the chunk and the offset in it where the next message starts
+	for first := true; first || i < len(rs); first = false {
+		msg, req := u.life.newWriteMsg()
+		req.WriteOffset = rs[min(i, len(rs)-1)].Offset + int64(rel) - base
+		if first {
 			req.FirstMessage = &wire.WriteObjectRequest_WriteObjectSpec{WriteObjectSpec: u.spec()}
 		}
-		if end == len(r.Data) {
+		size := 0
+		var crc uint32
+		for i < len(rs) && msg.parts() < maxParts {
+			r := rs[i]
+			piece := rel / chunker.MaxPiece
+			end := min((piece+1)*chunker.MaxPiece, len(r.Data))
+			data := r.Data[rel:end]
+			if size > 0 && size+len(data) > maxMessage {
+				break
+			}
+			if len(data) > 0 {
+				pc := r.PieceCRC32C(piece)
+				if rel != piece*chunker.MaxPiece {
+					pc = crc32c.Checksum(data)
+				}
+				crc = crc32c.Combine(crc, pc, int64(len(data)))
+				u.life.add(msg, r, data)
+				size += len(data)
+			}
+			rel = end
+			if rel == len(r.Data) {
+				i, rel = i+1, 0
+			}
+		}
+		if i == len(rs) {
 			req.FinishWrite, req.ObjectChecksums = true, u.checksums
 		}
-		msg := u.life.newMsg()
-		u.life.add(msg, r, r.Data[off:end])
-		msg.Req, msg.CRC32C, msg.HasCRC = req, r.PieceCRC32C(i), !u.noCRC()
+		msg.CRC32C, msg.HasCRC = crc, !u.noCRC()
 		err = st.SendMsg(&msg.WriteMsg)
 		u.life.sent(msg)
 		sent = sent || msg.Marshaled()
@@ -209,10 +235,37 @@ func (g *grpcTransport) writeStream(u *upload, r *chunkRef, timeout time.Duratio
 			_, err = st.CloseAndRecv()
 			return nil, sent, err
 		}
-		off = end
 	}
 	resp, err := st.CloseAndRecv()
 	return resp.GetResource(), sent, err
+}
+
+// composeObject makes one attempt of ComposeObject into u's object.
+func (g *grpcTransport) composeObject(u *upload, srcs []source, timeout time.Duration) (*wire.Object, error) {
+	spec := u.spec()
+	req := &wire.ComposeObjectRequest{
+		Destination:              spec.GetResource(),
+		DestinationPredefinedAcl: spec.GetPredefinedAcl(),
+		IfGenerationMatch:        spec.IfGenerationMatch,
+		IfMetagenerationMatch:    spec.IfMetagenerationMatch,
+		KmsKey:                   spec.GetResource().GetKmsKey(),
+		ObjectChecksums:          u.checksums,
+		SourceObjects:            make([]*wire.ComposeObjectRequest_SourceObject, len(srcs)),
+	}
+	for i, s := range srcs {
+		req.SourceObjects[i] = &wire.ComposeObjectRequest_SourceObject{Name: s.name, Generation: s.gen}
+	}
+	o := new(wire.Object)
+	if err := g.invoke(u, wire.MethodComposeObject, req, o, timeout); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// deleteObject makes one attempt of DeleteObject.
+func (g *grpcTransport) deleteObject(u *upload, name string, gen int64, timeout time.Duration) error {
+	req := &wire.DeleteObjectRequest{Bucket: u.resource(), Object: name, Generation: gen}
+	return g.invoke(u, wire.MethodDeleteObject, req, new(emptypb.Empty), timeout)
 }
 
 func (g *grpcTransport) startUpload(u *upload, timeout time.Duration) (string, error) {

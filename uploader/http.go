@@ -113,6 +113,11 @@ func (t *httpTransport) uploadURL(bucket string, q url.Values) string {
 	return t.base + "/upload/storage/v1/b/" + url.PathEscape(bucket) + "/o?" + q.Encode()
 }
 
+// objectURL is the JSON API's resource of object name in bucket.
+func (t *httpTransport) objectURL(bucket, name string) string {
+	return t.base + "/storage/v1/b/" + url.PathEscape(bucket) + "/o/" + url.PathEscape(name)
+}
+
 // query returns the upload's query parameters: its type, the preconditions
 // and the predefined ACL, as the JSON API takes them.
 func (u *upload) query(uploadType string) url.Values {

@@ -2,6 +2,7 @@ package uploader
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -16,14 +17,14 @@ import (
 	"github.com/objup/objup/internal/wire"
 )
 
-// writeObject sends r as one multipart upload: the object resource (with
+// writeObject sends rs as one multipart upload: the object resource (with
 // the checksums, so the service verifies them) and the media, streamed from
-// the chunk. Preconditions go in the query.
-func (t *httpTransport) writeObject(u *upload, r *chunkRef, timeout time.Duration) (*wire.Object, bool, error) {
+// the chunks. Preconditions go in the query.
+func (t *httpTransport) writeObject(u *upload, rs []*chunkRef, timeout time.Duration) (*wire.Object, bool, error) {
 	spec := u.spec()
 	meta := metadataJSON(spec, u.checksums)
 	prefix, suffix := t.multipartBody(meta, spec.GetResource().GetContentType())
-	body := u.bodyOver(prefix, []*chunkRef{r}, r.Offset, suffix)
+	body := u.bodyOver(prefix, rs, rs[0].Offset, suffix)
 	resp, cancel, err := t.do(u.ctx, u, timeout, http.MethodPost, t.uploadURL(u.bucket, u.query("multipart")),
 		body, body.size(), http.Header{"Content-Type": {"multipart/related; boundary=" + t.boundary}})
 	if err != nil {
@@ -242,4 +243,57 @@ func parseRangeEnd(rg string) (int64, bool) {
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	return n, err == nil && n >= 0
+}
+
+// composeObject makes one attempt of objects.compose into u's object: the
+// destination's resource and the sources in the body, its preconditions in
+// the query.
+func (t *httpTransport) composeObject(u *upload, srcs []source, timeout time.Duration) (*wire.Object, error) {
+	type src struct {
+		Name       string `json:"name"`
+		Generation int64  `json:"generation,omitempty,string"`
+	}
+	req := struct {
+		Destination   json.RawMessage `json:"destination"`
+		SourceObjects []src           `json:"sourceObjects"`
+	}{Destination: metadataJSON(u.spec(), nil), SourceObjects: make([]src, len(srcs))}
+	for i, s := range srcs {
+		req.SourceObjects[i] = src{Name: s.name, Generation: s.gen}
+	}
+	b, err := json.Marshal(&req)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	q := u.query("")
+	q.Del("uploadType")
+	if acl := q.Get("predefinedAcl"); acl != "" {
+		q.Del("predefinedAcl")
+		q.Set("destinationPredefinedAcl", acl)
+	}
+	uri := t.objectURL(u.bucket, u.object) + "/compose?" + q.Encode()
+	body := u.bodyOver(b, nil, 0, nil)
+	resp, cancel, err := t.do(u.ctx, u, timeout, http.MethodPost, uri, body, body.size(), http.Header{"Content-Type": {"application/json; charset=UTF-8"}})
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	return objectOf(resp)
+}
+
+// deleteObject makes one attempt of objects.delete.
+func (t *httpTransport) deleteObject(u *upload, name string, gen int64, timeout time.Duration) error {
+	uri := t.objectURL(u.bucket, name)
+	if gen != 0 {
+		uri += "?generation=" + strconv.FormatInt(gen, 10)
+	}
+	resp, cancel, err := t.do(u.ctx, u, timeout, http.MethodDelete, uri, nil, 0, nil)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	defer closeResponse(resp)
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusNoContent {
+		return statusError(resp)
+	}
+	return nil
 }

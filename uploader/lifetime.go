@@ -166,6 +166,23 @@ func (l *lifetime) newStreamMsg() (*outMsg, *wire.BidiWriteObjectRequest) {
 	return &m.outMsg, &m.req
 }
 
+// writeMsg is a message of a WriteObject client stream with its request
+// and its parts' storage, allocated together (see streamMsg).
+type writeMsg struct {
+	outMsg
+	req  wire.WriteObjectRequest
+	more moreParts
+}
+
+// newWriteMsg returns an empty message of a WriteObject client stream and
+// its request, which the caller fills.
+func (l *lifetime) newWriteMsg() (*outMsg, *wire.WriteObjectRequest) {
+	m := new(writeMsg)
+	m.outMsg.more = &m.more
+	m.outMsg.Req = &m.req
+	return &m.outMsg, &m.req
+}
+
 // parts returns how many parts m has.
 func (m *outMsg) parts() int {
 	if m.Data == nil {

@@ -11,11 +11,13 @@ func (w *Writer) oneShot(r *chunkRef) error {
 	w.spec(r.Data, size)
 	w.upload.checksums = w.checksums()
 	tr := w.c.tr
+	w.one[0] = r
+	defer func() { w.one[0] = nil }()
 	var o *wire.Object
 	err := w.retry.do(&w.target, tr.names().write, w.idempotent(), nil, func() (string, bool, error) {
 		var sent bool
 		var err error
-		o, sent, err = tr.writeObject(&w.upload, r, w.retry.attemptTimeout())
+		o, sent, err = tr.writeObject(&w.upload, w.one[:], w.retry.attemptTimeout())
 		return "", sent, err
 	})
 	if err != nil {

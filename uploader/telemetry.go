@@ -28,6 +28,7 @@ const instrumentationName = "github.com/objup/objup/uploader"
 const (
 	pathOneShot   = "one-shot"
 	pathResumable = "resumable"
+	pathParallel  = "parallel"
 )
 
 // unsetTracerProvider is otel's global TracerProvider as it is before the

@@ -18,11 +18,17 @@ import (
 // connect-go's protocolClient is the model: the protocol sends, one caller
 // decides.
 type transport interface {
-	// writeObject sends the whole object, r, in one request and returns
-	// the stored object. sent reports whether the request may have left
-	// the process. It takes its own references on r's memory while the
-	// request reads it; the caller keeps its own.
-	writeObject(u *upload, r *chunkRef, timeout time.Duration) (o *wire.Object, sent bool, err error)
+	// writeObject sends the whole object, the consecutive chunks rs, in
+	// one request and returns the stored object. sent reports whether the
+	// request may have left the process. It takes its own references on
+	// the chunks' memory while the request reads it; the caller keeps its
+	// own.
+	writeObject(u *upload, rs []*chunkRef, timeout time.Duration) (o *wire.Object, sent bool, err error)
+	// composeObject joins the objects srcs, in order, into u's object
+	// (u's spec: its name, attributes and preconditions) and returns it.
+	composeObject(u *upload, srcs []source, timeout time.Duration) (*wire.Object, error)
+	// deleteObject deletes generation gen of object name in u's bucket.
+	deleteObject(u *upload, name string, gen int64, timeout time.Duration) error
 	// startUpload opens a resumable session for the upload and returns its
 	// id (an upload id, or the session's URI).
 	startUpload(u *upload, timeout time.Duration) (id string, err error)
@@ -50,12 +56,19 @@ type transport interface {
 // callNames are the names of a transport's calls, as errors and events
 // report them.
 type callNames struct {
-	write, start, query, stream string
+	write, start, query, stream, compose, delete string
+}
+
+// source is an object a compose joins: its name and the generation that
+// was written.
+type source struct {
+	name string
+	gen  int64
 }
 
 var (
-	grpcNames = callNames{write: "WriteObject", start: "StartResumableWrite", query: "QueryWriteStatus", stream: "BidiWriteObject"}
-	httpNames = callNames{write: "objects.insert", start: "objects.insert", query: "objects.insert (status)", stream: "objects.insert"}
+	grpcNames = callNames{write: "WriteObject", start: "StartResumableWrite", query: "QueryWriteStatus", stream: "BidiWriteObject", compose: "ComposeObject", delete: "DeleteObject"}
+	httpNames = callNames{write: "objects.insert", start: "objects.insert", query: "objects.insert (status)", stream: "objects.insert", compose: "objects.compose", delete: "objects.delete"}
 )
 
 // stream is the channel of a resumable session's data, open until it
@@ -101,6 +114,7 @@ type upload struct {
 	// checksums are the whole-object checksums the finish carries: set
 	// when the last chunk is known.
 	checksums *wire.ObjectChecksums
+	one       [1]*chunkRef // a one-shot upload's chunk, as writeObject takes it
 }
 
 // idempotent reports whether a one-shot upload may be repeated as a whole:

@@ -46,6 +46,7 @@ type Writer struct {
 	ch     chunker.Chunker
 	retry  retrier
 	sess   *resumable   // nil until the first chunk is full
+	par    *parallel    // a parallel upload's parts; nil until the first chunk is full
 	ev     uploadEvents // what the upload reports while it runs and when it ends
 
 	busy     atomic.Bool // a method runs
@@ -98,6 +99,9 @@ func (w *Writer) init(ctx context.Context, bucket, object string, opts []WriterO
 	}
 	if w.cfg.md5 && w.cfg.sendMD5 != nil {
 		return invalid("NewWriter", bucket, object, "WithMD5 and WithSendMD5 exclude each other")
+	}
+	if err := w.cfg.checkParallel(); err != nil {
+		return invalid("NewWriter", bucket, object, "%w", err)
 	}
 	if w.cfg.chunkSize != 0 {
 		if err := checkChunkSize(w.cfg.chunkSize); err != nil {
@@ -259,7 +263,11 @@ func (w *Writer) room() error {
 			return &Error{Op: "Write", Bucket: w.bucket, Object: w.object, Code: codes.InvalidArgument,
 				Err: fmt.Errorf("object outgrows the %d-byte WithBuffer buffer: a buffer under %d bytes (256 KiB) only serves objects that fit in it", w.ch.ChunkSize(), pool.Quantum)}
 		}
-		if err := w.send(w.life.newRef(w.ch.Seal())); err != nil {
+		if w.cfg.parallel != nil {
+			if err := w.addPart(w.ch.Seal()); err != nil {
+				return err
+			}
+		} else if err := w.send(w.life.newRef(w.ch.Seal())); err != nil {
 			return err
 		}
 	}
@@ -293,6 +301,9 @@ func (w *Writer) send(r *chunkRef) error {
 // resumes and the service acknowledges them, so the loop resumes the session
 // first and then waits again, instead of waiting for itself.
 func (w *Writer) buffer() (*[]byte, error) {
+	if w.par != nil {
+		return w.par.buffer()
+	}
 	if t, ok := w.life.alloc.(tryGetter); ok {
 		if b, ok := t.TryGet(); ok {
 			return b, nil
@@ -348,6 +359,9 @@ func (w *Writer) fail(op string, err error) {
 	if w.sess != nil {
 		w.sess.abort(w.err)
 	}
+	if w.par != nil {
+		w.par.cancel()
+	}
 }
 
 // Close finishes the upload: it sends what is left with the object's checksums
@@ -380,6 +394,17 @@ func (w *Writer) Close() error {
 		}
 	}
 	last, oneShot := w.ch.Finish()
+	if w.par != nil {
+		o, err := w.par.finish(last)
+		if err == nil {
+			err = w.finished(o, w.ch.Size())
+		}
+		if err != nil {
+			w.fail("Close", err)
+			return w.err
+		}
+		return nil
+	}
 	r := w.life.newRef(last)
 	var err error
 	if oneShot {
@@ -429,8 +454,11 @@ func (w *Writer) end() {
 	if !w.recorded {
 		w.recorded = true
 		path := pathOneShot
-		if w.sess != nil {
+		switch {
+		case w.sess != nil:
 			path = pathResumable
+		case w.par != nil:
+			path = pathParallel
 		}
 		w.ev.ended(w.ch.Size(), path, w.err)
 	}
@@ -442,6 +470,9 @@ func (w *Writer) release() {
 	w.life.putBuffer(w.ch.Abort())
 	if w.sess != nil {
 		w.sess.close()
+	}
+	if w.par != nil {
+		w.par.cleanup()
 	}
 	w.life.wait()
 	if a, ok := w.life.alloc.(*tenantAlloc); ok {

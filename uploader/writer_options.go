@@ -29,6 +29,7 @@ type writerConfig struct {
 	spec      *wire.WriteObjectSpec
 	obj       *wire.Object
 	progress  func(int64)
+	parallel  *ParallelUpload // WithParallelUpload
 	buffer    []byte
 	sendMD5   []byte // the caller's MD5 of the object, sent as it is
 	chunkSize int

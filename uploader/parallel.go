@@ -1,0 +1,534 @@
+package uploader
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc/codes"
+
+	"github.com/objup/objup/chunker"
+	"github.com/objup/objup/internal/crc32c"
+	"github.com/objup/objup/internal/wire"
+)
+
+// Defaults of a parallel composite upload (see ParallelUpload).
+const (
+	// DefaultPartSize is the size of a part.
+	DefaultPartSize = 16 << 20
+	// DefaultTempPrefix starts the names of the temporary objects.
+	DefaultTempPrefix = "objup-tmp/"
+	// maxComposeSources is the most objects one compose joins.
+	maxComposeSources = 32
+	// cleanupTimeout bounds the deletion of the temporary objects after an
+	// upload, whose own context may have ended.
+	cleanupTimeout = time.Minute
+)
+
+// ParallelUpload configures a parallel composite upload (see
+// WithParallelUpload). The zero value takes every default.
+type ParallelUpload struct {
+	// PartSize is the size of each part, rounded up to whole chunks
+	// (0: DefaultPartSize). An object of at most one part is written in
+	// one call under its own name: no temporary object, no compose.
+	PartSize int64
+	// Parts is how many parts upload at once (0: two per connection of the
+	// client's pool, at least 4). A part holds its memory until the service
+	// stored it, so up to Parts+1 parts of memory are in use at once,
+	// within the client's pool budget.
+	Parts int
+	// TempPrefix starts the names of the temporary objects (""
+	// DefaultTempPrefix). An upload's parts are named
+	// TempPrefix + a random id + "/part-N", the objects of intermediate
+	// composes TempPrefix + id + "/compose-R-N".
+	TempPrefix string
+}
+
+// WithParallelUpload uploads the object as a parallel composite upload
+// when it outgrows one part: the Writer cuts the data into parts of
+// PartSize, uploads each part as a temporary object of the same bucket on
+// its own stream (spread over the client's connections, Parts at once),
+// joins them with ComposeObject (in rounds of at most 32), checks the final
+// object's size and CRC32C against what was written, and deletes the
+// temporary objects, whatever the outcome. Close returns once they are
+// deleted. The final object gets the Writer's attributes and
+// preconditions; it is never visible partially.
+//
+// A parallel upload costs, for an object of N parts: N writes, about
+// N/31+1 composes and N+N/32 deletes, instead of one upload (operations
+// are billed, class A for writes and composes). The result is a composite
+// object: it has a CRC32C but no MD5 (so WithMD5 and WithSendMD5 are
+// refused, and so is WithoutCRC32C, since the CRC32C is what checks the
+// result), and readers that need an MD5 (gsutil's default download check,
+// for one) must use the CRC32C. The temporary objects take the bucket's
+// default storage class, so a bucket whose default is Nearline, Coldline
+// or Archive bills their minimum storage duration, and a bucket with a
+// retention policy or default event-based hold keeps them until it
+// expires: give such buckets' temporary objects a prefix that a lifecycle
+// rule deletes, or do not use parallel uploads there. A part that fails
+// for good fails the upload with that part's cause. WithBuffer is
+// refused: parts take their memory from the client's pool.
+func WithParallelUpload(p ParallelUpload) WriterOption {
+	return writerOptionFunc(func(c *writerConfig) error {
+		switch {
+		case p.PartSize < 0:
+			return fmt.Errorf("WithParallelUpload: part size %d is negative", p.PartSize)
+		case p.Parts < 0:
+			return fmt.Errorf("WithParallelUpload: parts %d is negative", p.Parts)
+		}
+		if p.TempPrefix == "" {
+			p.TempPrefix = DefaultTempPrefix
+		}
+		if err := validateObject(p.TempPrefix + "0123456789abcdef/compose-99-9999"); err != nil {
+			return fmt.Errorf("WithParallelUpload: temporary prefix %q: %w", p.TempPrefix, err)
+		}
+		c.parallel = &p
+		return nil
+	})
+}
+
+// checkParallel refuses the options a parallel upload cannot honour.
+func (c *writerConfig) checkParallel() error {
+	switch {
+	case c.parallel == nil:
+		return nil
+	case c.hasBuffer:
+		return errors.New("WithParallelUpload and WithBuffer exclude each other: parts take their memory from the client's pool")
+	case c.md5 || c.sendMD5 != nil:
+		return errors.New("WithParallelUpload cannot send an MD5: a composed object has none")
+	case c.noCRC32C:
+		return errors.New("WithParallelUpload needs the CRC32C that WithoutCRC32C turns off: it checks the composed object")
+	}
+	return nil
+}
+
+// parallel is the state of a parallel composite upload: the part being
+// filled, on the Writer's goroutine, and the parts uploading, each on a
+// goroutine of its own.
+type parallel struct {
+	w        *Writer
+	tr       transport
+	partSize int64
+	id       string // the random part of the temporary objects' names
+	prefix   string // TempPrefix + id + "/"
+
+	g      *errgroup.Group
+	ctx    context.Context // ends when a part failed for good, or the upload's context ends
+	cancel context.CancelFunc
+
+	cur      *part   // the part being filled; nil before its first chunk
+	parts    []*part // the parts handed to goroutines, in order
+	inflight atomic.Int32
+	temps    []source // intermediate composes' objects
+	waited   bool     // g.Wait ran
+
+	mu   sync.Mutex // orders progress reports
+	done int64      // bytes of parts stored
+}
+
+// part is one temporary object of a parallel upload: its chunks (whose
+// owner references it drops once the service stored it or the upload gave
+// up), its own call state and its own retry episode.
+type part struct {
+	upload
+	index int
+	refs  []*chunkRef
+	size  int64
+	crc   uint32
+	gen   int64       // the generation stored; 0 until then
+	sent  atomic.Bool // a write of it may have reached the service
+	retry retrier
+	ev    uploadEvents
+	crcv  uint32 // the part's CRC32C, as its checksums point to
+}
+
+// newParallel starts the parallel state of w.
+func newParallel(w *Writer) *parallel {
+	cfg := w.cfg.parallel
+	size := cfg.PartSize
+	if size == 0 {
+		size = DefaultPartSize
+	}
+	q := int64(w.ch.ChunkSize())
+	size = (size + q - 1) / q * q
+	parts := cfg.Parts
+	if parts == 0 {
+		parts = max(4, 2*w.c.conns)
+	}
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	p := &parallel{w: w, tr: w.c.tr, partSize: size, id: hex.EncodeToString(rnd[:])}
+	p.prefix = cfg.TempPrefix + p.id + "/"
+	ctx, cancel := context.WithCancel(w.ctx)
+	p.g, p.ctx = errgroup.WithContext(ctx)
+	p.cancel = cancel
+	p.g.SetLimit(parts)
+	return p
+}
+
+// addPart takes a full chunk into a parallel upload, starting it with the
+// first one: its data gives the object's content type.
+func (w *Writer) addPart(c chunker.Chunk) error {
+	if w.par == nil {
+		w.spec(c.Data, -1)
+		w.par = newParallel(w)
+	}
+	return w.par.add(c)
+}
+
+// add takes a full chunk into the part being filled, and hands the part to
+// a goroutine once it has PartSize bytes.
+func (p *parallel) add(c chunker.Chunk) error {
+	if p.cur == nil {
+		p.cur = p.newPart(len(p.parts))
+	}
+	pt := p.cur
+	r := p.w.life.newRef(c)
+	pt.refs = append(pt.refs, r)
+	pt.crc = crc32c.Combine(pt.crc, r.CRC32C, int64(len(r.Data)))
+	pt.size += int64(len(r.Data))
+	if pt.size >= p.partSize {
+		return p.dispatch()
+	}
+	return nil
+}
+
+// newPart returns part i, an object of its own under the upload's prefix,
+// written only if it does not exist yet (so a retried write is harmless).
+func (p *parallel) newPart(i int) *part {
+	w := p.w
+	pt := &part{index: i}
+	pt.target = target{c: w.c, ctx: p.ctx, bucket: w.bucket, object: p.prefix + "part-" + strconv.Itoa(i), params: w.params}
+	pt.initSpec(w)
+	pt.ev = uploadEvents{tg: &pt.target, span: w.ev.span, start: now()}
+	pt.life.ev = &pt.ev
+	pt.retry.init(w.cfg.retry, &pt.ev)
+	return pt
+}
+
+// initSpec makes u's spec that of a temporary object of w's upload.
+func (u *upload) initSpec(w *Writer) {
+	u.scratch.spec.Resource = &u.scratch.object
+	u.scratch.object.Name, u.scratch.object.Bucket = u.object, w.resource()
+	u.scratch.object.ContentType = "application/octet-stream"
+	u.scratch.spec.IfGenerationMatch = new(int64)
+}
+
+// dispatch hands the part being filled to a goroutine of its own. It waits
+// while Parts parts are uploading.
+func (p *parallel) dispatch() error {
+	pt := p.cur
+	p.cur = nil
+	pt.crcv = pt.crc
+	pt.checksums = &wire.ObjectChecksums{Crc32C: &pt.crcv}
+	p.parts = append(p.parts, pt)
+	p.inflight.Add(1)
+	p.g.Go(func() error {
+		defer p.inflight.Add(-1)
+		return p.send(pt)
+	})
+	if err := p.ctx.Err(); err != nil {
+		return p.failure(err)
+	}
+	return nil
+}
+
+// send uploads part pt in one WriteObject call, retried as a whole, and
+// drops its chunks once done.
+func (p *parallel) send(pt *part) error {
+	start := time.Now()
+	names := p.tr.names()
+	var o *wire.Object
+	err := pt.retry.do(&pt.target, names.write, true, nil, func() (string, bool, error) {
+		var sent bool
+		var err error
+		o, sent, err = p.tr.writeObject(&pt.upload, pt.refs, pt.retry.attemptTimeout())
+		if sent {
+			pt.sent.Store(true)
+		}
+		return "", sent, err
+	})
+	for _, r := range pt.refs {
+		r.unref()
+	}
+	pt.refs = nil
+	if err == nil {
+		err = pt.check(o)
+	}
+	p.event(pt, start, err)
+	if err != nil {
+		w := p.w
+		return &Error{Op: names.write, Bucket: w.bucket, Object: w.object, Code: codeOf(err),
+			Err: &partError{index: pt.index, name: pt.object, err: err}}
+	}
+	p.progress(pt.size)
+	return nil
+}
+
+// check checks the stored part against what was sent.
+func (pt *part) check(o *wire.Object) error {
+	if o == nil {
+		return errors.New("the service stored the part without returning it")
+	}
+	pt.gen = o.GetGeneration()
+	if o.GetSize() != pt.size {
+		return &Error{Op: "WriteObject", Bucket: pt.bucket, Object: pt.object, Code: codes.DataLoss,
+			Err: fmt.Errorf("the service stored %d bytes of the part, %d were sent", o.GetSize(), pt.size)}
+	}
+	if cs := o.GetChecksums(); cs != nil && cs.Crc32C != nil && cs.GetCrc32C() != pt.crcv {
+		return &Error{Op: "WriteObject", Bucket: pt.bucket, Object: pt.object, Code: codes.DataLoss,
+			Err: fmt.Errorf("the service reports CRC32C %08x for the part, %08x was sent", cs.GetCrc32C(), pt.crcv)}
+	}
+	return nil
+}
+
+// partError is the failure of one part, which fails the upload with the
+// part's cause.
+type partError struct {
+	index int
+	name  string
+	err   error
+}
+
+func (e *partError) Error() string {
+	return fmt.Sprintf("part %d (%s): %v", e.index, e.name, e.err)
+}
+
+func (e *partError) Unwrap() error { return e.err }
+
+// event records a part's end on the upload's span, and in the log.
+func (p *parallel) event(pt *part, start time.Time, err error) {
+	if s := p.w.ev.span; s != nil {
+		attrs := []attribute.KeyValue{
+			attribute.Int("part", pt.index), attribute.String("object", pt.object),
+			attribute.Int64("bytes", pt.size), attribute.Int64("retries", int64(pt.ev.retries)),
+			attribute.Int64("duration_ms", time.Since(start).Milliseconds()),
+		}
+		if err != nil {
+			attrs = append(attrs, attribute.String("error", err.Error()))
+		}
+		s.AddEvent("part", trace.WithAttributes(attrs...))
+	}
+	if l := p.w.c.tel.logger; l != nil {
+		l.LogAttrs(p.w.ctx, slog.LevelDebug, "objup: uploaded a part", p.w.ev.logAttrs(
+			slog.Int("part", pt.index), slog.Int64("bytes", pt.size), slog.Duration("took", time.Since(start)), slog.Any("error", err))...)
+	}
+}
+
+// progress reports the bytes of the parts stored so far.
+func (p *parallel) progress(n int64) {
+	f := p.w.cfg.progress
+	if f == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done += n
+	f(p.done)
+}
+
+// buffer takes an empty buffer for the part being filled. When it must
+// wait and no part is uploading, the part is sent as it is, smaller than
+// PartSize: the pool budget is then held by the part itself, and nothing
+// else would give a buffer back.
+func (p *parallel) buffer() (*[]byte, error) {
+	w := p.w
+	if t, ok := w.life.alloc.(tryGetter); ok {
+		if b, ok := t.TryGet(); ok {
+			return b, nil
+		}
+	}
+	start := time.Now()
+	defer func() { w.ev.waited(time.Since(start)) }()
+	if p.inflight.Load() == 0 && p.cur != nil && len(p.cur.refs) > 0 {
+		if err := p.dispatch(); err != nil {
+			return nil, err
+		}
+	}
+	b, err := w.wait(p.ctx)
+	if err != nil {
+		return nil, p.failure(err)
+	}
+	return b, nil
+}
+
+// failure returns the error that ended the upload: a part's, which ended
+// p.ctx, rather than the wait it interrupted.
+func (p *parallel) failure(err error) error {
+	if p.ctx.Err() != nil && p.w.ctx.Err() == nil {
+		if gerr := p.wait(); gerr != nil {
+			return gerr
+		}
+	}
+	return err
+}
+
+// wait waits for every part's goroutine and returns the first failure.
+func (p *parallel) wait() error {
+	err := p.g.Wait()
+	if !p.waited {
+		p.waited = true
+		// What gRPC still holds of the parts' messages is the Writer's to
+		// release when the upload ends (see lifetime.wait).
+		for _, pt := range p.parts {
+			for _, h := range pt.life.holds {
+				if !h.done.Load() {
+					p.w.life.holds = append(p.w.life.holds, h)
+				}
+			}
+			pt.life.holds = nil
+		}
+	}
+	return err
+}
+
+// finish uploads the last part, waits for every part and composes them
+// into the object; last is the data after the parts handed out so far.
+func (p *parallel) finish(last chunker.Chunk) (*wire.Object, error) {
+	w := p.w
+	if len(last.Data) > 0 {
+		if err := p.add(last); err != nil {
+			return nil, err
+		}
+	} else {
+		w.life.putBuffer(last.Buf)
+	}
+	if p.cur != nil && len(p.cur.refs) > 0 {
+		if err := p.dispatch(); err != nil {
+			return nil, err
+		}
+	}
+	if err := p.wait(); err != nil {
+		return nil, err
+	}
+	srcs := make([]source, len(p.parts))
+	for i, pt := range p.parts {
+		srcs[i] = source{name: pt.object, gen: pt.gen}
+	}
+	for round := 0; len(srcs) > maxComposeSources; round++ {
+		next, err := p.composeRound(round, srcs)
+		if err != nil {
+			return nil, err
+		}
+		srcs = next
+	}
+	w.spec(nil, w.ch.Size())
+	w.upload.checksums = w.checksums()
+	var o *wire.Object
+	names := p.tr.names()
+	err := w.retry.do(&w.target, names.compose, w.idempotent(), nil, func() (string, bool, error) {
+		var err error
+		o, err = p.tr.composeObject(&w.upload, srcs, w.retry.attemptTimeout())
+		return "", true, err
+	})
+	return o, err
+}
+
+// composeRound joins srcs 32 at a time into temporary objects, all at
+// once, and returns those.
+func (p *parallel) composeRound(round int, srcs []source) ([]source, error) {
+	n := (len(srcs) + maxComposeSources - 1) / maxComposeSources
+	next := make([]source, n)
+	us := make([]*part, n)
+	for i := range us {
+		us[i] = p.newPart(0)
+		// The parts' context ended with them; a compose runs in the
+		// upload's.
+		us[i].ctx = p.w.ctx
+		us[i].object = p.prefix + "compose-" + strconv.Itoa(round) + "-" + strconv.Itoa(i)
+		us[i].initSpec(p.w)
+		next[i].name = us[i].object
+	}
+	var g errgroup.Group
+	for i, u := range us {
+		group := srcs[i*maxComposeSources : min((i+1)*maxComposeSources, len(srcs))]
+		g.Go(func() error {
+			var o *wire.Object
+			err := u.retry.do(&u.target, p.tr.names().compose, true, nil, func() (string, bool, error) {
+				var err error
+				o, err = p.tr.composeObject(&u.upload, group, u.retry.attemptTimeout())
+				return "", true, err
+			})
+			next[i].gen = o.GetGeneration()
+			return err
+		})
+	}
+	err := g.Wait()
+	for _, s := range next {
+		// An intermediate whose compose may have run is deleted with the
+		// parts; one that surely did not exist is not found, which is fine.
+		p.temps = append(p.temps, s)
+	}
+	return next, err
+}
+
+// cleanup ends a parallel upload: it stops the parts still uploading,
+// waits for them, releases the part being filled and deletes every
+// temporary object that may exist, with a context of its own (the
+// upload's may have ended), Parts at a time.
+func (p *parallel) cleanup() {
+	p.cancel()
+	_ = p.wait()
+	if p.cur != nil {
+		for _, r := range p.cur.refs {
+			r.unref()
+		}
+		p.cur = nil
+	}
+	var doomed []source
+	for _, pt := range p.parts {
+		if pt.gen != 0 || pt.sent.Load() {
+			doomed = append(doomed, source{name: pt.object, gen: pt.gen})
+		}
+	}
+	doomed = append(doomed, p.temps...)
+	if len(doomed) == 0 {
+		return
+	}
+	w := p.w
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), cleanupTimeout)
+	defer cancel()
+	var g errgroup.Group
+	g.SetLimit(max(4, 2*w.c.conns))
+	for _, s := range doomed {
+		g.Go(func() error {
+			u := &part{}
+			u.target = target{c: w.c, ctx: ctx, bucket: w.bucket, object: s.name, params: w.params}
+			u.retry.init(w.cfg.retry, &u.ev)
+			u.ev = uploadEvents{tg: &u.target, span: w.ev.span, start: now()}
+			err := u.retry.do(&u.target, p.tr.names().delete, true, nil, func() (string, bool, error) {
+				err := p.tr.deleteObject(&u.upload, s.name, s.gen, u.retry.attemptTimeout())
+				if IsNotFound(err) {
+					err = nil
+				}
+				return "", true, err
+			})
+			if err != nil {
+				p.leftBehind(s.name, err)
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+}
+
+// leftBehind reports a temporary object that could not be deleted.
+func (p *parallel) leftBehind(name string, err error) {
+	w := p.w
+	if s := w.ev.span; s != nil {
+		s.AddEvent("temporary object left", trace.WithAttributes(attribute.String("object", name), attribute.String("error", err.Error())))
+	}
+	if l := w.c.tel.logger; l != nil {
+		l.LogAttrs(context.WithoutCancel(w.ctx), slog.LevelWarn, "objup: could not delete a temporary object", w.ev.logAttrs(slog.String("temporary", name), slog.Any("error", err))...)
+	}
+}
