@@ -271,5 +271,3 @@ func TestParallelUploadInvalid(t *testing.T) {
 		t.Fatalf("%d calls reached the fake", n)
 	}
 }
-
-
