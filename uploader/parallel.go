@@ -246,6 +246,14 @@ func (p *parallel) dispatch() error {
 // send uploads part pt in one WriteObject call, retried as a whole, and
 // drops its chunks once done.
 func (p *parallel) send(pt *part) error {
+	if err := p.ctx.Err(); err != nil {
+		// Another part failed while this one waited for its turn.
+		for _, r := range pt.refs {
+			r.unref()
+		}
+		pt.refs = nil
+		return err
+	}
 	start := time.Now()
 	names := p.tr.names()
 	var o *wire.Object

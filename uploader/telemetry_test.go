@@ -192,3 +192,65 @@ func TestTelemetryCounts(t *testing.T) {
 		t.Errorf("logs carry no tenant:\n%s", text)
 	}
 }
+
+// TestTelemetryParallelParts: a parallel upload's span has an event per
+// part, naming the part, its size and its retries, and the failed part's
+// error when one fails for good; the upload counts under the path
+// "parallel".
+func TestTelemetryParallelParts(t *testing.T) {
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans), sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	e := newEnv(t, uploader.WithTracerProvider(tp))
+	opt := uploader.WithParallelUpload(uploader.ParallelUpload{PartSize: 256 * kib, Parts: 1})
+	e.srv.FailCall("WriteObject", 2, codes.Unavailable) // the second part is retried once
+	if _, err := e.c.Upload(context.Background(), bucket, "par/ok", bytes.NewReader(payload(700*kib, 1)), opt); err != nil {
+		t.Fatal(err)
+	}
+	e.srv.FailCall("WriteObject", 1, codes.PermissionDenied)
+	if _, err := e.c.Upload(context.Background(), bucket, "par/fail", bytes.NewReader(payload(700*kib, 2)), opt); !uploader.IsPermissionDenied(err) {
+		t.Fatalf("upload with a denied part: %v, want PermissionDenied", err)
+	}
+	type part struct {
+		bytes, retries int64
+		failed         bool
+	}
+	got := map[string][]part{}
+	for _, s := range spans.GetSpans() {
+		var name, path string
+		for _, a := range s.Attributes {
+			switch a.Key {
+			case "gcs.object":
+				name = a.Value.AsString()
+			case "objup.path":
+				path = a.Value.AsString()
+			}
+		}
+		if path != "parallel" {
+			t.Errorf("span of %s: path %q, want parallel", name, path)
+		}
+		for _, ev := range s.Events {
+			if ev.Name != "part" {
+				continue
+			}
+			var p part
+			for _, a := range ev.Attributes {
+				switch a.Key {
+				case "bytes":
+					p.bytes = a.Value.AsInt64()
+				case "retries":
+					p.retries = a.Value.AsInt64()
+				case "error":
+					p.failed = true
+				}
+			}
+			got[name] = append(got[name], p)
+		}
+	}
+	want := map[string][]part{
+		"par/ok":   {{256 * kib, 0, false}, {256 * kib, 1, false}, {188 * kib, 0, false}},
+		"par/fail": {{256 * kib, 0, true}},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("part events %v, want %v", got, want)
+	}
+}
