@@ -414,14 +414,14 @@ var (
 
 // startExternalFake builds fakes/cmd/fakegcs once and runs it as a separate
 // process on loopback, returning its gRPC address.
-func startExternalFake(b testing.TB) (string, func()) {
-	addr, _, stop := startExternalFakeBoth(b)
+func startExternalFake(b testing.TB, args ...string) (string, func()) {
+	addr, _, stop := startExternalFakeBoth(b, args...)
 	return addr, stop
 }
 
 // startExternalFakeBoth is startExternalFake returning the JSON API's URL
-// too.
-func startExternalFakeBoth(b testing.TB) (grpcAddr, httpURL string, stop func()) {
+// too. args are more flags of fakegcs.
+func startExternalFakeBoth(b testing.TB, args ...string) (grpcAddr, httpURL string, stop func()) {
 	fakegcsOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "objup-fakegcs")
 		if err != nil {
@@ -437,7 +437,7 @@ func startExternalFakeBoth(b testing.TB) (grpcAddr, httpURL string, stop func())
 	if fakegcsErr != nil {
 		b.Fatal(fakegcsErr)
 	}
-	cmd := exec.Command(fakegcsBin, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0", "-bucket", benchBucket)
+	cmd := exec.Command(fakegcsBin, append([]string{"-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0", "-bucket", benchBucket}, args...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		b.Fatal(err)

@@ -50,6 +50,19 @@
 // whose handshake does not complete within WithConnectTimeout is dialled
 // anew.
 //
+// # Parallel composite uploads
+//
+// One stream is bounded by its connection's bandwidth. WithParallelUpload
+// cuts a large object into parts, uploads each part as a temporary object
+// of the same bucket in one WriteObject call (objects.insert over the JSON
+// API), several at once over the connection pool, joins them with
+// ComposeObject (in rounds of at most 32 sources), checks the result's size
+// and CRC32C against what was written, and deletes the temporary objects
+// whatever the outcome; a failed part fails the upload with its cause. A
+// part's memory comes from the client's pool and goes back once the part is
+// stored. The costs (more operations, no MD5 on a composite object, the
+// temporary objects' storage class and retention) are listed on the option.
+//
 // # Retries and dead connections
 //
 // One retry engine serves every RPC of an upload (see WithRetry): one
@@ -109,9 +122,9 @@
 //
 // Each upload records OpenTelemetry metrics once, when it ends (objup.uploads,
 // objup.upload.duration, objup.upload.size, objup.upload.retries,
-// objup.upload.resumes, with the attributes objup.result, objup.path and,
-// with WithTenantAttribute, objup.tenant), a span with retry and resume
-// events, and, with WithLogger, slog records of retries, resumes and waits.
+// objup.upload.resumes, with the attributes objup.result, objup.path
+// (one-shot, resumable or parallel) and, with WithTenantAttribute,
+// objup.tenant), a span with retry, resume and part events, and, with WithLogger, slog records of retries, resumes and waits.
 // The global providers are used unless WithMeterProvider or
 // WithTracerProvider say otherwise; while the program has set none, tracing
 // costs nothing and metrics cost no allocation. UploadMany returns the per-item *Error values

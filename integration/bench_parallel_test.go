@@ -1,0 +1,105 @@
+package integration
+
+// Parallel composite uploads at a distance: the fake (fakes/cmd/fakegcs, in
+// another process, since composing needs the parts' bytes) behind a
+// simulated path of 20 and 50 ms with 100 MB/s per connection, and side by
+// side in one run objup's parallel upload (WithParallelUpload, defaults),
+// objup's single stream, and the official gRPC writer with
+// EnableParallelUpload (its defaults).
+//
+//	go test -run '^$' -bench 'ParallelUpload' -benchtime 3x -count 1 -timeout 60m ./integration/ | tee integration/testdata/parallel.txt
+//
+// OBJUP_BENCH_RTTS narrows the round-trip times (default 20ms,50ms);
+// OBJUP_BENCH_PARTS sets objup's part size and parts at once, as
+// "4MiB,8" (default: the option's defaults); OBJUP_BENCH_BANDWIDTH the
+// bandwidth of each connection (default 100MB/s; 0 is unlimited).
+// Throughput is MB/s, with client CPU per GiB and peak heap.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"cloud.google.com/go/storage"
+
+	"github.com/objup/objup/pool"
+	"github.com/objup/objup/uploader"
+)
+
+func BenchmarkParallelUpload(b *testing.B) {
+	if os.Getenv("OBJUP_BENCH_RTTS") == "" {
+		b.Setenv("OBJUP_BENCH_RTTS", "20ms,50ms")
+	}
+	sizes := []struct {
+		name string
+		n    int
+	}{{"256MiB", 256 << 20}, {"1GiB", 1 << 30}}
+	datas := make([][]byte, len(sizes))
+	for i, s := range sizes {
+		datas[i] = payload(s.n, uint64(s.n))
+	}
+	bw := "100MB/s"
+	if v := os.Getenv("OBJUP_BENCH_BANDWIDTH"); v != "" {
+		bw = v
+	}
+	var cfg uploader.ParallelUpload
+	if v := os.Getenv("OBJUP_BENCH_PARTS"); v != "" {
+		var mib int64
+		if _, err := fmt.Sscanf(v, "%dMiB,%d", &mib, &cfg.Parts); err != nil {
+			b.Fatalf("OBJUP_BENCH_PARTS=%q: want such as 4MiB,8: %v", v, err)
+		}
+		cfg.PartSize = mib << 20
+	}
+	for _, rtt := range benchRTTs(b) {
+		addr, stop := startExternalFake(b, "-rtt", rtt.String(), "-bandwidth", bw, "-max-streams", "100")
+		ours, official, _, closeAll := distanceClients(b, addr)
+		for i, size := range sizes {
+			data := datas[i]
+			clients := []struct {
+				name string
+				up   uploadFunc
+			}{
+				{"objup-parallel", func(ctx context.Context, name string, data []byte) error {
+					_, err := ours.Upload(ctx, benchBucket, name, bytes.NewReader(data), uploader.WithParallelUpload(cfg))
+					return err
+				}},
+				{"objup-single", func(ctx context.Context, name string, data []byte) error {
+					_, err := ours.Upload(ctx, benchBucket, name, bytes.NewReader(data))
+					return err
+				}},
+				{"official-parallel", func(ctx context.Context, name string, data []byte) error {
+					w := official.Bucket(benchBucket).Object(name).NewWriter(ctx)
+					w.EnableParallelUpload = true
+					w.ParallelUploadConfig = storage.ParallelUploadConfig{}
+					if _, err := w.Write(data); err != nil {
+						w.Close()
+						return err
+					}
+					return w.Close()
+				}},
+			}
+			for _, cl := range clients {
+				b.Run(fmt.Sprintf("size=%s/rtt=%v/client=%s", size.name, rtt, cl.name), func(b *testing.B) {
+					name := "parallel/" + size.name + "/" + cl.name
+					if err := cl.up(context.Background(), name, data); err != nil { // warm the connections and the pool
+						b.Fatal(err)
+					}
+					if cl.name == "objup-single" || cl.name == "objup-parallel" {
+						// objup's buffers are the pool's, which the warm-up
+						// filled: the memory it needs is the pool's peak in
+						// use, beside the heap's.
+						if p, ok := ours.Allocator().(*pool.Pool); ok {
+							stop := startPeakPool(p)
+							defer func() { b.ReportMetric(float64(stop()), "peak-pool-B") }()
+						}
+					}
+					runUploads(b, cl.up, name, data)
+				})
+			}
+		}
+		closeAll()
+		stop()
+	}
+}
