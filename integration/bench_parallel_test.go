@@ -5,7 +5,8 @@ package integration
 // simulated path of 20 and 50 ms with 100 MB/s per connection, and side by
 // side in one run objup's parallel upload (WithParallelUpload, defaults),
 // objup's single stream, and the official gRPC writer with
-// EnableParallelUpload (its defaults).
+// EnableParallelUpload (its defaults), on its default connection and on a
+// pool of 4 connections like objup's.
 //
 //	go test -run '^$' -bench 'ParallelUpload' -benchtime 3x -count 1 -timeout 60m ./integration/ | tee integration/testdata/parallel.txt
 //
@@ -23,6 +24,9 @@ import (
 	"testing"
 
 	"cloud.google.com/go/storage"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/objup/objup/pool"
 	"github.com/objup/objup/uploader"
@@ -55,6 +59,14 @@ func BenchmarkParallelUpload(b *testing.B) {
 	for _, rtt := range benchRTTs(b) {
 		addr, stop := startExternalFake(b, "-rtt", rtt.String(), "-bandwidth", bw, "-max-streams", "100")
 		ours, official, _, closeAll := distanceClients(b, addr)
+		// The official client with as many connections as objup's pool:
+		// its parallel upload spreads parts over them too.
+		official4, err := storage.NewGRPCClient(context.Background(), option.WithEndpoint(addr), option.WithoutAuthentication(),
+			option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
+			option.WithGRPCConnectionPool(uploader.DefaultConnectionPool), storage.WithDisabledClientMetrics())
+		if err != nil {
+			b.Fatal(err)
+		}
 		for i, size := range sizes {
 			data := datas[i]
 			clients := []struct {
@@ -69,16 +81,8 @@ func BenchmarkParallelUpload(b *testing.B) {
 					_, err := ours.Upload(ctx, benchBucket, name, bytes.NewReader(data))
 					return err
 				}},
-				{"official-parallel", func(ctx context.Context, name string, data []byte) error {
-					w := official.Bucket(benchBucket).Object(name).NewWriter(ctx)
-					w.EnableParallelUpload = true
-					w.ParallelUploadConfig = storage.ParallelUploadConfig{}
-					if _, err := w.Write(data); err != nil {
-						w.Close()
-						return err
-					}
-					return w.Close()
-				}},
+				{"official-parallel", officialParallel(official)},
+				{"official-parallel-4conns", officialParallel(official4)},
 			}
 			for _, cl := range clients {
 				b.Run(fmt.Sprintf("size=%s/rtt=%v/client=%s", size.name, rtt, cl.name), func(b *testing.B) {
@@ -99,7 +103,23 @@ func BenchmarkParallelUpload(b *testing.B) {
 				})
 			}
 		}
+		official4.Close()
 		closeAll()
 		stop()
+	}
+}
+
+// officialParallel uploads with the official Writer's parallel upload, its
+// defaults.
+func officialParallel(c *storage.Client) uploadFunc {
+	return func(ctx context.Context, name string, data []byte) error {
+		w := c.Bucket(benchBucket).Object(name).NewWriter(ctx)
+		w.EnableParallelUpload = true
+		w.ParallelUploadConfig = storage.ParallelUploadConfig{}
+		if _, err := w.Write(data); err != nil {
+			w.Close()
+			return err
+		}
+		return w.Close()
 	}
 }
