@@ -232,3 +232,30 @@ func ExampleWithMaxInFlight() {
 	fmt.Println(attrs.Size)
 	// Output: 3145728
 }
+
+// A large object as a parallel composite upload: 8 MiB parts, up to 8 at
+// once over the client's connections, composed into one object whose
+// CRC32C is checked against what was written; the temporary parts are
+// deleted before Close returns.
+func ExampleWithParallelUpload() {
+	srv, c := startFake()
+	defer srv.Close()
+	defer c.Close()
+
+	data := bytes.Repeat([]byte("0123456789abcdef"), 2<<20) // 32 MiB
+	attrs, err := c.Upload(context.Background(), "demo", "backup.tar", bytes.NewReader(data),
+		uploader.WithParallelUpload(uploader.ParallelUpload{PartSize: 8 << 20, Parts: 8}),
+		uploader.WithDoesNotExist())
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(attrs.Size, attrs.CRC32C == crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli)))
+	temps, err := srv.ListObjects("demo", uploader.DefaultTempPrefix)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(len(temps), "temporary objects left")
+	// Output:
+	// 33554432 true
+	// 0 temporary objects left
+}
