@@ -168,7 +168,7 @@ func (g *grpcTransport) writeObject(u *upload, rs []*chunkRef, timeout time.Dura
 func (g *grpcTransport) writeUnary(u *upload, r *chunkRef, timeout time.Duration) (o *wire.Object, sent bool, err error) {
 	sc := &u.scratch
 	sc.first.WriteObjectSpec = &sc.spec
-	sc.req.FirstMessage, sc.req.FinishWrite, sc.req.ObjectChecksums = &sc.first, true, u.checksums
+	sc.req.FirstMessage, sc.req.FinishWrite, sc.req.ObjectChecksums = &sc.first, true, u.checksums()
 	msg := u.life.newMsg()
 	if len(r.Data) > 0 {
 		u.life.add(msg, r, r.Data)
@@ -224,7 +224,7 @@ func (g *grpcTransport) writeStream(u *upload, rs []*chunkRef, timeout time.Dura
 			}
 		}
 		if i == len(rs) {
-			req.FinishWrite, req.ObjectChecksums = true, u.checksums
+			req.FinishWrite, req.ObjectChecksums = true, u.checksums()
 		}
 		msg.CRC32C, msg.HasCRC = crc, !u.noCRC()
 		err = st.SendMsg(&msg.WriteMsg)
@@ -249,7 +249,7 @@ func (g *grpcTransport) composeObject(u *upload, srcs []source, timeout time.Dur
 		IfGenerationMatch:        spec.IfGenerationMatch,
 		IfMetagenerationMatch:    spec.IfMetagenerationMatch,
 		KmsKey:                   spec.GetResource().GetKmsKey(),
-		ObjectChecksums:          u.checksums,
+		ObjectChecksums:          u.checksums(),
 		SourceObjects:            make([]*wire.ComposeObjectRequest_SourceObject, len(srcs)),
 	}
 	for i, s := range srcs {
@@ -487,7 +487,7 @@ func (g *grpcStream) send(all bool) error {
 	}
 	req := new(wire.BidiWriteObjectRequest)
 	g.startRequest(req, s.last)
-	req.FinishWrite, req.ObjectChecksums = true, g.u.checksums
+	req.FinishWrite, req.ObjectChecksums = true, g.u.checksums()
 	g.armTimer()
 	g.finSent = true
 	if err := g.stream.SendMsg(req); err != nil {

@@ -22,7 +22,7 @@ import (
 // the chunks. Preconditions go in the query.
 func (t *httpTransport) writeObject(u *upload, rs []*chunkRef, timeout time.Duration) (*wire.Object, bool, error) {
 	spec := u.spec()
-	meta := metadataJSON(spec, u.checksums)
+	meta := metadataJSON(spec, u.checksums())
 	prefix, suffix := t.multipartBody(meta, spec.GetResource().GetContentType())
 	body := u.bodyOver(prefix, rs, rs[0].Offset, suffix)
 	resp, cancel, err := t.do(u.ctx, u, timeout, http.MethodPost, t.uploadURL(u.bucket, u.query("multipart")),
@@ -163,8 +163,8 @@ func (h *httpStream) send(all bool) error {
 	default:
 		hdr.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%s", persisted, persisted+n-1, total))
 	}
-	if final && h.u.checksums != nil {
-		if v := hashHeader(h.u.checksums); v != "" {
+	if final && h.u.checksums() != nil {
+		if v := hashHeader(h.u.checksums()); v != "" {
 			hdr.Set("X-Goog-Hash", v)
 		}
 	}

@@ -9,7 +9,7 @@ func (w *Writer) oneShot(r *chunkRef) error {
 	defer r.unref()
 	size := int64(len(r.Data))
 	w.spec(r.Data, size)
-	w.upload.checksums = w.checksums()
+	w.scratch.hasSums = w.checksums() != nil
 	tr := w.c.tr
 	w.one[0] = r
 	defer func() { w.one[0] = nil }()

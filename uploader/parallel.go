@@ -98,7 +98,7 @@ func WithParallelUpload(p ParallelUpload) WriterOption {
 		if err := validateObject(p.TempPrefix + "0123456789abcdef/compose-99-9999"); err != nil {
 			return fmt.Errorf("WithParallelUpload: temporary prefix %q: %w", p.TempPrefix, err)
 		}
-		c.parallel = &p
+		c.parallel = &parallel{cfg: p}
 		return nil
 	})
 }
@@ -122,7 +122,8 @@ func (c *writerConfig) checkParallel() error {
 // filled, on the Writer's goroutine, and the parts uploading, each on a
 // goroutine of its own.
 type parallel struct {
-	w        *Writer
+	cfg      ParallelUpload
+	w        *Writer // nil until the first chunk is full
 	tr       transport
 	partSize int64
 	id       string // the random part of the temporary objects' names
@@ -155,12 +156,19 @@ type part struct {
 	sent  atomic.Bool // a write of it may have reached the service
 	retry retrier
 	ev    uploadEvents
-	crcv  uint32 // the part's CRC32C, as its checksums point to
 }
 
-// newParallel starts the parallel state of w.
-func newParallel(w *Writer) *parallel {
-	cfg := w.cfg.parallel
+// par returns the Writer's parallel upload once started, else nil.
+func (w *Writer) par() *parallel {
+	if p := w.cfg.parallel; p != nil && p.w != nil {
+		return p
+	}
+	return nil
+}
+
+// start starts p as w's parallel upload.
+func (p *parallel) start(w *Writer) {
+	cfg := &p.cfg
 	size := cfg.PartSize
 	if size == 0 {
 		size = DefaultPartSize
@@ -173,23 +181,23 @@ func newParallel(w *Writer) *parallel {
 	}
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
-	p := &parallel{w: w, tr: w.c.tr, partSize: size, id: hex.EncodeToString(rnd[:])}
+	p.w, p.tr, p.partSize, p.id = w, w.c.tr, size, hex.EncodeToString(rnd[:])
 	p.prefix = cfg.TempPrefix + p.id + "/"
 	ctx, cancel := context.WithCancel(w.ctx)
 	p.g, p.ctx = errgroup.WithContext(ctx)
 	p.cancel = cancel
 	p.g.SetLimit(parts)
-	return p
 }
 
 // addPart takes a full chunk into a parallel upload, starting it with the
 // first one: its data gives the object's content type.
 func (w *Writer) addPart(c chunker.Chunk) error {
-	if w.par == nil {
+	p := w.cfg.parallel
+	if p.w == nil {
 		w.spec(c.Data, -1)
-		w.par = newParallel(w)
+		p.start(w)
 	}
-	return w.par.add(c)
+	return p.add(c)
 }
 
 // add takes a full chunk into the part being filled, and hands the part to
@@ -235,8 +243,9 @@ func (u *upload) initSpec(w *Writer) {
 func (p *parallel) dispatch() error {
 	pt := p.cur
 	p.cur = nil
-	pt.crcv = pt.crc
-	pt.checksums = &wire.ObjectChecksums{Crc32C: &pt.crcv}
+	pt.scratch.crc = pt.crc
+	pt.scratch.checksums.Crc32C = &pt.scratch.crc
+	pt.scratch.hasSums = true
 	p.parts = append(p.parts, pt)
 	p.inflight.Add(1)
 	p.g.Go(func() error {
@@ -299,9 +308,9 @@ func (pt *part) check(o *wire.Object) error {
 		return &Error{Op: "WriteObject", Bucket: pt.bucket, Object: pt.object, Code: codes.DataLoss,
 			Err: fmt.Errorf("the service stored %d bytes of the part, %d were sent", o.GetSize(), pt.size)}
 	}
-	if cs := o.GetChecksums(); cs != nil && cs.Crc32C != nil && cs.GetCrc32C() != pt.crcv {
+	if cs := o.GetChecksums(); cs != nil && cs.Crc32C != nil && cs.GetCrc32C() != pt.crc {
 		return &Error{Op: "WriteObject", Bucket: pt.bucket, Object: pt.object, Code: codes.DataLoss,
-			Err: fmt.Errorf("the service reports CRC32C %08x for the part, %08x was sent", cs.GetCrc32C(), pt.crcv)}
+			Err: fmt.Errorf("the service reports CRC32C %08x for the part, %08x was sent", cs.GetCrc32C(), pt.crc)}
 	}
 	return nil
 }
@@ -437,7 +446,7 @@ func (p *parallel) finish(last chunker.Chunk) (*wire.Object, error) {
 		srcs = next
 	}
 	w.spec(nil, w.ch.Size())
-	w.upload.checksums = w.checksums()
+	w.scratch.hasSums = w.checksums() != nil
 	var o *wire.Object
 	names := p.tr.names()
 	err := w.retry.do(&w.target, names.compose, w.idempotent(), nil, func() (string, bool, error) {

@@ -92,6 +92,7 @@ type scratch struct {
 	checksums wire.ObjectChecksums
 	crc       uint32
 	noCRC     bool // messages carry no CRC32C (WithoutCRC32C); here, where it costs no room
+	hasSums   bool // checksums holds the whole-object checksums the finish carries (see upload.checksums)
 	size      int64
 	// The one-shot call's request and response.
 	req   wire.WriteObjectRequest

@@ -248,7 +248,7 @@ func (s *resumable) send(all bool) error {
 }
 
 // finish takes over the last chunk r, sends everything and the finish with
-// the object's checksums (in u.checksums), and returns the object the
+// the object's checksums (u.checksums()), and returns the object the
 // service stored.
 func (s *resumable) finish(r *chunkRef) (*wire.Object, error) {
 	s.take(r)

@@ -110,11 +110,17 @@ type stream interface {
 type upload struct {
 	target
 	life    lifetime
-	scratch scratch // also says whether messages carry a CRC32C
-	// checksums are the whole-object checksums the finish carries: set
-	// when the last chunk is known.
-	checksums *wire.ObjectChecksums
-	one       [1]*chunkRef // a one-shot upload's chunk, as writeObject takes it
+	scratch scratch      // also says whether messages carry a CRC32C
+	one     [1]*chunkRef // a one-shot upload's chunk, as writeObject takes it
+}
+
+// checksums returns the whole-object checksums the finish carries (in
+// scratch), or nil: set when the last chunk is known (scratch.hasSums).
+func (u *upload) checksums() *wire.ObjectChecksums {
+	if !u.scratch.hasSums {
+		return nil
+	}
+	return &u.scratch.checksums
 }
 
 // idempotent reports whether a one-shot upload may be repeated as a whole:

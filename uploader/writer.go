@@ -46,14 +46,12 @@ type Writer struct {
 	ch     chunker.Chunker
 	retry  retrier
 	sess   *resumable   // nil until the first chunk is full
-	par    *parallel    // a parallel upload's parts; nil until the first chunk is full
 	ev     uploadEvents // what the upload reports while it runs and when it ends
 
-	busy     atomic.Bool // a method runs
-	misused  atomic.Bool // a method was called while another ran
-	err      error       // sticky; set once
+	use      atomic.Uint32 // useBusy: a method runs; useMisused: one was called while another ran
 	closed   bool
 	recorded bool         // the upload's end was recorded
+	err      error        // sticky; set once
 	attrs    *ObjectAttrs // the stored object's attributes
 }
 
@@ -151,14 +149,20 @@ func (w *Writer) init(ctx context.Context, bucket, object string, opts []WriterO
 // enter marks the start of a method; a method already running elsewhere is
 // misuse, reported to the caller and, at Close, to the upload.
 func (w *Writer) enter(op string) error {
-	if !w.busy.CompareAndSwap(false, true) {
-		w.misused.Store(true)
+	if w.use.Or(useBusy)&useBusy != 0 {
+		w.use.Or(useMisused)
 		return &Error{Op: op, Bucket: w.bucket, Object: w.object, Code: codes.FailedPrecondition, Err: errConcurrentUse}
 	}
 	return nil
 }
 
-func (w *Writer) leave() { w.busy.Store(false) }
+func (w *Writer) leave() { w.use.And(^useBusy) }
+
+// The bits of Writer.use.
+const (
+	useBusy    uint32 = 1 << iota // a method runs
+	useMisused                    // a method was called while another ran
+)
 
 // Write copies p into the Writer's chunks. It returns an error if the upload
 // has failed (the error stays; nothing will be stored).
@@ -301,8 +305,8 @@ func (w *Writer) send(r *chunkRef) error {
 // resumes and the service acknowledges them, so the loop resumes the session
 // first and then waits again, instead of waiting for itself.
 func (w *Writer) buffer() (*[]byte, error) {
-	if w.par != nil {
-		return w.par.buffer()
+	if w.par() != nil {
+		return w.par().buffer()
 	}
 	if t, ok := w.life.alloc.(tryGetter); ok {
 		if b, ok := t.TryGet(); ok {
@@ -359,8 +363,8 @@ func (w *Writer) fail(op string, err error) {
 	if w.sess != nil {
 		w.sess.abort(w.err)
 	}
-	if w.par != nil {
-		w.par.cancel()
+	if w.par() != nil {
+		w.par().cancel()
 	}
 }
 
@@ -382,7 +386,7 @@ func (w *Writer) Close() error {
 		return err
 	}
 	w.closed = true
-	if w.misused.Load() {
+	if w.use.Load()&useMisused != 0 {
 		w.fail("Close", &Error{Op: "Close", Bucket: w.bucket, Object: w.object, Code: codes.FailedPrecondition, Err: errConcurrentUse})
 		return w.err
 	}
@@ -394,8 +398,8 @@ func (w *Writer) Close() error {
 		}
 	}
 	last, oneShot := w.ch.Finish()
-	if w.par != nil {
-		o, err := w.par.finish(last)
+	if w.par() != nil {
+		o, err := w.par().finish(last)
 		if err == nil {
 			err = w.finished(o, w.ch.Size())
 		}
@@ -411,7 +415,7 @@ func (w *Writer) Close() error {
 		err = w.oneShot(r)
 	} else {
 		var o *wire.Object
-		w.upload.checksums = w.checksums()
+		w.scratch.hasSums = w.checksums() != nil
 		if o, err = w.sess.finish(r); err == nil {
 			err = w.finished(o, w.ch.Size())
 		}
@@ -457,7 +461,7 @@ func (w *Writer) end() {
 		switch {
 		case w.sess != nil:
 			path = pathResumable
-		case w.par != nil:
+		case w.par() != nil:
 			path = pathParallel
 		}
 		w.ev.ended(w.ch.Size(), path, w.err)
@@ -471,8 +475,8 @@ func (w *Writer) release() {
 	if w.sess != nil {
 		w.sess.close()
 	}
-	if w.par != nil {
-		w.par.cleanup()
+	if w.par() != nil {
+		w.par().cleanup()
 	}
 	w.life.wait()
 	if a, ok := w.life.alloc.(*tenantAlloc); ok {
