@@ -7,7 +7,9 @@ import (
 )
 
 // ObjectAttrs are the attributes of a stored object, as the service reported
-// them when the upload finished.
+// them when the upload finished (Writer.Attrs), and the attributes a Writer
+// gives the object it uploads (WithAttrs), as the official client's
+// ObjectAttrs are.
 type ObjectAttrs struct {
 	Bucket             string
 	Name               string
@@ -43,6 +45,9 @@ type ObjectAttrs struct {
 	EventBasedHold bool
 	// Contexts are the object's custom contexts.
 	Contexts map[string]string
+	// PredefinedACL is the predefined ACL applied to the object (one of the
+	// ACL constants), an input only: the service reports the ACL.
+	PredefinedACL string
 }
 
 // Retention is an object's retention: its mode and the time until which the

@@ -57,34 +57,34 @@ func TestAttributesRoundTrip(t *testing.T) {
 		check func(a *storage.ObjectAttrs) bool
 		ours  func(a *uploader.ObjectAttrs) bool
 	}{
-		{"custom time", uploader.WithCustomTime(custom),
+		{"custom time", uploader.WithAttrs(uploader.ObjectAttrs{CustomTime: custom}),
 			func(a *storage.ObjectAttrs) bool { return a.CustomTime.Equal(custom) },
 			func(a *uploader.ObjectAttrs) bool { return a.CustomTime.Equal(custom) }},
-		{"kms key", uploader.WithKMSKeyName(kms),
+		{"kms key", uploader.WithAttrs(uploader.ObjectAttrs{KMSKeyName: kms}),
 			func(a *storage.ObjectAttrs) bool { return a.KMSKeyName == kms },
 			func(a *uploader.ObjectAttrs) bool { return a.KMSKeyName == kms }},
-		{"predefined acl", uploader.WithPredefinedACL(uploader.ACLPublicRead),
+		{"predefined acl", uploader.WithAttrs(uploader.ObjectAttrs{PredefinedACL: uploader.ACLPublicRead}),
 			func(a *storage.ObjectAttrs) bool { return hasRule(a.ACL, "allUsers", "READER") },
 			func(a *uploader.ObjectAttrs) bool { return len(a.ACL) == 1 && a.ACL[0].Entity == "allUsers" }},
-		{"acl", uploader.WithACL(uploader.ACLRule{Entity: "user-a@example.com", Role: "OWNER"}, uploader.ACLRule{Entity: "allAuthenticatedUsers", Role: "READER"}),
+		{"acl", uploader.WithAttrs(uploader.ObjectAttrs{ACL: []uploader.ACLRule{{Entity: "user-a@example.com", Role: "OWNER"}, {Entity: "allAuthenticatedUsers", Role: "READER"}}}),
 			func(a *storage.ObjectAttrs) bool {
 				return hasRule(a.ACL, "user-a@example.com", "OWNER") && hasRule(a.ACL, "allAuthenticatedUsers", "READER")
 			},
 			func(a *uploader.ObjectAttrs) bool { return len(a.ACL) == 2 }},
-		{"retention", uploader.WithRetention(uploader.RetentionUnlocked, until),
+		{"retention", uploader.WithAttrs(uploader.ObjectAttrs{Retention: &uploader.Retention{Mode: uploader.RetentionUnlocked, RetainUntil: until}}),
 			func(a *storage.ObjectAttrs) bool {
 				return a.Retention != nil && a.Retention.Mode == "Unlocked" && a.Retention.RetainUntil.Equal(until)
 			},
 			func(a *uploader.ObjectAttrs) bool {
 				return a.Retention != nil && a.Retention.Mode == uploader.RetentionUnlocked && a.Retention.RetainUntil.Equal(until)
 			}},
-		{"temporary hold", uploader.WithTemporaryHold(),
+		{"temporary hold", uploader.WithAttrs(uploader.ObjectAttrs{TemporaryHold: true}),
 			func(a *storage.ObjectAttrs) bool { return a.TemporaryHold },
 			func(a *uploader.ObjectAttrs) bool { return a.TemporaryHold }},
-		{"event-based hold", uploader.WithEventBasedHold(true),
+		{"event-based hold", uploader.WithAttrs(uploader.ObjectAttrs{EventBasedHold: true}),
 			func(a *storage.ObjectAttrs) bool { return a.EventBasedHold },
 			func(a *uploader.ObjectAttrs) bool { return a.EventBasedHold }},
-		{"contexts", uploader.WithContexts(map[string]string{"team": "storage", "tier": "hot"}),
+		{"contexts", uploader.WithAttrs(uploader.ObjectAttrs{Contexts: map[string]string{"team": "storage", "tier": "hot"}}),
 			func(a *storage.ObjectAttrs) bool {
 				return a.Contexts != nil && a.Contexts.Custom["team"].Value == "storage" && a.Contexts.Custom["tier"].Value == "hot"
 			},
@@ -140,20 +140,21 @@ func hasRule(acl []storage.ACLRule, entity, role string) bool {
 func TestInvalidAttributesRejectedBeforeAnyRPC(t *testing.T) {
 	e := newEnv(t)
 	bad := map[string][]uploader.WriterOption{
-		"zero custom time":       {uploader.WithCustomTime(time.Time{})},
-		"kms key":                {uploader.WithKMSKeyName("projects/p/keyRings/r")},
-		"kms key empty part":     {uploader.WithKMSKeyName("projects//locations/l/keyRings/r/cryptoKeys/k")},
-		"predefined acl":         {uploader.WithPredefinedACL("everyone")},
-		"acl role":               {uploader.WithACL(uploader.ACLRule{Entity: "allUsers", Role: "WRITER"})},
-		"acl entity":             {uploader.WithACL(uploader.ACLRule{Role: "READER"})},
-		"acl and predefined":     {uploader.WithPredefinedACL(uploader.ACLPrivate), uploader.WithACL(uploader.ACLRule{Entity: "allUsers", Role: "READER"})},
-		"retention mode":         {uploader.WithRetention(0, time.Now().Add(time.Hour))},
-		"retention in the past":  {uploader.WithRetention(uploader.RetentionLocked, time.Now().Add(-time.Hour))},
-		"context key":            {uploader.WithContexts(map[string]string{"": "v"})},
-		"md5 length":             {uploader.WithSendMD5([]byte{1, 2, 3})},
-		"md5 twice":              {uploader.WithMD5(), uploader.WithSendMD5(make([]byte, 16))},
-		"generation not match":   {uploader.WithGenerationNotMatch(-1)},
-		"metageneration not mat": {uploader.WithMetagenerationNotMatch(0)},
+		"acl and predefined, one option": {uploader.WithAttrs(uploader.ObjectAttrs{PredefinedACL: uploader.ACLPrivate, ACL: []uploader.ACLRule{{Entity: "allUsers", Role: "READER"}}})},
+		"metadata key":                   {uploader.WithAttrs(uploader.ObjectAttrs{Metadata: map[string]string{"": "v"}})},
+		"kms key":                        {uploader.WithAttrs(uploader.ObjectAttrs{KMSKeyName: "projects/p/keyRings/r"})},
+		"kms key empty part":             {uploader.WithAttrs(uploader.ObjectAttrs{KMSKeyName: "projects//locations/l/keyRings/r/cryptoKeys/k"})},
+		"predefined acl":                 {uploader.WithAttrs(uploader.ObjectAttrs{PredefinedACL: "everyone"})},
+		"acl role":                       {uploader.WithAttrs(uploader.ObjectAttrs{ACL: []uploader.ACLRule{{Entity: "allUsers", Role: "WRITER"}}})},
+		"acl entity":                     {uploader.WithAttrs(uploader.ObjectAttrs{ACL: []uploader.ACLRule{{Role: "READER"}}})},
+		"acl and predefined":             {uploader.WithAttrs(uploader.ObjectAttrs{PredefinedACL: uploader.ACLPrivate}), uploader.WithAttrs(uploader.ObjectAttrs{ACL: []uploader.ACLRule{{Entity: "allUsers", Role: "READER"}}})},
+		"retention mode":                 {uploader.WithAttrs(uploader.ObjectAttrs{Retention: &uploader.Retention{RetainUntil: time.Now().Add(time.Hour)}})},
+		"retention in the past":          {uploader.WithAttrs(uploader.ObjectAttrs{Retention: &uploader.Retention{Mode: uploader.RetentionLocked, RetainUntil: time.Now().Add(-time.Hour)}})},
+		"context key":                    {uploader.WithAttrs(uploader.ObjectAttrs{Contexts: map[string]string{"": "v"}})},
+		"md5 length":                     {uploader.WithSendMD5([]byte{1, 2, 3})},
+		"md5 twice":                      {uploader.WithMD5(), uploader.WithSendMD5(make([]byte, 16))},
+		"generation not match":           {uploader.WithGenerationNotMatch(-1)},
+		"metageneration not mat":         {uploader.WithMetagenerationNotMatch(0)},
 	}
 	for name, opts := range bad {
 		if _, err := e.c.NewWriter(context.Background(), bucket, "o", opts...); !uploader.IsInvalidArgument(err) {

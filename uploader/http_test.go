@@ -90,7 +90,7 @@ func TestHTTPUploads(t *testing.T) {
 		for _, size := range []int{0, 1, kib, q - 1, q, q + 1, 4*mib + 3, 20 * mib} {
 			name := "http/" + srv.name + "/" + sizeName(size)
 			data := payload(size, uint64(size)+7)
-			w, err := c.NewWriter(context.Background(), bucket, name, uploader.WithContentType("application/x-test"), uploader.WithMetadata(map[string]string{"k": "v"}))
+			w, err := c.NewWriter(context.Background(), bucket, name, uploader.WithAttrs(uploader.ObjectAttrs{ContentType: "application/x-test", Metadata: map[string]string{"k": "v"}}))
 			if err != nil {
 				t.Fatal(err)
 			}

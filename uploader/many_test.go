@@ -196,7 +196,10 @@ func TestUploadManyCancelledSkipsTheRest(t *testing.T) {
 	}
 }
 
+// TestValidateNames: NewWriter takes valid bucket and object names and
+// refuses invalid ones with InvalidArgument, before anything is sent.
 func TestValidateNames(t *testing.T) {
+	e := newEnv(t)
 	for _, tc := range []struct {
 		bucket, object string
 		ok             bool
@@ -205,12 +208,22 @@ func TestValidateNames(t *testing.T) {
 		{"my.bucket.example", "é", true},
 		{"My-Bucket", "x", false},
 		{"ab", "x", false},
+		{"goog-bucket", "x", false},
+		{"192.168.5.4", "x", false},
 		{"bkt", "", false},
 		{"bkt", "line\r", false},
+		{"bkt", "..", false},
+		{"bkt", ".well-known/acme-challenge/x", false},
 	} {
-		err := errors.Join(uploader.ValidateBucketName(tc.bucket), uploader.ValidateObjectName(tc.object))
-		if (err == nil) != tc.ok {
+		w, err := e.c.NewWriter(context.Background(), tc.bucket, tc.object)
+		if (err == nil) != tc.ok || (err != nil && !uploader.IsInvalidArgument(err)) {
 			t.Errorf("%q/%q: %v, want ok=%v", tc.bucket, tc.object, err, tc.ok)
 		}
+		if w != nil {
+			w.CloseWithError(nil)
+		}
+	}
+	if m := e.methods(); len(m) != 0 {
+		t.Fatalf("calls made: %v", m)
 	}
 }

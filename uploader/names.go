@@ -7,18 +7,11 @@ import (
 	"unicode/utf8"
 )
 
-// ValidateBucketName reports whether name is a valid GCS bucket name: 3 to 222
-// characters of lowercase letters, digits, '-', '_' and '.', starting and ending
-// with a letter or digit, dot-separated parts of at most 63 characters, not an IP
-// address and not starting with "goog". NewWriter and UploadMany apply it.
-func ValidateBucketName(name string) error { return validateBucket(name) }
-
-// ValidateObjectName reports whether name is a valid GCS object name: 1 to 1024
-// bytes of UTF-8 without carriage return or line feed, not "." or "..", and not
-// under ".well-known/acme-challenge/". NewWriter and UploadMany apply it; use it
-// to screen untrusted names before building an UploadMany batch.
-func ValidateObjectName(name string) error { return validateObject(name) }
-
+// validateBucket reports whether name is a valid GCS bucket name: 3 to 222
+// characters of lowercase letters, digits, '-', '_' and '.', starting and
+// ending with a letter or digit, dot-separated parts of at most 63
+// characters, not an IP address and not starting with "goog". NewWriter and
+// UploadMany apply it.
 func validateBucket(name string) error {
 	n := len(name)
 	if n < 3 || n > 222 {
@@ -54,6 +47,10 @@ func validateBucket(name string) error {
 	return nil
 }
 
+// validateObject reports whether name is a valid GCS object name: 1 to 1024
+// bytes of UTF-8 without carriage return or line feed, not "." or "..", and
+// not under ".well-known/acme-challenge/". NewWriter and UploadMany apply
+// it.
 func validateObject(name string) error {
 	switch {
 	case name == "":

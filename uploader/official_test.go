@@ -48,7 +48,7 @@ func TestReadBackWithOfficialClient(t *testing.T) {
 		t.Run(sizeName(size), func(t *testing.T) {
 			name := "official/" + sizeName(size)
 			data := payload(size, 21)
-			w, err := c.NewWriter(ctx, bucket, name, uploader.WithContentType("application/octet-stream"))
+			w, err := c.NewWriter(ctx, bucket, name, uploader.WithAttrs(uploader.ObjectAttrs{ContentType: "application/octet-stream"}))
 			if err != nil {
 				t.Fatal(err)
 			}

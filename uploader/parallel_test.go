@@ -70,7 +70,7 @@ func TestParallelUpload(t *testing.T) {
 				data := payload(tc.size, 11)
 				var progress []int64
 				w, err := c.NewWriter(context.Background(), bucket, "big", uploader.WithParallelUpload(uploader.ParallelUpload{PartSize: part, Parts: 3}),
-					uploader.WithMetadata(map[string]string{"k": "v"}), uploader.WithProgress(func(n int64) { progress = append(progress, n) }))
+					uploader.WithAttrs(uploader.ObjectAttrs{Metadata: map[string]string{"k": "v"}}), uploader.WithProgress(func(n int64) { progress = append(progress, n) }))
 				if err != nil {
 					t.Fatal(err)
 				}

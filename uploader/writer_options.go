@@ -42,79 +42,111 @@ type writerConfig struct {
 	ownRetry  bool
 }
 
-// WithContentType sets the object's Content-Type. Without it, the type is
-// sniffed from the first 512 bytes with http.DetectContentType, as the official
-// client does.
-func WithContentType(t string) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error { c.obj.ContentType = t; return nil })
-}
-
-// WithContentEncoding sets the object's Content-Encoding (e.g. "gzip").
-func WithContentEncoding(e string) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error { c.obj.ContentEncoding = e; return nil })
-}
-
-// WithContentDisposition sets the object's Content-Disposition.
-func WithContentDisposition(d string) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error { c.obj.ContentDisposition = d; return nil })
-}
-
-// WithContentLanguage sets the object's Content-Language.
-func WithContentLanguage(l string) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error { c.obj.ContentLanguage = l; return nil })
-}
-
-// WithCacheControl sets the object's Cache-Control.
-func WithCacheControl(cc string) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error { c.obj.CacheControl = cc; return nil })
-}
-
-// WithStorageClass sets the object's storage class (e.g. "NEARLINE"); empty
-// means the bucket's default.
-func WithStorageClass(class string) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error { c.obj.StorageClass = class; return nil })
-}
-
-// WithMetadata sets the object's custom metadata. The map is read when the
-// option is applied (NewWriter), not kept.
-func WithMetadata(md map[string]string) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error {
-		for k, v := range md {
-			if k == "" {
-				return fmt.Errorf("metadata has an empty key")
-			}
-			if c.obj.Metadata == nil {
-				c.obj.Metadata = make(map[string]string, len(md))
-			}
-			c.obj.Metadata[k] = v
-		}
-		return nil
-	})
-}
-
-// WithCustomTime sets the object's custom time (Object.custom_time), which
-// lifecycle rules such as daysSinceCustomTime read. It must not be zero.
-func WithCustomTime(t time.Time) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error {
-		if t.IsZero() {
-			return fmt.Errorf("custom time is zero")
-		}
-		c.obj.CustomTime = timestamppb.New(t)
-		return nil
-	})
-}
-
-// WithKMSKeyName encrypts the object with a Cloud KMS key (Object.kms_key):
+// WithAttrs gives the object the attributes of a, as the official client's
+// Writer takes them from its ObjectAttrs: ContentType (sniffed from the
+// first 512 bytes with http.DetectContentType when empty, as the official
+// client does), ContentEncoding, ContentDisposition, ContentLanguage,
+// CacheControl, StorageClass (empty: the bucket's default), Metadata and
+// Contexts (read when NewWriter applies the option, not kept; keys must not
+// be empty), CustomTime (Object.custom_time, which lifecycle rules such as
+// daysSinceCustomTime read), KMSKeyName (a Cloud KMS key,
 // projects/P/locations/L/keyRings/R/cryptoKeys/K, optionally followed by
-// /cryptoKeyVersions/V.
-func WithKMSKeyName(name string) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error {
-		if err := checkKMSKeyName(name); err != nil {
+// /cryptoKeyVersions/V), PredefinedACL (one of the ACL constants) or ACL
+// (READER or OWNER rules; the two exclude each other, and buckets with
+// uniform bucket-level access reject both), Retention (the object can be
+// neither deleted nor overwritten until RetainUntil, which must be in the
+// future; the bucket must allow object retention), TemporaryHold and
+// EventBasedHold (set when true; false leaves the bucket's default). Zero
+// fields set nothing, and the fields the service sets (Size, Generation,
+// CRC32C, Created and the like) are ignored.
+func WithAttrs(a ObjectAttrs) WriterOption {
+	return writerOptionFunc(func(c *writerConfig) error { return c.setAttrs(&a) })
+}
+
+// setAttrs checks a and writes it into the object's resource and spec.
+func (c *writerConfig) setAttrs(a *ObjectAttrs) error {
+	o := c.obj
+	for _, f := range []struct {
+		dst *string
+		v   string
+	}{
+		{&o.ContentType, a.ContentType}, {&o.ContentEncoding, a.ContentEncoding},
+		{&o.ContentDisposition, a.ContentDisposition}, {&o.ContentLanguage, a.ContentLanguage},
+		{&o.CacheControl, a.CacheControl}, {&o.StorageClass, a.StorageClass},
+	} {
+		if f.v != "" {
+			*f.dst = f.v
+		}
+	}
+	for k, v := range a.Metadata {
+		if k == "" {
+			return fmt.Errorf("metadata has an empty key")
+		}
+		if o.Metadata == nil {
+			o.Metadata = make(map[string]string, len(a.Metadata))
+		}
+		o.Metadata[k] = v
+	}
+	if !a.CustomTime.IsZero() {
+		o.CustomTime = timestamppb.New(a.CustomTime)
+	}
+	if a.KMSKeyName != "" {
+		if err := checkKMSKeyName(a.KMSKeyName); err != nil {
 			return err
 		}
-		c.obj.KmsKey = name
-		return nil
-	})
+		o.KmsKey = a.KMSKeyName
+	}
+	if a.PredefinedACL != "" {
+		switch a.PredefinedACL {
+		case ACLAuthenticatedRead, ACLBucketOwnerFullControl, ACLBucketOwnerRead, ACLPrivate, ACLProjectPrivate, ACLPublicRead:
+		default:
+			return fmt.Errorf("predefined ACL %q is not one of authenticatedRead, bucketOwnerFullControl, bucketOwnerRead, private, projectPrivate, publicRead", a.PredefinedACL)
+		}
+		c.spec.PredefinedAcl = a.PredefinedACL
+	}
+	if len(a.ACL) > 0 {
+		acl := make([]*wire.ObjectAccessControl, 0, len(a.ACL))
+		for _, r := range a.ACL {
+			if r.Entity == "" || !utf8.ValidString(r.Entity) {
+				return fmt.Errorf("ACL rule with an empty or invalid entity")
+			}
+			if r.Role != "READER" && r.Role != "OWNER" {
+				return fmt.Errorf("ACL role %q for %q is not READER or OWNER", r.Role, r.Entity)
+			}
+			acl = append(acl, &wire.ObjectAccessControl{Entity: r.Entity, Role: r.Role})
+		}
+		o.Acl = acl
+	}
+	if c.spec.PredefinedAcl != "" && len(o.Acl) > 0 {
+		return fmt.Errorf("PredefinedACL and ACL exclude each other")
+	}
+	if r := a.Retention; r != nil {
+		if r.Mode != RetentionUnlocked && r.Mode != RetentionLocked {
+			return fmt.Errorf("retention mode %d is not RetentionUnlocked or RetentionLocked", r.Mode)
+		}
+		if !r.RetainUntil.After(time.Now()) {
+			return fmt.Errorf("retain-until time %v is not in the future", r.RetainUntil)
+		}
+		o.Retention = &wire.Object_Retention{Mode: wire.Object_Retention_Mode(r.Mode), RetainUntilTime: timestamppb.New(r.RetainUntil)}
+	}
+	if a.TemporaryHold {
+		o.TemporaryHold = true
+	}
+	if a.EventBasedHold {
+		on := true
+		o.EventBasedHold = &on
+	}
+	if len(a.Contexts) > 0 {
+		custom := make(map[string]*wire.ObjectCustomContextPayload, len(a.Contexts))
+		for k, v := range a.Contexts {
+			if k == "" {
+				return fmt.Errorf("context has an empty key")
+			}
+			custom[k] = &wire.ObjectCustomContextPayload{Value: v}
+		}
+		o.Contexts = &wire.ObjectContexts{Custom: custom}
+	}
+	return nil
 }
 
 func checkKMSKeyName(name string) error {
@@ -131,7 +163,8 @@ func checkKMSKeyName(name string) error {
 	return nil
 }
 
-// Predefined ACLs that WithPredefinedACL takes, as the v2 API names them.
+// Predefined ACLs that ObjectAttrs.PredefinedACL takes, as the v2 API names
+// them.
 const (
 	ACLAuthenticatedRead      = "authenticatedRead"
 	ACLBucketOwnerFullControl = "bucketOwnerFullControl"
@@ -141,52 +174,12 @@ const (
 	ACLPublicRead             = "publicRead"
 )
 
-// WithPredefinedACL applies a predefined ACL to the object
-// (WriteObjectSpec.predefined_acl): one of the ACL constants. It excludes
-// WithACL. Buckets with uniform bucket-level access reject both.
-func WithPredefinedACL(acl string) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error {
-		switch acl {
-		case ACLAuthenticatedRead, ACLBucketOwnerFullControl, ACLBucketOwnerRead, ACLPrivate, ACLProjectPrivate, ACLPublicRead:
-		default:
-			return fmt.Errorf("predefined ACL %q is not one of authenticatedRead, bucketOwnerFullControl, bucketOwnerRead, private, projectPrivate, publicRead", acl)
-		}
-		if len(c.obj.Acl) > 0 {
-			return fmt.Errorf("WithPredefinedACL and WithACL exclude each other")
-		}
-		c.spec.PredefinedAcl = acl
-		return nil
-	})
-}
-
 // ACLRule grants Role ("READER" or "OWNER") to Entity, as in the official
 // client's storage.ACLRule: "allUsers", "allAuthenticatedUsers",
 // "user-EMAIL", "group-EMAIL", "domain-DOMAIN", "project-TEAM-PROJECT".
 type ACLRule struct {
 	Entity string
 	Role   string
-}
-
-// WithACL sets the object's access control list (Object.acl). It excludes
-// WithPredefinedACL.
-func WithACL(rules ...ACLRule) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error {
-		if c.spec.PredefinedAcl != "" {
-			return fmt.Errorf("WithPredefinedACL and WithACL exclude each other")
-		}
-		acl := make([]*wire.ObjectAccessControl, 0, len(rules))
-		for _, r := range rules {
-			if r.Entity == "" || !utf8.ValidString(r.Entity) {
-				return fmt.Errorf("ACL rule with an empty or invalid entity")
-			}
-			if r.Role != "READER" && r.Role != "OWNER" {
-				return fmt.Errorf("ACL role %q for %q is not READER or OWNER", r.Role, r.Entity)
-			}
-			acl = append(acl, &wire.ObjectAccessControl{Entity: r.Entity, Role: r.Role})
-		}
-		c.obj.Acl = acl
-		return nil
-	})
 }
 
 // RetentionMode is an object retention mode (Object.Retention.Mode).
@@ -199,55 +192,6 @@ const (
 	// RetentionLocked cannot be shortened or removed (the API's LOCKED, 2).
 	RetentionLocked RetentionMode = 2
 )
-
-// WithRetention keeps the object from deletion and overwrite until
-// retainUntil (Object.retention). The bucket must allow object retention.
-// retainUntil must be in the future.
-func WithRetention(mode RetentionMode, retainUntil time.Time) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error {
-		if mode != RetentionUnlocked && mode != RetentionLocked {
-			return fmt.Errorf("retention mode %d is not RetentionUnlocked or RetentionLocked", mode)
-		}
-		if !retainUntil.After(time.Now()) {
-			return fmt.Errorf("retain-until time %v is not in the future", retainUntil)
-		}
-		c.obj.Retention = &wire.Object_Retention{Mode: wire.Object_Retention_Mode(mode), RetainUntilTime: timestamppb.New(retainUntil)}
-		return nil
-	})
-}
-
-// WithTemporaryHold places a temporary hold on the object
-// (Object.temporary_hold): it cannot be deleted or overwritten until the hold
-// is released.
-func WithTemporaryHold() WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error { c.obj.TemporaryHold = true; return nil })
-}
-
-// WithEventBasedHold sets the object's event-based hold
-// (Object.event_based_hold), overriding the bucket's default.
-func WithEventBasedHold(on bool) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error { c.obj.EventBasedHold = &on; return nil })
-}
-
-// WithContexts sets the object's custom contexts (Object.contexts.custom):
-// key/value pairs that, unlike metadata, can be filtered on when listing.
-// Keys must be non-empty. The map is read when the option is applied.
-func WithContexts(kv map[string]string) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error {
-		if len(kv) == 0 {
-			return nil
-		}
-		custom := make(map[string]*wire.ObjectCustomContextPayload, len(kv))
-		for k, v := range kv {
-			if k == "" {
-				return fmt.Errorf("context has an empty key")
-			}
-			custom[k] = &wire.ObjectCustomContextPayload{Value: v}
-		}
-		c.obj.Contexts = &wire.ObjectContexts{Custom: custom}
-		return nil
-	})
-}
 
 // WithDoesNotExist makes the upload fail with a precondition error (see
 // IsPreconditionFailed) if the object already exists. Like every

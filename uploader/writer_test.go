@@ -106,11 +106,13 @@ func TestUploadOptionsReachObject(t *testing.T) {
 		name := "opts/" + sizeName(size)
 		var progress []int64
 		a, err := e.c.Upload(context.Background(), bucket, name, bytes.NewReader(payload(size, 3)),
-			uploader.WithContentType("application/x-test"),
-			uploader.WithMetadata(map[string]string{"tenant": "t1"}),
-			uploader.WithCacheControl("no-cache"),
-			uploader.WithContentEncoding("identity"),
-			uploader.WithContentDisposition("attachment"),
+			uploader.WithAttrs(uploader.ObjectAttrs{
+				ContentType:        "application/x-test",
+				Metadata:           map[string]string{"tenant": "t1"},
+				CacheControl:       "no-cache",
+				ContentEncoding:    "identity",
+				ContentDisposition: "attachment",
+			}),
 			uploader.WithMD5(),
 			uploader.WithProgress(func(n int64) { progress = append(progress, n) }),
 		)
@@ -205,7 +207,7 @@ func TestInvalidInputRejectedBeforeAnyRPC(t *testing.T) {
 		{"nil buffer", ok, bucket, "o", []uploader.WriterOption{uploader.WithBuffer(nil)}, uploader.IsInvalidArgument},
 		{"negative generation", ok, bucket, "o", []uploader.WriterOption{uploader.WithGenerationMatch(-1)}, uploader.IsInvalidArgument},
 		{"zero metageneration", ok, bucket, "o", []uploader.WriterOption{uploader.WithMetagenerationMatch(0)}, uploader.IsInvalidArgument},
-		{"empty metadata key", ok, bucket, "o", []uploader.WriterOption{uploader.WithMetadata(map[string]string{"": "v"})}, uploader.IsInvalidArgument},
+		{"empty metadata key", ok, bucket, "o", []uploader.WriterOption{uploader.WithAttrs(uploader.ObjectAttrs{Metadata: map[string]string{"": "v"}})}, uploader.IsInvalidArgument},
 		{"cancelled context", cancelled, bucket, "o", nil, func(err error) bool { return errors.Is(err, context.Canceled) }},
 	}
 	for _, tc := range tests {
