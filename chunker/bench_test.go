@@ -53,7 +53,7 @@ func BenchmarkChunk64MiB(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(src)))
 			for b.Loop() {
-				c, err := chunker.New(q)
+				c, err := newChunker(q)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -90,7 +90,7 @@ func BenchmarkSmallObject(b *testing.B) {
 	}
 	b.Run("impl=New", func(b *testing.B) {
 		run(b, func() *chunker.Chunker {
-			c, err := chunker.New(q)
+			c, err := newChunker(q)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -71,7 +71,8 @@ const maxEmptyReads = 100
 // buffer when NeedsBuffer says so, and takes each full chunk out with Seal.
 // It never blocks, never talks to the network and knows no allocator.
 //
-// The zero Chunker is not usable; create one with New or reset one with Reset.
+// The zero Chunker is not usable until Reset gives it its chunk size, so a
+// Chunker can live inside another struct without an allocation of its own.
 // A Chunker is not safe for concurrent use.
 type Chunker struct {
 	size int
@@ -88,19 +89,9 @@ type Chunker struct {
 	done    bool    // Finish or Abort was called
 }
 
-// New returns a Chunker that cuts chunks of size bytes. It returns an error
-// if size is not positive. Nil options are ignored.
-func New(size int, opts ...Option) (*Chunker, error) {
-	c := new(Chunker)
-	if err := c.Reset(size, opts...); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-// Reset makes c a new Chunker of size bytes, as New does, so that a Chunker
-// can live inside another struct without an allocation of its own. It must
-// not be called while c holds a buffer.
+// Reset makes c a new Chunker that cuts chunks of size bytes; it returns an
+// error if size is not positive, and ignores nil options. It must not be
+// called while c holds a buffer.
 func (c *Chunker) Reset(size int, opts ...Option) error {
 	if c.buf != nil {
 		panic("chunker: Reset while a buffer is held")

@@ -205,7 +205,7 @@ func TestChecksumsEachByteOnce(t *testing.T) {
 // reports after each step.
 func TestStates(t *testing.T) {
 	b := newBufs(t, 4)
-	c, err := chunker.New(4)
+	c, err := newChunker(4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,7 +447,7 @@ func TestMisusePanics(t *testing.T) {
 		}, "piece 1 of a one-piece chunk"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := chunker.New(size)
+			c, err := newChunker(size)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -585,7 +585,7 @@ func TestReset(t *testing.T) {
 
 func TestNewAndResetErrors(t *testing.T) {
 	for _, size := range []int{0, -1, -q} {
-		c, err := chunker.New(size)
+		c, err := newChunker(size)
 		if err == nil || c != nil {
 			t.Errorf("New(%d) = %v, %v; want an error", size, c, err)
 		}
@@ -594,7 +594,7 @@ func TestNewAndResetErrors(t *testing.T) {
 			t.Errorf("Reset(%d) succeeded", size)
 		}
 	}
-	c, err := chunker.New(1, nil)
+	c, err := newChunker(1, nil)
 	if err != nil || c.ChunkSize() != 1 {
 		t.Fatalf("New(1, nil) = %v, %v", c, err)
 	}
@@ -650,7 +650,7 @@ func TestAllocations(t *testing.T) {
 					}
 				} else {
 					var err error
-					if cc, err = chunker.New(tc.size); err != nil {
+					if cc, err = newChunker(tc.size); err != nil {
 						panic(err)
 					}
 				}

@@ -16,8 +16,8 @@ import (
 func Example() {
 	// Tiny 8-byte chunks, to show the cutting; an uploader uses buffers of
 	// pool.Quantum bytes from a pool.Pool.
-	c, err := chunker.New(8)
-	if err != nil {
+	var c chunker.Chunker
+	if err := c.Reset(8); err != nil {
 		panic(err)
 	}
 	buf := make([]byte, 8)
@@ -82,7 +82,7 @@ func ExampleChunker_Fill() {
 // its own CRC-32C, computed on the same single pass as the chunk's.
 func ExampleChunk_PieceCRC32C() {
 	const size = 5 << 20
-	c, err := chunker.New(size)
+	c, err := newChunker(size)
 	if err != nil {
 		panic(err)
 	}

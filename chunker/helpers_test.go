@@ -111,7 +111,7 @@ type owner struct {
 
 func newOwner(t testing.TB, size int, opts ...chunker.Option) *owner {
 	t.Helper()
-	c, err := chunker.New(size, opts...)
+	c, err := newChunker(size, opts...)
 	if err != nil {
 		t.Fatalf("New(%d): %v", size, err)
 	}
@@ -386,4 +386,13 @@ type badReader struct {
 func (r *badReader) Read(p []byte) (int, error) {
 	r.calls++
 	return r.n, nil
+}
+
+// newChunker returns a Chunker reset to chunks of size bytes.
+func newChunker(size int, opts ...chunker.Option) (*chunker.Chunker, error) {
+	c := new(chunker.Chunker)
+	if err := c.Reset(size, opts...); err != nil {
+		return nil, err
+	}
+	return c, nil
 }

@@ -8,8 +8,8 @@
 // are never copied or modified. A context is a tree, so each branch sees only
 // its own ancestry, and any number of goroutines may read a chain at once.
 //
-// The transport flattens the chain with [OutgoingContext] (or [Flatten]) once
-// per RPC, or writes it into an http.Header with [SetHTTP]. A server reads one
+// The transport flattens the chain with [OutgoingContext] once per RPC, or
+// writes it into an http.Header with [SetHTTP]. A server reads one
 // key with [FromIncoming], without copying the rest of the incoming metadata.
 //
 // # Order
@@ -20,7 +20,7 @@
 //     then metadata.AppendToOutgoingContext, as metadata.FromOutgoingContext
 //     merges them),
 //  2. the chain's pairs, earlier appends before later ones,
-//  3. the extra pairs given to [Flatten] or [OutgoingContext].
+//  3. the extra pairs given to [OutgoingContext].
 //
 // This is what grpc-go gives for the same calls when the gRPC metadata was
 // attached before the first Append. Metadata attached with grpc's functions
@@ -62,7 +62,7 @@ type chainKey struct{}
 // flattening that context again does not repeat the pairs.
 //
 // A node takes 80 bytes; counts of the chain's nodes or pairs would make it
-// 96 and save Flatten nothing, as it visits every node anyway.
+// 96 and save flatten nothing, as it visits every node anyway.
 type node struct {
 	context.Context // the parent: every other key, deadline and cancellation
 
@@ -194,21 +194,21 @@ func Validate(ctx context.Context) error {
 	return nil
 }
 
-// Flatten returns the pairs ctx carries as a new gRPC metadata map: the
+// flatten returns the pairs ctx carries as a new gRPC metadata map: the
 // outgoing gRPC metadata already in ctx, then the chain's pairs from the
 // oldest append to the newest, then extra (key, value, ...; keys
 // lower-cased). The values of each key keep that order, which is the order
 // grpc-go gives for the same appends (see the package documentation).
 //
-// The caller owns the result and may modify it. Flatten walks the chain once,
+// The caller owns the result and may modify it. flatten walks the chain once,
 // sizes the map and the value storage, then fills them. It panics if
 // len(extra) is odd.
 //
-// To send the result, use [OutgoingContext], which also keeps a second
-// flattening of the returned context from repeating the chain.
-func Flatten(ctx context.Context, extra ...string) metadata.MD {
+// [OutgoingContext] sends the result, and keeps a second flattening of the
+// returned context from repeating the chain.
+func flatten(ctx context.Context, extra ...string) metadata.MD {
 	if len(extra)%2 == 1 {
-		panic(fmt.Sprintf("header: Flatten got an odd number of extra strings (%d); want key, value pairs", len(extra)))
+		panic(fmt.Sprintf("header: flatten got an odd number of extra strings (%d); want key, value pairs", len(extra)))
 	}
 	var stack [32]*node
 	nodes, pairs := walk(ctx, stack[:0])
@@ -252,7 +252,7 @@ func walk(ctx context.Context, nodes []*node) ([]*node, int) {
 
 // flattener adds pairs to md. The first value of each new key goes into one
 // shared array, vals, as a slice of capacity 1, so a later append to it (by
-// Flatten or by the caller) copies instead of overwriting a neighbour.
+// flatten or by the caller) copies instead of overwriting a neighbour.
 type flattener struct {
 	md   metadata.MD
 	vals []string
@@ -269,9 +269,9 @@ func (f *flattener) add(k, v string) {
 }
 
 // OutgoingContext returns a copy of ctx to pass to one RPC, whose gRPC
-// outgoing metadata holds the pairs of Flatten(ctx, extra...) in the same
-// order: metadata.FromOutgoingContext returns an MD equal to Flatten's, as
-// with metadata.NewOutgoingContext(ctx, Flatten(ctx, extra...)). But instead
+// outgoing metadata holds the pairs of flatten(ctx, extra...) in the same
+// order: metadata.FromOutgoingContext returns an MD equal to flatten's, as
+// with metadata.NewOutgoingContext(ctx, flatten(ctx, extra...)). But instead
 // of building that map, OutgoingContext adds the chain's pairs and extra to
 // the gRPC metadata in one metadata.AppendToOutgoingContext, which the gRPC
 // transport sends without merging: about five allocations whatever the
@@ -308,7 +308,7 @@ func OutgoingContext(ctx context.Context, extra ...string) context.Context {
 	return &node{Context: md}
 }
 
-// SetHTTP writes the pairs ctx carries (those of Flatten(ctx)) into h: for
+// SetHTTP writes the pairs ctx carries (those OutgoingContext sends) into h: for
 // each key, h's values under the canonical form of the key are replaced by
 // the key's values, in order. Other keys of h are left alone. Values of keys
 // ending in "-bin" are base64-encoded without padding, as gRPC sends them.
@@ -317,7 +317,7 @@ func OutgoingContext(ctx context.Context, extra ...string) context.Context {
 // SetHTTP does not validate: net/http refuses to send a header value that
 // holds CR, LF or other control characters.
 func SetHTTP(ctx context.Context, h http.Header) {
-	for k, vs := range Flatten(ctx) {
+	for k, vs := range flatten(ctx) {
 		if strings.HasSuffix(k, "-bin") {
 			for i, v := range vs {
 				vs[i] = base64.RawStdEncoding.EncodeToString([]byte(v))

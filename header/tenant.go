@@ -65,8 +65,8 @@ func tenantByte(c byte) bool {
 }
 
 // Tenant returns the tenant ID ctx carries: the last value of TenantKey in
-// Flatten(ctx), whether it was set by WithTenant, Append or grpc's metadata
-// functions. It reports false if there is none. It does not validate the
+// what OutgoingContext sends, whether it was set by WithTenant, Append or
+// grpc's metadata functions. It reports false if there is none. It does not validate the
 // value, and it copies nothing unless the tenant is only in gRPC metadata.
 func Tenant(ctx context.Context) (string, bool) {
 	for n := chain(ctx); n != nil; n = n.prev {
