@@ -50,11 +50,19 @@ type ObjectAttrs struct {
 	PredefinedACL string
 }
 
-// Retention is an object's retention: its mode and the time until which the
-// object can be neither deleted nor overwritten.
+// Retention is an object's retention, as the official client's
+// ObjectRetention: the time until which the object can be neither deleted
+// nor overwritten, and the mode, "Unlocked" (the retention may be shortened
+// or removed later) or "Locked" (it may not).
 type Retention struct {
-	Mode        RetentionMode
+	Mode        string
 	RetainUntil time.Time
+}
+
+// retentionModes maps Retention.Mode to the API's enum.
+var retentionModes = map[string]wire.Object_Retention_Mode{
+	"Unlocked": wire.Object_Retention_UNLOCKED,
+	"Locked":   wire.Object_Retention_LOCKED,
 }
 
 const bucketPrefix = "projects/_/buckets/"
@@ -99,7 +107,12 @@ func (a *ObjectAttrs) setFromObject(o *wire.Object) {
 		}
 	}
 	if r := o.GetRetention(); r != nil {
-		a.Retention = &Retention{Mode: RetentionMode(r.GetMode()), RetainUntil: r.GetRetainUntilTime().AsTime()}
+		a.Retention = &Retention{RetainUntil: r.GetRetainUntilTime().AsTime()}
+		for name, m := range retentionModes {
+			if m == r.GetMode() {
+				a.Retention.Mode = name
+			}
+		}
 	}
 	a.TemporaryHold, a.EventBasedHold = o.GetTemporaryHold(), o.GetEventBasedHold()
 	if c := o.GetContexts().GetCustom(); len(c) > 0 {

@@ -71,12 +71,12 @@ func TestAttributesRoundTrip(t *testing.T) {
 				return hasRule(a.ACL, "user-a@example.com", "OWNER") && hasRule(a.ACL, "allAuthenticatedUsers", "READER")
 			},
 			func(a *uploader.ObjectAttrs) bool { return len(a.ACL) == 2 }},
-		{"retention", uploader.WithAttrs(uploader.ObjectAttrs{Retention: &uploader.Retention{Mode: uploader.RetentionUnlocked, RetainUntil: until}}),
+		{"retention", uploader.WithAttrs(uploader.ObjectAttrs{Retention: &uploader.Retention{Mode: "Unlocked", RetainUntil: until}}),
 			func(a *storage.ObjectAttrs) bool {
 				return a.Retention != nil && a.Retention.Mode == "Unlocked" && a.Retention.RetainUntil.Equal(until)
 			},
 			func(a *uploader.ObjectAttrs) bool {
-				return a.Retention != nil && a.Retention.Mode == uploader.RetentionUnlocked && a.Retention.RetainUntil.Equal(until)
+				return a.Retention != nil && a.Retention.Mode == "Unlocked" && a.Retention.RetainUntil.Equal(until)
 			}},
 		{"temporary hold", uploader.WithAttrs(uploader.ObjectAttrs{TemporaryHold: true}),
 			func(a *storage.ObjectAttrs) bool { return a.TemporaryHold },
@@ -149,7 +149,7 @@ func TestInvalidAttributesRejectedBeforeAnyRPC(t *testing.T) {
 		"acl entity":                     {uploader.WithAttrs(uploader.ObjectAttrs{ACL: []uploader.ACLRule{{Role: "READER"}}})},
 		"acl and predefined":             {uploader.WithAttrs(uploader.ObjectAttrs{PredefinedACL: uploader.ACLPrivate}), uploader.WithAttrs(uploader.ObjectAttrs{ACL: []uploader.ACLRule{{Entity: "allUsers", Role: "READER"}}})},
 		"retention mode":                 {uploader.WithAttrs(uploader.ObjectAttrs{Retention: &uploader.Retention{RetainUntil: time.Now().Add(time.Hour)}})},
-		"retention in the past":          {uploader.WithAttrs(uploader.ObjectAttrs{Retention: &uploader.Retention{Mode: uploader.RetentionLocked, RetainUntil: time.Now().Add(-time.Hour)}})},
+		"retention in the past":          {uploader.WithAttrs(uploader.ObjectAttrs{Retention: &uploader.Retention{Mode: "Locked", RetainUntil: time.Now().Add(-time.Hour)}})},
 		"context key":                    {uploader.WithAttrs(uploader.ObjectAttrs{Contexts: map[string]string{"": "v"}})},
 		"md5 length":                     {uploader.WithSendMD5([]byte{1, 2, 3})},
 		"md5 twice":                      {uploader.WithMD5(), uploader.WithSendMD5(make([]byte, 16))},

@@ -121,13 +121,14 @@ func (c *writerConfig) setAttrs(a *ObjectAttrs) error {
 		return fmt.Errorf("PredefinedACL and ACL exclude each other")
 	}
 	if r := a.Retention; r != nil {
-		if r.Mode != RetentionUnlocked && r.Mode != RetentionLocked {
-			return fmt.Errorf("retention mode %d is not RetentionUnlocked or RetentionLocked", r.Mode)
+		mode, ok := retentionModes[r.Mode]
+		if !ok {
+			return fmt.Errorf("retention mode %q is not Unlocked or Locked", r.Mode)
 		}
 		if !r.RetainUntil.After(time.Now()) {
 			return fmt.Errorf("retain-until time %v is not in the future", r.RetainUntil)
 		}
-		o.Retention = &wire.Object_Retention{Mode: wire.Object_Retention_Mode(r.Mode), RetainUntilTime: timestamppb.New(r.RetainUntil)}
+		o.Retention = &wire.Object_Retention{Mode: mode, RetainUntilTime: timestamppb.New(r.RetainUntil)}
 	}
 	if a.TemporaryHold {
 		o.TemporaryHold = true
@@ -181,17 +182,6 @@ type ACLRule struct {
 	Entity string
 	Role   string
 }
-
-// RetentionMode is an object retention mode (Object.Retention.Mode).
-type RetentionMode int32
-
-const (
-	// RetentionUnlocked lets the retention be shortened or removed later
-	// (the API's UNLOCKED, 1).
-	RetentionUnlocked RetentionMode = 1
-	// RetentionLocked cannot be shortened or removed (the API's LOCKED, 2).
-	RetentionLocked RetentionMode = 2
-)
 
 // WithDoesNotExist makes the upload fail with a precondition error (see
 // IsPreconditionFailed) if the object already exists. Like every
