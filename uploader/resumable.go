@@ -76,6 +76,7 @@ func startResumable(u *upload, tr transport, r *retrier, ev *uploadEvents, floor
 		return nil, err
 	}
 	r.progress()
+	s.rounds.begin(window)
 	if st, err := tr.openStream(u, s); err != nil {
 		// A stream that cannot open is resumed like a broken one.
 		if err := s.recoverFrom(s.names.stream, err); err != nil {
@@ -442,7 +443,7 @@ type windowRounds struct {
 	min, max int64
 	growing  bool
 	limited  bool    // the window held the Writer back in this round
-	start    mono    // when the round started; 0 before the first acknowledgement
+	start    mono    // when the round started; 0 before the session's stream opened
 	from     int64   // persisted at the round's start
 	end      int64   // pushed at the round's start: the round ends when it is persisted
 	window   int64   // the window of the round
@@ -453,6 +454,13 @@ type windowRounds struct {
 
 func (w *windowRounds) init(floor, start, max int64) {
 	w.min, w.max, w.growing = floor, max, max > start
+}
+
+// begin starts the first round as the session's stream opens: it ends
+// once the first window is persisted, a round trip after it went out, so
+// the window may grow then rather than a round trip later.
+func (w *windowRounds) begin(window int64) {
+	w.start, w.end, w.window = now(), window, window
 }
 
 // acked takes in a new persisted size and returns the window.
