@@ -88,6 +88,7 @@ type Sink struct {
 
 	mu       sync.Mutex
 	sessions map[string]*sinkUpload
+	kept     map[string]keptObject // WithSinkCompose: the objects finalized, by keptKey
 	order    []string // session IDs, in a ring of sinkSessions
 	next     int      // where the next ID goes in order, once it is full
 
@@ -118,6 +119,7 @@ type sinkConfig struct {
 	md5        bool
 	link       link.Config
 	maxStreams int
+	compose    bool // WithSinkCompose
 	// copyDecode decodes write messages as grpc-go's proto codec does
 	// (content copied): the baseline of the sink's codec, in benchmarks.
 	copyDecode bool
@@ -185,6 +187,9 @@ func NewSink(opts ...SinkOption) (*Sink, error) {
 		addr:     dialAddr(lis.Addr()),
 		cfg:      cfg,
 		sessions: make(map[string]*sinkUpload),
+	}
+	if cfg.compose {
+		k.kept = make(map[string]keptObject)
 	}
 	sopts := []grpc.ServerOption{
 		grpc.ForceServerCodecV2(sinkCodec{}),
@@ -291,6 +296,24 @@ var sinkServiceDesc = grpc.ServiceDesc{
 				return nil, err
 			}
 			resp, err := k.startResumableWrite(&req)
+			return resp, k.count(err)
+		}},
+		{MethodName: "ComposeObject", Handler: func(srv any, _ context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
+			k := srv.(*Sink)
+			var req wire.ComposeObjectRequest
+			if err := dec(&req); err != nil {
+				return nil, err
+			}
+			resp, err := k.composeObject(&req)
+			return resp, k.count(err)
+		}},
+		{MethodName: "DeleteObject", Handler: func(srv any, _ context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
+			k := srv.(*Sink)
+			var req wire.DeleteObjectRequest
+			if err := dec(&req); err != nil {
+				return nil, err
+			}
+			resp, err := k.deleteObject(&req)
 			return resp, k.count(err)
 		}},
 		{MethodName: "QueryWriteStatus", Handler: func(srv any, _ context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
@@ -640,7 +663,7 @@ func (k *Sink) finalize(up *sinkUpload) (*wire.Object, error) {
 			return nil, status.Errorf(codes.DataLoss, "object MD5 mismatch: sent %x, computed %x over %d bytes; nothing stored", want.Md5Hash, sum, up.size)
 		}
 	}
-	if err := up.cond.check(nil); err != nil {
+	if err := up.cond.check(k.current(up.bucket, up.res.GetName())); err != nil {
 		k.drop(up)
 		return nil, err
 	}
@@ -674,6 +697,7 @@ func (k *Sink) finalize(up *sinkUpload) (*wire.Object, error) {
 		Checksums:              &wire.ObjectChecksums{Crc32C: &crc, Md5Hash: sum},
 	}
 	up.md5 = nil
+	k.keep(up.bucket, up.result, 0)
 	k.objects.Add(1)
 	k.bytes.Add(up.size)
 	return up.result, nil

@@ -7,7 +7,7 @@
 //
 // Usage:
 //
-//	gcssink [-grpc 127.0.0.1:9090] [-md5] [-rtt 20ms] [-bandwidth 100MB/s] [-max-streams 100]
+//	gcssink [-grpc 127.0.0.1:9090] [-md5] [-compose] [-rtt 20ms] [-bandwidth 100MB/s] [-max-streams 100]
 //
 // The address defaults to 127.0.0.1:0 (a free port on loopback); an empty
 // host ("-grpc :9090") also means loopback, and only an explicit host such
@@ -15,6 +15,9 @@
 // every write with MD5, so that an MD5 a client declares only at the end of
 // a resumable upload is checked too (without it, the sink checks an MD5 only
 // when it is declared before the content, and refuses one declared later).
+// -compose keeps each finalized object's name, generation, size and CRC32C
+// (no content), so the sink serves ComposeObject and DeleteObject, as
+// parallel composite uploads need, and checks generation preconditions.
 //
 // Once it listens, gcssink prints exactly one line on standard output, which
 // scripts may parse:
@@ -56,6 +59,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	rtt := fs.Duration("rtt", 0, "simulated round-trip time in front of the port (0: none)")
 	bandwidth := fs.String("bandwidth", "0", "simulated bandwidth of each connection and direction, such as 100MB/s (0: unlimited)")
 	maxStreams := fs.Int("max-streams", 0, "cap the concurrent streams of one connection at `N`, as GCS front ends do (0: no cap)")
+	compose := fs.Bool("compose", false, "keep each object's name, generation, size and CRC32C (no content), to serve ComposeObject and DeleteObject")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -71,6 +75,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	opts := []fakes.SinkOption{fakes.WithSinkAddr(*addr), fakes.WithSinkLink(link.Config{RTT: *rtt, Bandwidth: bw}), fakes.WithSinkMaxStreams(*maxStreams)}
 	if *md5 {
 		opts = append(opts, fakes.WithSinkMD5())
+	}
+	if *compose {
+		opts = append(opts, fakes.WithSinkCompose())
 	}
 	k, err := fakes.NewSink(opts...)
 	if err != nil {

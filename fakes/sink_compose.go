@@ -1,0 +1,148 @@
+package fakes
+
+import (
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/objup/objup/internal/crc32c"
+	"github.com/objup/objup/internal/wire"
+)
+
+// WithSinkCompose makes the sink keep each object it finalizes as its name,
+// generation, size, CRC32C and component count (no content), so that it
+// serves ComposeObject and DeleteObject, and checks a write's generation
+// preconditions against what it kept: what parallel composite uploads
+// need, at the sink's cost. Without it the sink keeps nothing, and those
+// calls are unimplemented.
+func WithSinkCompose() SinkOption {
+	return sinkOptionFunc(func(c *sinkConfig) { c.compose = true })
+}
+
+// keptObject is what a sink run WithSinkCompose keeps of an object.
+type keptObject struct {
+	gen, size  int64
+	crc        uint32
+	components int32
+}
+
+// keptKey is the key of an object in Sink.kept.
+func keptKey(bucket, name string) string { return bucket + "/" + name }
+
+// current returns the object a write's preconditions are checked against:
+// the one kept under that name, or nil. k.mu is not held.
+func (k *Sink) current(bucket, name string) *object {
+	if !k.cfg.compose {
+		return nil
+	}
+	k.mu.Lock()
+	o, ok := k.kept[keptKey(bucket, name)]
+	k.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	return &object{generation: o.gen, metageneration: 1}
+}
+
+// keep records a finalized object, when the sink keeps objects.
+func (k *Sink) keep(bucket string, o *wire.Object, components int32) {
+	if !k.cfg.compose {
+		return
+	}
+	k.mu.Lock()
+	k.kept[keptKey(bucket, o.GetName())] = keptObject{gen: o.GetGeneration(), size: o.GetSize(), crc: o.GetChecksums().GetCrc32C(), components: components}
+	k.mu.Unlock()
+}
+
+// composeObject joins 1 to 32 kept objects of the destination's bucket into
+// it, as the fake does: each source at its live generation or the one
+// named, with its own ifGenerationMatch; the destination's preconditions;
+// a CRC32C combined from the sources'; the component counts added up.
+func (k *Sink) composeObject(req *wire.ComposeObjectRequest) (*wire.Object, error) {
+	if !k.cfg.compose {
+		return nil, status.Error(codes.Unimplemented, "the sink composes only when it keeps objects (fakes.WithSinkCompose, gcssink -compose)")
+	}
+	dst := req.GetDestination()
+	bucket, err := parseBucket(dst.GetBucket())
+	if err != nil {
+		return nil, err
+	}
+	if err := checkObjectName(dst.GetName()); err != nil {
+		return nil, err
+	}
+	srcs := req.GetSourceObjects()
+	if n := len(srcs); n == 0 || n > maxComposeSources {
+		return nil, status.Errorf(codes.InvalidArgument, "a compose takes 1 to %d source objects, not %d", maxComposeSources, n)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var size int64
+	var crc uint32
+	var components int32
+	for i, s := range srcs {
+		o, ok := k.kept[keptKey(bucket, s.GetName())]
+		if !ok || (s.GetGeneration() != 0 && s.GetGeneration() != o.gen) {
+			return nil, status.Errorf(codes.NotFound, "source object %d, %q, not found", i, s.GetName())
+		}
+		if p := s.GetObjectPreconditions(); p != nil && p.IfGenerationMatch != nil && *p.IfGenerationMatch != o.gen {
+			return nil, status.Errorf(codes.FailedPrecondition, "source object %q: ifGenerationMatch %d, but the generation is %d", s.GetName(), *p.IfGenerationMatch, o.gen)
+		}
+		crc = crc32c.Combine(crc, o.crc, o.size)
+		size += o.size
+		components += max(o.components, 1)
+	}
+	var cur *object
+	if o, ok := k.kept[keptKey(bucket, dst.GetName())]; ok {
+		cur = &object{generation: o.gen, metageneration: 1}
+	}
+	cond := &conditions{genMatch: req.IfGenerationMatch, metaMatch: req.IfMetagenerationMatch}
+	if err := cond.check(cur); err != nil {
+		return nil, err
+	}
+	gen := k.generation()
+	ts := timestamppb.Now()
+	class := dst.GetStorageClass()
+	if class == "" {
+		class = defaultStorageClass
+	}
+	k.kept[keptKey(bucket, dst.GetName())] = keptObject{gen: gen, size: size, crc: crc, components: components}
+	k.objects.Add(1)
+	return &wire.Object{
+		Name:           dst.GetName(),
+		Bucket:         bucketPrefix + bucket,
+		Etag:           etag(&object{generation: gen, metageneration: 1}),
+		Generation:     gen,
+		Metageneration: 1,
+		StorageClass:   class,
+		Size:           size,
+		ContentType:    dst.GetContentType(),
+		Metadata:       dst.GetMetadata(),
+		CreateTime:     ts,
+		UpdateTime:     ts,
+		FinalizeTime:   ts,
+		ComponentCount: components,
+		Checksums:      &wire.ObjectChecksums{Crc32C: &crc},
+	}, nil
+}
+
+// deleteObject forgets a kept object: its live generation, or the one
+// named.
+func (k *Sink) deleteObject(req *wire.DeleteObjectRequest) (*emptypb.Empty, error) {
+	if !k.cfg.compose {
+		return nil, status.Error(codes.Unimplemented, "the sink deletes only when it keeps objects (fakes.WithSinkCompose, gcssink -compose)")
+	}
+	bucket, err := parseBucket(req.GetBucket())
+	if err != nil {
+		return nil, err
+	}
+	key := keptKey(bucket, req.GetObject())
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	o, ok := k.kept[key]
+	if !ok || (req.GetGeneration() != 0 && req.GetGeneration() != o.gen) {
+		return nil, status.Errorf(codes.NotFound, "object %q not found", req.GetObject())
+	}
+	delete(k.kept, key)
+	return new(emptypb.Empty), nil
+}
