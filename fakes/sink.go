@@ -89,8 +89,8 @@ type Sink struct {
 	mu       sync.Mutex
 	sessions map[string]*sinkUpload
 	kept     map[string]keptObject // WithSinkCompose: the objects finalized, by keptKey
-	order    []string // session IDs, in a ring of sinkSessions
-	next     int      // where the next ID goes in order, once it is full
+	order    []string              // session IDs, in a ring of sinkSessions
+	next     int                   // where the next ID goes in order, once it is full
 
 	lastGen atomic.Int64
 
