@@ -289,42 +289,10 @@ var sinkServiceDesc = grpc.ServiceDesc{
 	ServiceName: wire.ServiceName,
 	HandlerType: (*sinkHandler)(nil),
 	Methods: []grpc.MethodDesc{
-		{MethodName: "StartResumableWrite", Handler: func(srv any, _ context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
-			k := srv.(*Sink)
-			var req wire.StartResumableWriteRequest
-			if err := dec(&req); err != nil {
-				return nil, err
-			}
-			resp, err := k.startResumableWrite(&req)
-			return resp, k.count(err)
-		}},
-		{MethodName: "ComposeObject", Handler: func(srv any, _ context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
-			k := srv.(*Sink)
-			var req wire.ComposeObjectRequest
-			if err := dec(&req); err != nil {
-				return nil, err
-			}
-			resp, err := k.composeObject(&req)
-			return resp, k.count(err)
-		}},
-		{MethodName: "DeleteObject", Handler: func(srv any, _ context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
-			k := srv.(*Sink)
-			var req wire.DeleteObjectRequest
-			if err := dec(&req); err != nil {
-				return nil, err
-			}
-			resp, err := k.deleteObject(&req)
-			return resp, k.count(err)
-		}},
-		{MethodName: "QueryWriteStatus", Handler: func(srv any, _ context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
-			k := srv.(*Sink)
-			var req wire.QueryWriteStatusRequest
-			if err := dec(&req); err != nil {
-				return nil, err
-			}
-			resp, err := k.queryWriteStatus(&req)
-			return resp, k.count(err)
-		}},
+		sinkMethod("StartResumableWrite", (*Sink).startResumableWrite),
+		sinkMethod("QueryWriteStatus", (*Sink).queryWriteStatus),
+		sinkMethod("ComposeObject", (*Sink).composeObject),
+		sinkMethod("DeleteObject", (*Sink).deleteObject),
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -346,6 +314,20 @@ var sinkServiceDesc = grpc.ServiceDesc{
 		},
 	},
 	Metadata: "google/storage/v2/storage.proto",
+}
+
+// sinkMethod is the description of a unary method the sink serves with
+// call, which gets the decoded request; the call is counted.
+func sinkMethod[Req, Resp any](name string, call func(*Sink, *Req) (*Resp, error)) grpc.MethodDesc {
+	return grpc.MethodDesc{MethodName: name, Handler: func(srv any, _ context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
+		k := srv.(*Sink)
+		req := new(Req)
+		if err := dec(req); err != nil {
+			return nil, err
+		}
+		resp, err := call(k, req)
+		return resp, k.count(err)
+	}}
 }
 
 // count counts a call that ends with err, and returns err.

@@ -8,10 +8,7 @@ import (
 	"testing"
 
 	"cloud.google.com/go/storage"
-	"google.golang.org/api/option"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/objup/objup/internal/crc32c"
@@ -26,21 +23,7 @@ import (
 func TestSinkCompose(t *testing.T) {
 	k := NewTestSink(t, WithSinkCompose())
 	ctx := sinkCtx(t)
-	dial := []option.ClientOption{
-		option.WithEndpoint(k.GRPCAddr()),
-		option.WithoutAuthentication(),
-		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
-	}
-	ours, err := uploader.NewClient(ctx, dial...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ours.Close()
-	official, err := storage.NewGRPCClient(ctx, append(dial, storage.WithDisabledClientMetrics())...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer official.Close()
+	ours, official := sinkClients(t, k)
 
 	// objup's parallel upload: 41 parts (the last of 7 bytes), so two
 	// composes of parts and a final one, of 41 components.
@@ -101,13 +84,7 @@ func TestSinkCompose(t *testing.T) {
 	}
 
 	// Without WithSinkCompose, nothing is kept and nothing composes.
-	plain := NewTestSink(t)
-	pc, err := storage.NewGRPCClient(ctx, option.WithEndpoint(plain.GRPCAddr()), option.WithoutAuthentication(),
-		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())), storage.WithDisabledClientMetrics())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close()
+	_, pc := sinkClients(t, NewTestSink(t))
 	pb := pc.Bucket(sinkBucket)
 	if _, err := pb.Object("ab").ComposerFrom(pb.Object("a")).Run(context.Background()); status.Code(err) != codes.Unimplemented {
 		t.Fatalf("compose on a sink that keeps nothing: %v, want Unimplemented", err)

@@ -169,24 +169,32 @@ func queryStatus(ctx context.Context, cc *grpc.ClientConn, id string) (*wire.Que
 // TestSinkClients uploads with objup and with the official client's gRPC
 // writer in its modes: every upload succeeds, and the sink reports the
 // size and CRC32C that were sent.
-func TestSinkClients(t *testing.T) {
-	k := NewTestSink(t)
-	ctx := sinkCtx(t)
+// sinkClients returns an objup client and an official gRPC client dialled
+// to k, both closed when the test ends.
+func sinkClients(t *testing.T, k *Sink) (*uploader.Client, *storage.Client) {
+	t.Helper()
 	dial := []option.ClientOption{
 		option.WithEndpoint(k.GRPCAddr()),
 		option.WithoutAuthentication(),
 		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
 	}
-	ours, err := uploader.NewClient(ctx, dial...)
+	ours, err := uploader.NewClient(context.Background(), dial...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ours.Close()
-	official, err := storage.NewGRPCClient(ctx, append(dial, storage.WithDisabledClientMetrics())...)
+	t.Cleanup(func() { ours.Close() })
+	official, err := storage.NewGRPCClient(context.Background(), append(dial, storage.WithDisabledClientMetrics())...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer official.Close()
+	t.Cleanup(func() { official.Close() })
+	return ours, official
+}
+
+func TestSinkClients(t *testing.T) {
+	k := NewTestSink(t)
+	ctx := sinkCtx(t)
+	ours, official := sinkClients(t, k)
 
 	type attrs struct {
 		size int64
