@@ -1,7 +1,9 @@
 package integration
 
-// Parallel composite uploads at a distance: the fake (fakes/cmd/fakegcs, in
-// another process, since composing needs the parts' bytes) behind a
+// Parallel composite uploads at a distance: the sink (fakes/cmd/gcssink
+// -compose, in another process: it checks every byte and keeps each
+// object's size and CRC32C, so it composes without storing content; with
+// OBJUP_BENCH_SERVER=fakegcs, the fake, which stores every byte) behind a
 // simulated path of 20 and 50 ms with 100 MB/s per connection, and side by
 // side in one run objup's parallel upload (WithParallelUpload, defaults),
 // objup's single stream, and the official gRPC writer with
@@ -57,7 +59,14 @@ func BenchmarkParallelUpload(b *testing.B) {
 		cfg.PartSize = mib << 20
 	}
 	for _, rtt := range benchRTTs(b) {
-		addr, stop := startExternalFake(b, "-rtt", rtt.String(), "-bandwidth", bw, "-max-streams", "100")
+		args := []string{"-rtt", rtt.String(), "-bandwidth", bw, "-max-streams", "100"}
+		var addr string
+		var stop func()
+		if os.Getenv("OBJUP_BENCH_SERVER") == "fakegcs" {
+			addr, stop = startExternalFake(b, args...)
+		} else {
+			addr, stop = startSink(b, append(args, "-compose")...)
+		}
 		ours, official, _, closeAll := distanceClients(b, addr)
 		// The official client with as many connections as objup's pool:
 		// its parallel upload spreads parts over them too.
