@@ -194,7 +194,7 @@ func (g *grpcTransport) writeStream(u *upload, rs []*chunkRef, timeout time.Dura
 	base := rs[0].Offset
 	i, rel := 0, 0 // the chunk and the offset in it where the next message starts
 	for first := true; first || i < len(rs); first = false {
-		msg, req := u.life.newWriteMsg()
+		msg, req := newReqMsg[wire.WriteObjectRequest]()
 		req.WriteOffset = rs[min(i, len(rs)-1)].Offset + int64(rel) - base
 		if first {
 			req.FirstMessage = &wire.WriteObjectRequest_WriteObjectSpec{WriteObjectSpec: u.spec()}
@@ -443,7 +443,7 @@ func (g *grpcStream) send(all bool) error {
 		g.batch = batch // keep the capacity for the next send
 		defer clear(batch)
 		for len(batch) > 0 && g.sentTo < s.last && (all || s.last-g.sentTo >= maxMessage) {
-			msg, req := life.newStreamMsg()
+			msg, req := newReqMsg[wire.BidiWriteObjectRequest]()
 			start, size := g.sentTo, 0
 			var crc uint32
 			for len(batch) > 0 && msg.parts() < maxParts {

@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/objup/objup/chunker"
 	"github.com/objup/objup/internal/wire"
 	"github.com/objup/objup/pool"
@@ -148,38 +150,24 @@ func (l *lifetime) newMsg() *outMsg {
 	return new(outMsg)
 }
 
-// streamMsg is a message of a resumable stream with its request and its
-// parts' storage, allocated together: one allocation per 2 MiB message
-// instead of three.
-type streamMsg struct {
+// reqMsg is a message of a stream (R: a BidiWriteObjectRequest or a
+// WriteObjectRequest) with its request and its parts' storage, allocated
+// together: one allocation per 2 MiB message instead of three.
+type reqMsg[R any] struct {
 	outMsg
-	req  wire.BidiWriteObjectRequest
+	req  R
 	more moreParts
 }
 
-// newStreamMsg returns an empty message of a resumable stream and its
-// request, which the caller fills.
-func (l *lifetime) newStreamMsg() (*outMsg, *wire.BidiWriteObjectRequest) {
-	m := new(streamMsg)
+// newReqMsg returns an empty message of a stream and its request, which
+// the caller fills.
+func newReqMsg[R any, P interface {
+	*R
+	proto.Message
+}]() (*outMsg, P) {
+	m := new(reqMsg[R])
 	m.outMsg.more = &m.more
-	m.outMsg.Req = &m.req
-	return &m.outMsg, &m.req
-}
-
-// writeMsg is a message of a WriteObject client stream with its request
-// and its parts' storage, allocated together (see streamMsg).
-type writeMsg struct {
-	outMsg
-	req  wire.WriteObjectRequest
-	more moreParts
-}
-
-// newWriteMsg returns an empty message of a WriteObject client stream and
-// its request, which the caller fills.
-func (l *lifetime) newWriteMsg() (*outMsg, *wire.WriteObjectRequest) {
-	m := new(writeMsg)
-	m.outMsg.more = &m.more
-	m.outMsg.Req = &m.req
+	m.outMsg.Req = P(&m.req)
 	return &m.outMsg, &m.req
 }
 
