@@ -150,8 +150,7 @@ type part struct {
 	upload
 	index int
 	refs  []*chunkRef
-	size  int64
-	crc   uint32
+	size  int64       // its CRC32C is scratch.crc, which its checksums point to
 	gen   int64       // the generation stored; 0 until then
 	sent  atomic.Bool // a write of it may have reached the service
 	retry retrier
@@ -209,7 +208,7 @@ func (p *parallel) add(c chunker.Chunk) error {
 	pt := p.cur
 	r := p.w.life.newRef(c)
 	pt.refs = append(pt.refs, r)
-	pt.crc = crc32c.Combine(pt.crc, r.CRC32C, int64(len(r.Data)))
+	pt.scratch.crc = crc32c.Combine(pt.scratch.crc, r.CRC32C, int64(len(r.Data)))
 	pt.size += int64(len(r.Data))
 	if pt.size >= p.partSize {
 		return p.dispatch()
@@ -243,7 +242,6 @@ func (u *upload) initSpec(w *Writer) {
 func (p *parallel) dispatch() error {
 	pt := p.cur
 	p.cur = nil
-	pt.scratch.crc = pt.crc
 	pt.scratch.checksums.Crc32C = &pt.scratch.crc
 	pt.scratch.hasSums = true
 	p.parts = append(p.parts, pt)
@@ -308,9 +306,9 @@ func (pt *part) check(o *wire.Object) error {
 		return &Error{Op: "WriteObject", Bucket: pt.bucket, Object: pt.object, Code: codes.DataLoss,
 			Err: fmt.Errorf("the service stored %d bytes of the part, %d were sent", o.GetSize(), pt.size)}
 	}
-	if cs := o.GetChecksums(); cs != nil && cs.Crc32C != nil && cs.GetCrc32C() != pt.crc {
+	if cs := o.GetChecksums(); cs != nil && cs.Crc32C != nil && cs.GetCrc32C() != pt.scratch.crc {
 		return &Error{Op: "WriteObject", Bucket: pt.bucket, Object: pt.object, Code: codes.DataLoss,
-			Err: fmt.Errorf("the service reports CRC32C %08x for the part, %08x was sent", cs.GetCrc32C(), pt.crc)}
+			Err: fmt.Errorf("the service reports CRC32C %08x for the part, %08x was sent", cs.GetCrc32C(), pt.scratch.crc)}
 	}
 	return nil
 }
