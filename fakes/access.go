@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/internal/crc32c"
 )
 
@@ -42,35 +43,36 @@ type Object struct {
 	Content []byte
 }
 
-func (b *bucket) attrs(o *object) ObjectAttrs {
+// attrs returns the attributes of o, an object of b.
+func attrs(b *store.Bucket, o *store.Object) ObjectAttrs {
+	oa := o.Attrs()
 	a := ObjectAttrs{
-		Bucket:             b.name,
-		Name:               o.name,
-		Generation:         o.generation,
-		Metageneration:     o.metageneration,
-		Size:               o.size,
-		CRC32C:             o.crc32c,
-		ContentType:        o.contentType,
-		ContentEncoding:    o.contentEncoding,
-		ContentDisposition: o.contentDisposition,
-		ContentLanguage:    o.contentLanguage,
-		CacheControl:       o.cacheControl,
-		StorageClass:       o.storageClass,
-		Metadata:           maps.Clone(o.metadata),
-		Created:            time.UnixMicro(o.created).UTC(),
-		Updated:            time.UnixMicro(o.updated).UTC(),
+		Bucket:             b.Name(),
+		Name:               o.Name(),
+		Generation:         o.Generation(),
+		Metageneration:     o.Metageneration(),
+		Size:               o.Size(),
+		CRC32C:             o.CRC32C(),
+		ContentType:        oa.ContentType,
+		ContentEncoding:    oa.ContentEncoding,
+		ContentDisposition: oa.ContentDisposition,
+		ContentLanguage:    oa.ContentLanguage,
+		CacheControl:       oa.CacheControl,
+		StorageClass:       oa.StorageClass,
+		Metadata:           maps.Clone(oa.Metadata),
+		Tenant:             o.Tenant(),
+		Created:            time.UnixMicro(o.Created()).UTC(),
+		Updated:            time.UnixMicro(o.Updated()).UTC(),
 	}
-	if o.hasMD5() {
-		a.MD5 = slices.Clone(o.md5[:])
+	if o.HasMD5() {
+		sum := o.MD5()
+		a.MD5 = sum[:]
 	}
-	if t := o.finalizeTime(); t != 0 {
+	if t := o.FinalizeTime(); t != 0 {
 		a.Finalized = time.UnixMicro(t).UTC()
 	}
-	if o.customTime != 0 {
-		a.CustomTime = time.UnixMicro(o.customTime).UTC()
-	}
-	if o.tenant != nil {
-		a.Tenant = o.tenant.tenant
+	if oa.CustomTime != 0 {
+		a.CustomTime = time.UnixMicro(oa.CustomTime).UTC()
 	}
 	return a
 }
@@ -79,29 +81,29 @@ func (b *bucket) attrs(o *object) ObjectAttrs {
 // content, straight from the store (no request is logged). For a missing
 // bucket or object the error's gRPC code (status.Code) is codes.NotFound.
 func (s *Server) Object(bucket, name string) (Object, error) {
-	b, err := s.store.bucket(bucket)
+	b, err := s.store.Bucket(bucket)
 	if err != nil {
 		return Object{}, err
 	}
-	o, err := b.get(name, 0)
+	o, err := b.Get(name, 0)
 	if err != nil {
 		return Object{}, err
 	}
-	return Object{ObjectAttrs: b.attrs(o), Content: o.bytes()}, nil
+	return Object{ObjectAttrs: attrs(b, o), Content: o.Bytes()}, nil
 }
 
 // ListObjects returns the attributes of the live objects of bucket whose
 // names start with prefix, in name order, straight from the store. It lists
 // them all at once: meant for tests, not for buckets of millions.
 func (s *Server) ListObjects(bucket, prefix string) ([]ObjectAttrs, error) {
-	b, err := s.store.bucket(bucket)
+	b, err := s.store.Bucket(bucket)
 	if err != nil {
 		return nil, err
 	}
-	objs := b.all(prefix)
+	objs := b.All(prefix)
 	out := make([]ObjectAttrs, len(objs))
 	for i, o := range objs {
-		out[i] = b.attrs(o)
+		out[i] = attrs(b, o)
 	}
 	return out, nil
 }
@@ -113,7 +115,7 @@ func (s *Server) ListObjects(bucket, prefix string) ([]ObjectAttrs, error) {
 // checksums. It replaces any live object of that name, checking the name
 // and the bucket as a write would.
 func (s *Server) PutObject(o Object) (ObjectAttrs, error) {
-	b, err := s.store.bucket(o.Bucket)
+	b, err := s.store.Bucket(o.Bucket)
 	if err != nil {
 		return ObjectAttrs{}, err
 	}
@@ -121,33 +123,28 @@ func (s *Server) PutObject(o Object) (ObjectAttrs, error) {
 		return ObjectAttrs{}, err
 	}
 	content := slices.Clone(o.Content)
-	obj := &object{
-		name:               o.Name,
-		size:               int64(len(content)),
-		crc32c:             crc32.Checksum(content, crc32c.Table),
-		md5:                md5.Sum(content),
-		contentType:        o.ContentType,
-		contentEncoding:    o.ContentEncoding,
-		contentDisposition: o.ContentDisposition,
-		contentLanguage:    o.ContentLanguage,
-		cacheControl:       o.CacheControl,
-		storageClass:       o.StorageClass,
-		metadata:           maps.Clone(o.Metadata),
-	}
+	sum := md5.Sum(content)
+	c := store.Content{Size: int64(len(content)), CRC32C: crc32.Checksum(content, crc32c.Table), MD5: &sum}
 	if len(content) > 0 {
-		obj.content = [][]byte{content}
+		c.Parts = [][]byte{content}
 	}
-	if obj.storageClass == "" {
-		obj.storageClass = defaultStorageClass
+	a := store.Attrs{
+		ContentType:        o.ContentType,
+		ContentEncoding:    o.ContentEncoding,
+		ContentDisposition: o.ContentDisposition,
+		ContentLanguage:    o.ContentLanguage,
+		CacheControl:       o.CacheControl,
+		StorageClass:       o.StorageClass,
+		Metadata:           maps.Clone(o.Metadata),
 	}
 	if !o.CustomTime.IsZero() {
-		obj.customTime = o.CustomTime.UnixMicro()
+		a.CustomTime = o.CustomTime.UnixMicro()
 	}
-	stored, err := b.put(obj, nil, o.Tenant)
+	stored, err := b.Put(o.Name, a, c, nil, o.Tenant)
 	if err != nil {
 		return ObjectAttrs{}, err
 	}
-	return b.attrs(stored), nil
+	return attrs(b, stored), nil
 }
 
 // Usage is what one tenant has stored: every object generation kept, by the
@@ -160,4 +157,11 @@ type Usage struct {
 
 // Usage returns the objects and bytes stored per tenant, over every bucket,
 // in tenant order. Tenants with nothing stored are left out.
-func (s *Server) Usage() []Usage { return s.store.usageByTenant() }
+func (s *Server) Usage() []Usage {
+	us := s.store.UsageByTenant()
+	out := make([]Usage, len(us))
+	for i, u := range us {
+		out[i] = Usage(u)
+	}
+	return out
+}

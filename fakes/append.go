@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/objup/objup/fakes/internal/store"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -27,43 +29,21 @@ import (
 // no MD5, finalized or not.
 //
 // The object's writer state is its upload, which the stored object points
-// to (appendState). A stream whose append_object_spec names the object
+// to as its owner. A stream whose append_object_spec names the object
 // continues it: without a write handle it takes the object over, which
 // fences the writer before it (its next message fails with
 // codes.FailedPrecondition); with the handle a response gave, it resumes as
 // the same writer. Either way it writes from the persisted size: data
 // that overlaps bytes already persisted is dropped, as the service does.
 
-// appendState marks an object written appendable. It is never modified
-// once stored: finalizing stores a new one.
-type appendState struct {
-	up        *upload // the writer state
-	finalized int64   // Unix microseconds; 0 while unfinalized
-}
-
-// finalizeTime is when o was finalized: its creation for an object
-// written at once, 0 for an appendable object not finalized yet.
-func (o *object) finalizeTime() int64 {
-	if o.app != nil {
-		return o.app.finalized
-	}
-	return o.created
-}
-
-// hasMD5 reports whether o has an MD5: appendable and composed objects have
-// none.
-func (o *object) hasMD5() bool { return o.app == nil && o.componentCount() == 0 }
-
 // storeAppendable stores the empty, unfinalized object of the appendable
 // write up, if up's preconditions hold, and returns it. up.mu is held.
-func (up *upload) storeAppendable(tenant string) (*object, error) {
-	o := newObject(up, [md5Len]byte{})
-	o.app = &appendState{up: up}
-	stored, err := up.b.put(o, up.cond, tenant)
+func (up *upload) storeAppendable(tenant string) (*store.Object, error) {
+	stored, err := up.b.PutAppendable(up.object, up.attrs, up, up.cond, tenant)
 	if err != nil {
 		return nil, err
 	}
-	up.gen = stored.generation
+	up.gen = stored.Generation()
 	return stored, nil
 }
 
@@ -72,8 +52,8 @@ func (up *upload) storeAppendable(tenant string) (*object, error) {
 // fails with codes.NotFound once the object is no longer the live
 // generation of its name (deleted or overwritten), which ends the write:
 // up is marked gone. up.mu is held.
-func (up *upload) grow(final bool) (*object, error) {
-	c, ok := up.b.replaceAppendable(up, final)
+func (up *upload) grow(final bool) (*store.Object, error) {
+	c, ok := up.b.ReplaceAppendable(up.object, up.gen, up, up.content(nil), final)
 	if !ok {
 		up.gone = true
 		return nil, status.Errorf(codes.NotFound, "appendable object %q generation %d is no longer the live object", up.object, up.gen)
@@ -103,7 +83,7 @@ func (up *upload) finalizeAppendable() (*wire.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	up.stored, up.result, up.chunks = o, up.b.toObject(o), nil
+	up.stored, up.result, up.chunks = o, toObject(up.b, o), nil
 	return up.result, nil
 }
 
@@ -147,39 +127,40 @@ func (w *writeStream) openAppend(m *writeMsg) error {
 	if err != nil {
 		return err
 	}
-	o, err := b.get(spec.GetObject(), spec.GetGeneration())
+	o, err := b.Get(spec.GetObject(), spec.GetGeneration())
 	if err != nil {
 		return err
 	}
+	owner, ok := o.Appendable()
 	switch {
-	case o.app == nil:
-		return status.Errorf(codes.FailedPrecondition, "object %q generation %d is not an appendable object", o.name, o.generation)
-	case !o.live():
-		return status.Errorf(codes.FailedPrecondition, "object %q generation %d is noncurrent: only the live generation can be appended to", o.name, o.generation)
+	case !ok:
+		return status.Errorf(codes.FailedPrecondition, "object %q generation %d is not an appendable object", o.Name(), o.Generation())
+	case !o.Live():
+		return status.Errorf(codes.FailedPrecondition, "object %q generation %d is noncurrent: only the live generation can be appended to", o.Name(), o.Generation())
 	}
 	handle, hasHandle, err := writeHandleOf(spec)
 	if err != nil {
 		return err
 	}
-	up := o.app.up
+	up := owner.(*upload)
 	up.mu.Lock()
 	defer up.mu.Unlock()
 	switch {
 	case up.gone:
-		return status.Errorf(codes.NotFound, "appendable object %q generation %d is no longer the live object", o.name, o.generation)
+		return status.Errorf(codes.NotFound, "appendable object %q generation %d is no longer the live object", o.Name(), o.Generation())
 	case hasHandle:
 		gen, epoch, ok := parseWriteHandle(handle)
 		if !ok || gen != up.gen {
-			return status.Errorf(codes.InvalidArgument, "write_handle %q is not one this server issued for generation %d of %q", handle, up.gen, o.name)
+			return status.Errorf(codes.InvalidArgument, "write_handle %q is not one this server issued for generation %d of %q", handle, up.gen, o.Name())
 		}
 		if epoch != up.epoch {
 			return errTakenOver(up)
 		}
 	case up.result != nil:
-		return status.Errorf(codes.FailedPrecondition, "appendable object %q generation %d is already finalized", o.name, o.generation)
+		return status.Errorf(codes.FailedPrecondition, "appendable object %q generation %d is already finalized", o.Name(), o.Generation())
 	default:
 		cond := readConditions(nil, nil, spec.IfMetagenerationMatch, spec.IfMetagenerationNotMatch)
-		if err := cond.check(o); err != nil {
+		if err := cond.Check(o); err != nil {
 			return err
 		}
 		up.epoch++
@@ -265,8 +246,8 @@ func (w *writeStream) appendResponse(first bool) *wire.BidiWriteObjectResponse {
 	up.mu.Unlock()
 	resp := &wire.BidiWriteObjectResponse{}
 	if first && w.sendResource {
-		if o, err := up.b.get(up.object, gen); err == nil && o.size == size {
-			resp.WriteStatus = &wire.BidiWriteObjectResponse_Resource{Resource: up.b.toObject(o)}
+		if o, err := up.b.Get(up.object, gen); err == nil && o.Size() == size {
+			resp.WriteStatus = &wire.BidiWriteObjectResponse_Resource{Resource: toObject(up.b, o)}
 		}
 	}
 	if resp.WriteStatus == nil {

@@ -13,7 +13,5 @@ func SetKeepFinalized(n int) (restore func()) {
 // SetClock makes the server's session registry read the time from now, for
 // a test of session expiry.
 func SetClock(s *Server, now func() time.Time) {
-	s.sessions.mu.Lock()
-	s.sessions.now = now
-	s.sessions.mu.Unlock()
+	s.sessions.SetClock(now)
 }

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/internal/crc32c"
 	"github.com/objup/objup/internal/wire"
 )
@@ -108,7 +109,7 @@ const readHandlePrefix = "fakes-generation-"
 // bidiReader is the sending side of a BidiReadObject stream.
 type bidiReader struct {
 	ss   grpc.ServerStream
-	obj  *object
+	obj  *store.Object
 	head []byte // metadata (4) and read_handle (7), for the first response
 	buf  []byte
 
@@ -151,14 +152,14 @@ func (s *Server) bidiReadObject(ss grpc.ServerStream) error {
 	if h, ok := strings.CutPrefix(string(spec.handle), readHandlePrefix); ok && gen == 0 {
 		gen, _ = strconv.ParseInt(h, 10, 64)
 	}
-	obj, err := b.get(spec.object, gen)
+	obj, err := b.Get(spec.object, gen)
 	if err != nil {
 		return err
 	}
-	if err := readConditions(spec.genMatch, spec.genNotMatch, spec.metaMatch, spec.metaNotMatch).check(obj); err != nil {
+	if err := readConditions(spec.genMatch, spec.genNotMatch, spec.metaMatch, spec.metaNotMatch).Check(obj); err != nil {
 		return err
 	}
-	meta, err := proto.Marshal(b.toObject(obj))
+	meta, err := proto.Marshal(toObject(b, obj))
 	if err != nil {
 		return status.Errorf(codes.Internal, "fakes: marshaling the object: %v", err)
 	}
@@ -167,7 +168,7 @@ func (s *Server) bidiReadObject(ss grpc.ServerStream) error {
 		r.rc = rc
 	}
 	r.head = appendBytesField(nil, 4, meta)
-	r.head = appendBytesField(r.head, 7, appendBytesField(nil, 1, []byte(readHandlePrefix+strconv.FormatInt(obj.generation, 10))))
+	r.head = appendBytesField(r.head, 7, appendBytesField(nil, 1, []byte(readHandlePrefix+strconv.FormatInt(obj.Generation(), 10))))
 	if len(ranges) == 0 {
 		if err := sendRaw(ss, r.head); err != nil {
 			return err
@@ -198,7 +199,7 @@ func (s *Server) bidiReadObject(ss grpc.ServerStream) error {
 
 // serve sends one range.
 func (r *bidiReader) serve(rr readRange) error {
-	size := r.obj.size
+	size := r.obj.Size()
 	start := rr.offset
 	if start < 0 {
 		start = max(0, size+start)
@@ -252,7 +253,7 @@ func (r *bidiReader) send(id, off, n int64, last bool) error {
 	at := len(b)
 	b = slices.Grow(b, int(n)+protowire.SizeFixed32()+rrLen+16)[:at+int(n)]
 	content := b[at:]
-	r.obj.read(content, off)
+	r.obj.Read(content, off)
 	b = protowire.AppendTag(b, 2, protowire.Fixed32Type)
 	b = protowire.AppendFixed32(b, crc32.Checksum(content, crc32c.Table))
 	b = protowire.AppendTag(b, 2, protowire.BytesType)

@@ -6,6 +6,7 @@ import (
 
 	"sync"
 
+	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/internal/crc32c"
 
 	"google.golang.org/grpc"
@@ -22,7 +23,7 @@ var readBufs = sync.Pool{New: func() any { b := make([]byte, maxChunk); return &
 
 // objectRef validates a bucket resource name and object name, records them
 // for the call, and returns the bucket.
-func (s *Server) objectRef(ctx context.Context, bucketRes, name string) (*bucket, error) {
+func (s *Server) objectRef(ctx context.Context, bucketRes, name string) (*store.Bucket, error) {
 	bucket, err := parseBucket(bucketRes)
 	if err != nil {
 		return nil, err
@@ -31,15 +32,15 @@ func (s *Server) objectRef(ctx context.Context, bucketRes, name string) (*bucket
 	if err := checkObjectName(name); err != nil {
 		return nil, err
 	}
-	return s.store.bucket(bucket)
+	return s.store.Bucket(bucket)
 }
 
 // readConditions returns the preconditions of a read, stat or delete.
-func readConditions(genMatch, genNotMatch, metaMatch, metaNotMatch *int64) *conditions {
+func readConditions(genMatch, genNotMatch, metaMatch, metaNotMatch *int64) *store.Conditions {
 	if genMatch == nil && genNotMatch == nil && metaMatch == nil && metaNotMatch == nil {
 		return nil
 	}
-	return &conditions{genMatch: genMatch, genNotMatch: genNotMatch, metaMatch: metaMatch, metaNotMatch: metaNotMatch}
+	return &store.Conditions{GenMatch: genMatch, GenNotMatch: genNotMatch, MetaMatch: metaMatch, MetaNotMatch: metaNotMatch}
 }
 
 // ReadObject streams an object's content, or a range of it, in messages of at
@@ -56,16 +57,16 @@ func (v *service) ReadObject(req *wire.ReadObjectRequest, stream grpc.ServerStre
 	if err := checkCommon(req.GetCommonObjectRequestParams()); err != nil {
 		return err
 	}
-	obj, err := b.get(req.GetObject(), req.GetGeneration())
+	obj, err := b.Get(req.GetObject(), req.GetGeneration())
 	if err != nil {
 		return err
 	}
 	cond := readConditions(req.IfGenerationMatch, req.IfGenerationNotMatch, req.IfMetagenerationMatch, req.IfMetagenerationNotMatch)
-	if err := cond.check(obj); err != nil {
+	if err := cond.Check(obj); err != nil {
 		return err
 	}
 
-	size := obj.size
+	size := obj.Size()
 	start, limit := req.GetReadOffset(), req.GetReadLimit()
 	switch {
 	case limit < 0:
@@ -79,7 +80,7 @@ func (v *service) ReadObject(req *wire.ReadObjectRequest, stream grpc.ServerStre
 	if limit > 0 && limit < size-start {
 		end = start + limit
 	}
-	meta := b.toObject(obj)
+	meta := toObject(b, obj)
 	msg := &wire.ReadObjectResponse{
 		Metadata:        meta,
 		ObjectChecksums: meta.Checksums,
@@ -93,7 +94,7 @@ func (v *service) ReadObject(req *wire.ReadObjectRequest, stream grpc.ServerStre
 	data := &wire.ChecksummedData{}
 	for off := start; off < end; {
 		n := min(maxChunk, end-off)
-		c := obj.part(off, n)
+		c := obj.Part(off, n)
 		if c == nil {
 			if buf == nil {
 				p := readBufs.Get().(*[]byte)
@@ -101,7 +102,7 @@ func (v *service) ReadObject(req *wire.ReadObjectRequest, stream grpc.ServerStre
 				buf = *p
 			}
 			c = buf[:n]
-			obj.read(c, off)
+			obj.Read(c, off)
 		}
 		crc := crc32.Checksum(c, crc32c.Table)
 		data.Content, data.Crc32C = c, &crc
@@ -126,15 +127,15 @@ func (v *service) GetObject(ctx context.Context, req *wire.GetObjectRequest) (*w
 	if req.GetSoftDeleted() || req.GetRestoreToken() != "" {
 		return nil, status.Error(codes.Unimplemented, "soft-deleted objects are not supported by the fake")
 	}
-	obj, err := b.get(req.GetObject(), req.GetGeneration())
+	obj, err := b.Get(req.GetObject(), req.GetGeneration())
 	if err != nil {
 		return nil, err
 	}
 	cond := readConditions(req.IfGenerationMatch, req.IfGenerationNotMatch, req.IfMetagenerationMatch, req.IfMetagenerationNotMatch)
-	if err := cond.check(obj); err != nil {
+	if err := cond.Check(obj); err != nil {
 		return nil, err
 	}
-	return b.toObject(obj), nil
+	return toObject(b, obj), nil
 }
 
 // DeleteObject deletes the live object, or the given generation, checking
@@ -145,7 +146,7 @@ func (v *service) DeleteObject(ctx context.Context, req *wire.DeleteObjectReques
 		return nil, err
 	}
 	cond := readConditions(req.IfGenerationMatch, req.IfGenerationNotMatch, req.IfMetagenerationMatch, req.IfMetagenerationNotMatch)
-	if err := b.remove(req.GetObject(), req.GetGeneration(), cond); err != nil {
+	if err := b.Remove(req.GetObject(), req.GetGeneration(), cond); err != nil {
 		return nil, err
 	}
 	return &emptypb.Empty{}, nil
@@ -178,27 +179,27 @@ func (v *service) ListObjects(ctx context.Context, req *wire.ListObjectsRequest)
 	case pageSize > maxPageSize:
 		pageSize = maxPageSize
 	}
-	b, err := v.s.store.bucket(bucket)
+	b, err := v.s.store.Bucket(bucket)
 	if err != nil {
 		return nil, err
 	}
-	page, err := b.list(&listQuery{
-		prefix:                   req.GetPrefix(),
-		delimiter:                req.GetDelimiter(),
-		startOffset:              req.GetLexicographicStart(),
-		endOffset:                req.GetLexicographicEnd(),
-		includeTrailingDelimiter: req.GetIncludeTrailingDelimiter(),
-		versions:                 req.GetVersions(),
-		pageSize:                 pageSize,
-		token:                    req.GetPageToken(),
+	page, err := b.List(&store.ListQuery{
+		Prefix:                   req.GetPrefix(),
+		Delimiter:                req.GetDelimiter(),
+		StartOffset:              req.GetLexicographicStart(),
+		EndOffset:                req.GetLexicographicEnd(),
+		IncludeTrailingDelimiter: req.GetIncludeTrailingDelimiter(),
+		Versions:                 req.GetVersions(),
+		PageSize:                 pageSize,
+		Token:                    req.GetPageToken(),
 	})
 	if err != nil {
 		return nil, err
 	}
-	resp := &wire.ListObjectsResponse{Prefixes: page.prefixes, NextPageToken: page.next}
-	resp.Objects = make([]*wire.Object, len(page.objects))
-	for i, o := range page.objects {
-		resp.Objects[i] = b.toObject(o)
+	resp := &wire.ListObjectsResponse{Prefixes: page.Prefixes, NextPageToken: page.Next}
+	resp.Objects = make([]*wire.Object, len(page.Objects))
+	for i, o := range page.Objects {
+		resp.Objects[i] = toObject(b, o)
 	}
 	return resp, nil
 }

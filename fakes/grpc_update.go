@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/internal/wire"
 )
 
@@ -110,9 +111,9 @@ func (s *Server) grpcUpdateObject(ss grpc.ServerStream) error {
 		return status.Error(codes.InvalidArgument, "fakes: UpdateObjectRequest.update_mask is required")
 	}
 	cond := readConditions(u.genMatch, u.genNotMatch, u.metaMatch, u.metaNotMatch)
-	o, err := b.update(in.GetName(), in.GetGeneration(), cond, func(o *object) error {
+	o, err := b.Update(in.GetName(), in.GetGeneration(), cond, func(a *store.Attrs) error {
 		for _, p := range u.paths {
-			if err := applyPath(o, in, p); err != nil {
+			if err := applyPath(a, in, p); err != nil {
 				return err
 			}
 		}
@@ -121,54 +122,54 @@ func (s *Server) grpcUpdateObject(ss grpc.ServerStream) error {
 	if err != nil {
 		return err
 	}
-	return ss.SendMsg(b.toObject(o))
+	return ss.SendMsg(toObject(b, o))
 }
 
 // updatable are the fields "*" stands for.
 var updatable = []string{"content_type", "content_encoding", "content_disposition", "content_language", "cache_control", "custom_time", "metadata"}
 
-// applyPath sets field path of o from in.
-func applyPath(o *object, in *wire.Object, path string) error {
+// applyPath sets field path of a from in.
+func applyPath(a *store.Attrs, in *wire.Object, path string) error {
 	if key, ok := strings.CutPrefix(path, "metadata."); ok {
 		if v, ok := in.GetMetadata()[key]; ok {
-			if o.metadata == nil {
-				o.metadata = make(map[string]string)
+			if a.Metadata == nil {
+				a.Metadata = make(map[string]string)
 			}
-			o.metadata[key] = v
+			a.Metadata[key] = v
 		} else {
-			delete(o.metadata, key)
+			delete(a.Metadata, key)
 		}
 		return nil
 	}
 	switch path {
 	case "*":
 		for _, p := range updatable {
-			if err := applyPath(o, in, p); err != nil {
+			if err := applyPath(a, in, p); err != nil {
 				return err
 			}
 		}
 	case "content_type":
-		o.contentType = in.GetContentType()
+		a.ContentType = in.GetContentType()
 	case "content_encoding":
-		o.contentEncoding = in.GetContentEncoding()
+		a.ContentEncoding = in.GetContentEncoding()
 	case "content_disposition":
-		o.contentDisposition = in.GetContentDisposition()
+		a.ContentDisposition = in.GetContentDisposition()
 	case "content_language":
-		o.contentLanguage = in.GetContentLanguage()
+		a.ContentLanguage = in.GetContentLanguage()
 	case "cache_control":
-		o.cacheControl = in.GetCacheControl()
+		a.CacheControl = in.GetCacheControl()
 	case "metadata":
-		o.metadata = maps.Clone(in.GetMetadata())
+		a.Metadata = maps.Clone(in.GetMetadata())
 	case "custom_time":
 		ct := in.GetCustomTime()
 		switch {
-		case ct == nil && o.customTime != 0:
+		case ct == nil && a.CustomTime != 0:
 			return status.Error(codes.InvalidArgument, "fakes: custom_time can't be removed once set")
 		case ct == nil:
-		case ct.AsTime().UnixMicro() < o.customTime:
+		case ct.AsTime().UnixMicro() < a.CustomTime:
 			return status.Error(codes.InvalidArgument, "fakes: custom_time can't be moved earlier than its current value")
 		default:
-			o.customTime = ct.AsTime().UnixMicro()
+			a.CustomTime = ct.AsTime().UnixMicro()
 		}
 	default:
 		if !outputOnly[path] {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 
+	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/internal/crc32c"
 
 	"google.golang.org/grpc"
@@ -42,38 +43,38 @@ func (s *Server) newUpload(ctx context.Context, spec *wire.WriteObjectSpec, comm
 	if err := checkCommon(common); err != nil {
 		return nil, err
 	}
-	b, err := s.store.bucket(bucket)
+	b, err := s.store.Bucket(bucket)
 	if err != nil {
 		return nil, err
 	}
-	tmpl := specTemplate(spec)
-	if tmpl.extra, err = specExtra(spec); err != nil {
+	a := specAttrs(spec)
+	if a.Extra, err = specExtra(spec); err != nil {
 		return nil, err
 	}
-	return newUpload(b, tmpl, specConditions(spec), spec.ObjectSize), nil
+	return newUpload(b, spec.GetResource().GetName(), a, specConditions(spec), spec.ObjectSize), nil
 }
 
-// specTemplate returns the attributes a write's spec gives its object.
-func specTemplate(spec *wire.WriteObjectSpec) *object {
+// specAttrs returns the attributes a write's spec gives its object, but
+// the rarely set ones (specExtra).
+func specAttrs(spec *wire.WriteObjectSpec) store.Attrs {
 	res := spec.GetResource()
-	o := &object{
-		name:               res.GetName(),
-		contentType:        res.GetContentType(),
-		contentEncoding:    res.GetContentEncoding(),
-		contentDisposition: res.GetContentDisposition(),
-		contentLanguage:    res.GetContentLanguage(),
-		cacheControl:       res.GetCacheControl(),
-		storageClass:       res.GetStorageClass(),
-		metadata:           maps.Clone(res.GetMetadata()),
+	a := store.Attrs{
+		ContentType:        res.GetContentType(),
+		ContentEncoding:    res.GetContentEncoding(),
+		ContentDisposition: res.GetContentDisposition(),
+		ContentLanguage:    res.GetContentLanguage(),
+		CacheControl:       res.GetCacheControl(),
+		StorageClass:       res.GetStorageClass(),
+		Metadata:           maps.Clone(res.GetMetadata()),
 	}
 	if ct := res.GetCustomTime(); ct != nil {
-		o.customTime = ct.AsTime().UnixMicro()
+		a.CustomTime = ct.AsTime().UnixMicro()
 	}
-	return o
+	return a
 }
 
 // specConditions returns the preconditions of a write.
-func specConditions(spec *wire.WriteObjectSpec) *conditions {
+func specConditions(spec *wire.WriteObjectSpec) *store.Conditions {
 	return readConditions(spec.IfGenerationMatch, spec.IfGenerationNotMatch, spec.IfMetagenerationMatch, spec.IfMetagenerationNotMatch)
 }
 
@@ -433,7 +434,7 @@ func (v *service) StartResumableWrite(ctx context.Context, req *wire.StartResuma
 		up.sums = mergeSums(nil, req.ObjectChecksums)
 	}
 	up.id = rand.Text()
-	s.sessions.add(up)
+	s.sessions.Add(up.id, up)
 	return &wire.StartResumableWriteResponse{UploadId: up.id}, nil
 }
 

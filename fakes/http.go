@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/grpc/status"
 
+	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/header"
 )
 
@@ -68,7 +69,7 @@ func unimplemented(method, what string) *httpRoute {
 		msg += " (" + what + ")"
 	}
 	return &httpRoute{method: method, serve: func(http.ResponseWriter, *http.Request) error {
-		return newError(kindUnimplemented, "%s", msg)
+		return store.Errorf(store.KindUnimplemented, "%s", msg)
 	}}
 }
 
@@ -308,23 +309,23 @@ func queryInt(q url.Values, key string) (int64, error) {
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil {
-		return 0, newError(kindInvalid, "invalid value %q for query parameter %s", v, key)
+		return 0, store.Errorf(store.KindInvalid, "invalid value %q for query parameter %s", v, key)
 	}
 	return n, nil
 }
 
 // queryConditions reads the JSON API's precondition parameters.
-func queryConditions(q url.Values) (*conditions, error) {
-	var c conditions
+func queryConditions(q url.Values) (*store.Conditions, error) {
+	var c store.Conditions
 	set := false
 	for _, p := range []struct {
 		key string
 		dst **int64
 	}{
-		{"ifGenerationMatch", &c.genMatch},
-		{"ifGenerationNotMatch", &c.genNotMatch},
-		{"ifMetagenerationMatch", &c.metaMatch},
-		{"ifMetagenerationNotMatch", &c.metaNotMatch},
+		{"ifGenerationMatch", &c.GenMatch},
+		{"ifGenerationNotMatch", &c.GenNotMatch},
+		{"ifMetagenerationMatch", &c.MetaMatch},
+		{"ifMetagenerationNotMatch", &c.MetaNotMatch},
 	} {
 		if !q.Has(p.key) {
 			continue
@@ -349,7 +350,7 @@ func queryBool(q url.Values, key string) (bool, error) {
 	}
 	b, err := strconv.ParseBool(v)
 	if err != nil {
-		return false, newError(kindInvalid, "invalid value %q for query parameter %s", v, key)
+		return false, store.Errorf(store.KindInvalid, "invalid value %q for query parameter %s", v, key)
 	}
 	return b, nil
 }

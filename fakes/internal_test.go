@@ -1,48 +1,13 @@
 package fakes
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 
+	"github.com/objup/objup/fakes/internal/store"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
-
-func TestObjectContent(t *testing.T) {
-	parts := [][]byte{[]byte("hello"), []byte(", "), []byte("world")}
-	const all = "hello, world"
-	o := &object{content: parts, size: int64(len(all))}
-	if got := string(o.bytes()); got != all {
-		t.Fatalf("bytes = %q", got)
-	}
-	for start := 0; start <= len(all); start++ {
-		for end := start; end <= len(all); end++ {
-			var buf bytes.Buffer
-			if err := o.writeRange(&buf, int64(start), int64(end)); err != nil || buf.String() != all[start:end] {
-				t.Fatalf("writeRange(%d, %d) = %q, %v", start, end, buf.String(), err)
-			}
-			b := make([]byte, end-start)
-			if n := o.read(b, int64(start)); n != end-start || string(b) != all[start:end] {
-				t.Fatalf("read(%d) of %d = %d %q", start, end-start, n, b)
-			}
-			if end == start {
-				continue
-			}
-			// Parts are [0,5), [5,7) and [7,12).
-			partEnd := 5
-			if start >= 7 {
-				partEnd = 12
-			} else if start >= 5 {
-				partEnd = 7
-			}
-			p := o.part(int64(start), int64(end-start))
-			if (p != nil) != (end <= partEnd) || p != nil && string(p) != all[start:end] {
-				t.Fatalf("part(%d, %d) = %q; the range ends at %d, its part at %d", start, end-start, p, end, partEnd)
-			}
-		}
-	}
-}
 
 func TestCheckObjectName(t *testing.T) {
 	for name, ok := range map[string]bool{
@@ -87,7 +52,7 @@ func TestCheckBucketName(t *testing.T) {
 		"goog-x":                       false,
 		"projects/_/buckets/abc":       false,
 	} {
-		if err := checkBucketName(name); (err == nil) != ok {
+		if err := store.CheckBucketName(name); (err == nil) != ok {
 			t.Errorf("checkBucketName(%q) = %v, want ok=%v", name, err, ok)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+
+	"github.com/objup/objup/fakes/internal/store"
 )
 
 // listBuckets serves buckets.list. The fake has one project: every bucket
@@ -11,33 +13,33 @@ import (
 func (s *Server) listBuckets(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	if q.Get("project") == "" {
-		return newError(kindInvalid, "required parameter: project")
+		return store.Errorf(store.KindInvalid, "required parameter: project")
 	}
 	size, err := queryInt(q, "maxResults")
 	switch {
 	case err != nil:
 		return err
 	case size < 0:
-		return newError(kindInvalid, "maxResults is %d", size)
+		return store.Errorf(store.KindInvalid, "maxResults is %d", size)
 	case size == 0 || size > maxPageSize:
 		size = maxPageSize
 	}
 	after := ""
 	if t := q.Get("pageToken"); t != "" {
-		name, _, ok := parsePageToken(t)
+		name, _, ok := store.ParsePageToken(t)
 		if !ok {
-			return newError(kindInvalid, "page token %q is not one this server issued", t)
+			return store.Errorf(store.KindInvalid, "page token %q is not one this server issued", t)
 		}
 		after = name
 	}
-	bs, more := s.store.listBuckets(q.Get("prefix"), after, int(size))
+	bs, more := s.store.ListBuckets(q.Get("prefix"), after, int(size))
 	out := &bucketList{Kind: "storage#buckets"}
 	base := baseURL(r)
 	for _, b := range bs {
-		out.Items = append(out.Items, b.bucketResource(base))
+		out.Items = append(out.Items, bucketJSON(b, base))
 	}
 	if more {
-		out.NextPageToken = pageToken(bs[len(bs)-1].name, 0)
+		out.NextPageToken = store.PageToken(bs[len(bs)-1].Name(), 0)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -47,36 +49,36 @@ func (s *Server) listBuckets(w http.ResponseWriter, r *http.Request) error {
 // name and versioning.enabled.
 func (s *Server) insertBucket(w http.ResponseWriter, r *http.Request) error {
 	if r.URL.Query().Get("project") == "" {
-		return newError(kindInvalid, "required parameter: project")
+		return store.Errorf(store.KindInvalid, "required parameter: project")
 	}
 	var in struct {
 		Name       string      `json:"name"`
 		Versioning *versioning `json:"versioning"`
 	}
 	if err := json.NewDecoder(io.LimitReader(r.Body, maxMetadataBody)).Decode(&in); err != nil {
-		return newError(kindInvalid, "the request body is not a JSON bucket resource: %v", err)
+		return store.Errorf(store.KindInvalid, "the request body is not a JSON bucket resource: %v", err)
 	}
-	b, err := s.store.createBucket(in.Name, in.Versioning != nil && in.Versioning.Enabled, false)
+	b, err := s.store.CreateBucket(in.Name, in.Versioning != nil && in.Versioning.Enabled, false)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, b.bucketResource(baseURL(r)))
+	writeJSON(w, http.StatusOK, bucketJSON(b, baseURL(r)))
 	return nil
 }
 
 // getBucket serves buckets.get.
 func (s *Server) getBucket(w http.ResponseWriter, r *http.Request, name string) error {
-	b, err := s.store.bucket(name)
+	b, err := s.store.Bucket(name)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, b.bucketResource(baseURL(r)))
+	writeJSON(w, http.StatusOK, bucketJSON(b, baseURL(r)))
 	return nil
 }
 
 // deleteBucket serves buckets.delete: only an empty bucket can go.
 func (s *Server) deleteBucket(w http.ResponseWriter, _ *http.Request, name string) error {
-	if err := s.store.deleteBucket(name); err != nil {
+	if err := s.store.DeleteBucket(name); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/objup/objup/fakes/internal/store"
 )
 
 // maxMetadataBody bounds the JSON body of a metadata request.
@@ -14,7 +16,7 @@ const maxMetadataBody = 1 << 20
 
 // objectOf reads the generation and preconditions of an object request and
 // returns the object they select, checked.
-func (s *Server) objectOf(r *http.Request, bkt, name string) (*bucket, *object, error) {
+func (s *Server) objectOf(r *http.Request, bkt, name string) (*store.Bucket, *store.Object, error) {
 	if err := checkObjectName(name); err != nil {
 		return nil, nil, err
 	}
@@ -27,15 +29,15 @@ func (s *Server) objectOf(r *http.Request, bkt, name string) (*bucket, *object, 
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := s.store.bucket(bkt)
+	b, err := s.store.Bucket(bkt)
 	if err != nil {
 		return nil, nil, err
 	}
-	o, err := b.get(name, gen)
+	o, err := b.Get(name, gen)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := cond.check(o); err != nil {
+	if err := cond.Check(o); err != nil {
 		return nil, nil, err
 	}
 	return b, o, nil
@@ -50,10 +52,10 @@ func (s *Server) getObject(w http.ResponseWriter, r *http.Request, bkt, name str
 		media = true
 	case "", "json":
 	default:
-		return newError(kindInvalid, "alt=%q is not supported; use json or media", alt)
+		return store.Errorf(store.KindInvalid, "alt=%q is not supported; use json or media", alt)
 	}
 	if q.Get("softDeleted") == "true" {
-		return newError(kindUnimplemented, "fakes: soft-deleted objects are not implemented by the fake")
+		return store.Errorf(store.KindUnimplemented, "fakes: soft-deleted objects are not implemented by the fake")
 	}
 	b, o, err := s.objectOf(r, bkt, name)
 	if err != nil {
@@ -62,7 +64,7 @@ func (s *Server) getObject(w http.ResponseWriter, r *http.Request, bkt, name str
 	if media {
 		return serveContent(w, r, o, false)
 	}
-	writeJSON(w, http.StatusOK, b.resource(o, baseURL(r)))
+	writeJSON(w, http.StatusOK, resource(b, o, baseURL(r)))
 	return nil
 }
 
@@ -71,23 +73,23 @@ func (s *Server) getObject(w http.ResponseWriter, r *http.Request, bkt, name str
 // metageneration and hashes (x-goog-hash) and the stored length and
 // encoding. xml selects the XML API's form of x-goog-hash (one header per
 // hash) and of metadata (x-goog-meta-*).
-func serveContent(w http.ResponseWriter, r *http.Request, o *object, xml bool) error {
-	start, end, partial, err := parseRange(r.Header.Get("Range"), o.size)
+func serveContent(w http.ResponseWriter, r *http.Request, o *store.Object, xml bool) error {
+	start, end, partial, err := parseRange(r.Header.Get("Range"), o.Size())
 	if err != nil {
-		w.Header().Set("Content-Range", "bytes */"+strconv.FormatInt(o.size, 10))
+		w.Header().Set("Content-Range", "bytes */"+strconv.FormatInt(o.Size(), 10))
 		return err
 	}
 	h := w.Header()
-	ct := o.contentType
+	ct := o.Attrs().ContentType
 	if ct == "" {
 		ct = "application/octet-stream"
 	}
 	h.Set("Content-Type", ct)
-	h.Set("X-Goog-Generation", strconv.FormatInt(o.generation, 10))
-	h.Set("X-Goog-Metageneration", strconv.FormatInt(o.metageneration, 10))
-	crc := "crc32c=" + encodeCRC32C(o.crc32c)
+	h.Set("X-Goog-Generation", strconv.FormatInt(o.Generation(), 10))
+	h.Set("X-Goog-Metageneration", strconv.FormatInt(o.Metageneration(), 10))
+	crc := "crc32c=" + encodeCRC32C(o.CRC32C())
 	switch {
-	case !o.hasMD5():
+	case !o.HasMD5():
 		h.Set("X-Goog-Hash", crc)
 	case xml:
 		h.Add("X-Goog-Hash", crc)
@@ -95,8 +97,8 @@ func serveContent(w http.ResponseWriter, r *http.Request, o *object, xml bool) e
 	default:
 		h.Set("X-Goog-Hash", crc+",md5="+md5Text(o))
 	}
-	h.Set("X-Goog-Stored-Content-Length", strconv.FormatInt(o.size, 10))
-	enc := o.contentEncoding
+	h.Set("X-Goog-Stored-Content-Length", strconv.FormatInt(o.Size(), 10))
+	enc := o.Attrs().ContentEncoding
 	if enc == "" {
 		enc = "identity"
 	}
@@ -104,17 +106,17 @@ func serveContent(w http.ResponseWriter, r *http.Request, o *object, xml bool) e
 	if enc != "identity" {
 		h.Set("Content-Encoding", enc)
 	}
-	h.Set("X-Goog-Storage-Class", o.storageClass)
-	h.Set("Etag", `"`+etag(o)+`"`)
-	h.Set("Last-Modified", time.UnixMicro(o.updated).UTC().Format(http.TimeFormat))
+	h.Set("X-Goog-Storage-Class", o.Attrs().StorageClass)
+	h.Set("Etag", `"`+etag(o.Generation(), o.Metageneration())+`"`)
+	h.Set("Last-Modified", time.UnixMicro(o.Updated()).UTC().Format(http.TimeFormat))
 	h.Set("Accept-Ranges", "bytes")
-	for _, kv := range [][2]string{{"Cache-Control", o.cacheControl}, {"Content-Disposition", o.contentDisposition}, {"Content-Language", o.contentLanguage}} {
+	for _, kv := range [][2]string{{"Cache-Control", o.Attrs().CacheControl}, {"Content-Disposition", o.Attrs().ContentDisposition}, {"Content-Language", o.Attrs().ContentLanguage}} {
 		if kv[1] != "" {
 			h.Set(kv[0], kv[1])
 		}
 	}
 	if xml {
-		for k, v := range o.metadata {
+		for k, v := range o.Attrs().Metadata {
 			h.Set("X-Goog-Meta-"+k, v)
 		}
 	}
@@ -122,14 +124,14 @@ func serveContent(w http.ResponseWriter, r *http.Request, o *object, xml bool) e
 	st := http.StatusOK
 	if partial {
 		st = http.StatusPartialContent
-		h.Set("Content-Range", "bytes "+strconv.FormatInt(start, 10)+"-"+strconv.FormatInt(end-1, 10)+"/"+strconv.FormatInt(o.size, 10))
+		h.Set("Content-Range", "bytes "+strconv.FormatInt(start, 10)+"-"+strconv.FormatInt(end-1, 10)+"/"+strconv.FormatInt(o.Size(), 10))
 	}
 	w.WriteHeader(st)
 	if r.Method == http.MethodHead {
 		return nil
 	}
 	// A failed write means the client went away; the status is sent.
-	o.writeRange(w, start, end)
+	o.WriteRange(w, start, end)
 	return nil
 }
 
@@ -152,7 +154,7 @@ func parseRange(h string, size int64) (start, end int64, partial bool, err error
 			return 0, size, false, nil
 		}
 		if n == 0 {
-			return 0, 0, false, newError(kindRange, "range %q is not satisfiable", h)
+			return 0, 0, false, store.Errorf(store.KindRange, "range %q is not satisfiable", h)
 		}
 		return max(0, size-n), size, true, nil
 	}
@@ -174,7 +176,7 @@ func parseRange(h string, size int64) (start, end int64, partial bool, err error
 		if size == 0 && start == 0 {
 			return 0, 0, false, nil
 		}
-		return 0, 0, false, newError(kindRange, "range %q is not satisfiable: the object has %d bytes", h, size)
+		return 0, 0, false, store.Errorf(store.KindRange, "range %q is not satisfiable: the object has %d bytes", h, size)
 	}
 	return start, end, true, nil
 }
@@ -193,11 +195,11 @@ func (s *Server) deleteObject(w http.ResponseWriter, r *http.Request, bkt, name 
 	if err != nil {
 		return err
 	}
-	b, err := s.store.bucket(bkt)
+	b, err := s.store.Bucket(bkt)
 	if err != nil {
 		return err
 	}
-	if err := b.remove(name, gen, cond); err != nil {
+	if err := b.Remove(name, gen, cond); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -221,17 +223,17 @@ func (s *Server) updateObject(w http.ResponseWriter, r *http.Request, bkt, name 
 	}
 	var m objectMetadata
 	if err := json.NewDecoder(io.LimitReader(r.Body, maxMetadataBody)).Decode(&m); err != nil {
-		return newError(kindInvalid, "the request body is not a JSON object resource: %v", err)
+		return store.Errorf(store.KindInvalid, "the request body is not a JSON object resource: %v", err)
 	}
-	b, err := s.store.bucket(bkt)
+	b, err := s.store.Bucket(bkt)
 	if err != nil {
 		return err
 	}
-	o, err := b.update(name, gen, cond, func(o *object) error { return m.apply(o, patch) })
+	o, err := b.Update(name, gen, cond, func(a *store.Attrs) error { return m.apply(a, patch) })
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, b.resource(o, baseURL(r)))
+	writeJSON(w, http.StatusOK, resource(b, o, baseURL(r)))
 	return nil
 }
 
@@ -239,11 +241,11 @@ func (s *Server) updateObject(w http.ResponseWriter, r *http.Request, bkt, name 
 func (s *Server) listObjects(w http.ResponseWriter, r *http.Request, bkt string) error {
 	q := r.URL.Query()
 	if q.Get("matchGlob") != "" {
-		return newError(kindUnimplemented, "fakes: objects.list with matchGlob is not implemented by the fake")
+		return store.Errorf(store.KindUnimplemented, "fakes: objects.list with matchGlob is not implemented by the fake")
 	}
 	for _, p := range []string{"softDeleted", "includeFoldersAsPrefixes"} {
 		if v, err := queryBool(q, p); err != nil || v {
-			return newError(kindUnimplemented, "fakes: objects.list with %s is not implemented by the fake", p)
+			return store.Errorf(store.KindUnimplemented, "fakes: objects.list with %s is not implemented by the fake", p)
 		}
 	}
 	size, err := queryInt(q, "maxResults")
@@ -251,7 +253,7 @@ func (s *Server) listObjects(w http.ResponseWriter, r *http.Request, bkt string)
 	case err != nil:
 		return err
 	case size < 0:
-		return newError(kindInvalid, "maxResults is %d", size)
+		return store.Errorf(store.KindInvalid, "maxResults is %d", size)
 	case size == 0:
 		size = defaultPageSize
 	}
@@ -263,28 +265,28 @@ func (s *Server) listObjects(w http.ResponseWriter, r *http.Request, bkt string)
 	if err != nil {
 		return err
 	}
-	b, err := s.store.bucket(bkt)
+	b, err := s.store.Bucket(bkt)
 	if err != nil {
 		return err
 	}
-	page, err := b.list(&listQuery{
-		prefix:                   q.Get("prefix"),
-		delimiter:                q.Get("delimiter"),
-		startOffset:              q.Get("startOffset"),
-		endOffset:                q.Get("endOffset"),
-		includeTrailingDelimiter: trailing,
-		versions:                 versions,
-		pageSize:                 int(min(size, maxPageSize)),
-		token:                    q.Get("pageToken"),
+	page, err := b.List(&store.ListQuery{
+		Prefix:                   q.Get("prefix"),
+		Delimiter:                q.Get("delimiter"),
+		StartOffset:              q.Get("startOffset"),
+		EndOffset:                q.Get("endOffset"),
+		IncludeTrailingDelimiter: trailing,
+		Versions:                 versions,
+		PageSize:                 int(min(size, maxPageSize)),
+		Token:                    q.Get("pageToken"),
 	})
 	if err != nil {
 		return err
 	}
-	out := &objectList{Kind: "storage#objects", NextPageToken: page.next, Prefixes: page.prefixes}
+	out := &objectList{Kind: "storage#objects", NextPageToken: page.Next, Prefixes: page.Prefixes}
 	base := baseURL(r)
-	out.Items = make([]*objectResource, len(page.objects))
-	for i, o := range page.objects {
-		out.Items[i] = b.resource(o, base)
+	out.Items = make([]*objectResource, len(page.Objects))
+	for i, o := range page.Objects {
+		out.Items[i] = resource(b, o, base)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/objup/objup/fakes/internal/store"
 )
 
 // jsonTime is the JSON API's time format: RFC 3339 in UTC, milliseconds.
@@ -56,46 +58,47 @@ type objectResource struct {
 
 // resource returns o as the JSON API's object resource; base is the
 // server's URL as the client reached it.
-func (b *bucket) resource(o *object, base string) *objectResource {
-	gen := strconv.FormatInt(o.generation, 10)
-	path := "/b/" + url.PathEscape(b.name) + "/o/" + url.PathEscape(o.name)
+func resource(b *store.Bucket, o *store.Object, base string) *objectResource {
+	gen := strconv.FormatInt(o.Generation(), 10)
+	path := "/b/" + url.PathEscape(b.Name()) + "/o/" + url.PathEscape(o.Name())
 	r := &objectResource{
 		Kind:                    "storage#object",
-		ID:                      b.name + "/" + o.name + "/" + gen,
+		ID:                      b.Name() + "/" + o.Name() + "/" + gen,
 		SelfLink:                base + "/storage/v1" + path,
 		MediaLink:               base + "/download/storage/v1" + path + "?generation=" + gen + "&alt=media",
-		Name:                    o.name,
-		Bucket:                  b.name,
+		Name:                    o.Name(),
+		Bucket:                  b.Name(),
 		Generation:              gen,
-		Metageneration:          strconv.FormatInt(o.metageneration, 10),
-		ContentType:             o.contentType,
-		ContentEncoding:         o.contentEncoding,
-		ContentDisposition:      o.contentDisposition,
-		ContentLanguage:         o.contentLanguage,
-		CacheControl:            o.cacheControl,
-		StorageClass:            o.storageClass,
-		Size:                    strconv.FormatInt(o.size, 10),
+		Metageneration:          strconv.FormatInt(o.Metageneration(), 10),
+		ContentType:             o.Attrs().ContentType,
+		ContentEncoding:         o.Attrs().ContentEncoding,
+		ContentDisposition:      o.Attrs().ContentDisposition,
+		ContentLanguage:         o.Attrs().ContentLanguage,
+		CacheControl:            o.Attrs().CacheControl,
+		StorageClass:            o.Attrs().StorageClass,
+		Size:                    strconv.FormatInt(o.Size(), 10),
 		MD5Hash:                 md5Text(o),
-		CRC32C:                  encodeCRC32C(o.crc32c),
-		Etag:                    etag(o),
-		TimeCreated:             formatTime(o.created),
-		Updated:                 formatTime(o.updated),
-		TimeStorageClassUpdated: formatTime(o.created),
-		TimeFinalized:           formatTime(o.finalizeTime()),
-		TimeDeleted:             formatTime(o.deleted),
-		CustomTime:              formatTime(o.customTime),
-		Metadata:                o.metadata,
+		CRC32C:                  encodeCRC32C(o.CRC32C()),
+		Etag:                    etag(o.Generation(), o.Metageneration()),
+		TimeCreated:             formatTime(o.Created()),
+		Updated:                 formatTime(o.Updated()),
+		TimeStorageClassUpdated: formatTime(o.Created()),
+		TimeFinalized:           formatTime(o.FinalizeTime()),
+		TimeDeleted:             formatTime(o.Deleted()),
+		CustomTime:              formatTime(o.Attrs().CustomTime),
+		Metadata:                o.Attrs().Metadata,
 	}
-	o.extra.setJSON(r, b.name, o.name)
+	setJSON(o.Attrs().Extra, r, b.Name(), o.Name())
 	return r
 }
 
 // md5Text is the JSON API's form of o's MD5, or "" if o has none.
-func md5Text(o *object) string {
-	if !o.hasMD5() {
+func md5Text(o *store.Object) string {
+	if !o.HasMD5() {
 		return ""
 	}
-	return base64.StdEncoding.EncodeToString(o.md5[:])
+	sum := o.MD5()
+	return base64.StdEncoding.EncodeToString(sum[:])
 }
 
 // objectList is the JSON API's objects.list response.
@@ -127,22 +130,22 @@ type versioning struct {
 	Enabled bool `json:"enabled"`
 }
 
-func (b *bucket) bucketResource(base string) *bucketResource {
+func bucketJSON(b *store.Bucket, base string) *bucketResource {
 	r := &bucketResource{
 		Kind:           "storage#bucket",
-		ID:             b.name,
-		SelfLink:       base + "/storage/v1/b/" + url.PathEscape(b.name),
-		Name:           b.name,
+		ID:             b.Name(),
+		SelfLink:       base + "/storage/v1/b/" + url.PathEscape(b.Name()),
+		Name:           b.Name(),
 		ProjectNumber:  "0",
 		Metageneration: "1",
 		Location:       "US",
 		LocationType:   "multi-region",
-		StorageClass:   defaultStorageClass,
+		StorageClass:   store.DefaultStorageClass,
 		Etag:           "CAE=",
-		TimeCreated:    formatTime(b.created),
-		Updated:        formatTime(b.created),
+		TimeCreated:    formatTime(b.Created()),
+		Updated:        formatTime(b.Created()),
 	}
-	if b.versioning {
+	if b.Versioning() {
 		r.Versioning = &versioning{Enabled: true}
 	}
 	return r
@@ -175,7 +178,7 @@ func (m objectMetadata) str(key string) (v string, present, null bool, err error
 		return "", true, true, nil
 	}
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return "", true, false, newError(kindInvalid, "field %s: %v", key, err)
+		return "", true, false, store.Errorf(store.KindInvalid, "field %s: %v", key, err)
 	}
 	return v, true, false, nil
 }
@@ -184,27 +187,27 @@ func (m objectMetadata) str(key string) (v string, present, null bool, err error
 // the object field each one sets.
 var writableFields = []struct {
 	json string
-	dst  func(*object) *string
+	dst  func(*store.Attrs) *string
 }{
-	{"contentType", func(o *object) *string { return &o.contentType }},
-	{"contentEncoding", func(o *object) *string { return &o.contentEncoding }},
-	{"contentDisposition", func(o *object) *string { return &o.contentDisposition }},
-	{"contentLanguage", func(o *object) *string { return &o.contentLanguage }},
-	{"cacheControl", func(o *object) *string { return &o.cacheControl }},
+	{"contentType", func(a *store.Attrs) *string { return &a.ContentType }},
+	{"contentEncoding", func(a *store.Attrs) *string { return &a.ContentEncoding }},
+	{"contentDisposition", func(a *store.Attrs) *string { return &a.ContentDisposition }},
+	{"contentLanguage", func(a *store.Attrs) *string { return &a.ContentLanguage }},
+	{"cacheControl", func(a *store.Attrs) *string { return &a.CacheControl }},
 }
 
 // unsupportedFields are writable fields the fake does not implement: a
 // request that sets one fails with 501 rather than being half-applied.
 var unsupportedFields = []string{"acl", "temporaryHold", "eventBasedHold", "retention", "kmsKeyName", "contexts"}
 
-// apply sets o's writable fields from m. With patch, absent fields keep
+// apply sets a's writable fields from m. With patch, absent fields keep
 // their values, null ones are cleared, and metadata keys merge (a null value
 // removes its key); without, as for objects.update and inserts, absent
 // fields are cleared.
-func (m objectMetadata) apply(o *object, patch bool) error {
+func (m objectMetadata) apply(a *store.Attrs, patch bool) error {
 	for _, f := range unsupportedFields {
 		if raw, ok := m[f]; ok && !isNull(raw) && string(raw) != "false" {
-			return newError(kindUnimplemented, "fakes: setting %s is not implemented by the fake", f)
+			return store.Errorf(store.KindUnimplemented, "fakes: setting %s is not implemented by the fake", f)
 		}
 	}
 	for _, f := range writableFields {
@@ -213,7 +216,7 @@ func (m objectMetadata) apply(o *object, patch bool) error {
 			return err
 		}
 		if present || !patch {
-			*f.dst(o) = v
+			*f.dst(a) = v
 		}
 	}
 	if v, present, null, err := m.str("customTime"); err != nil {
@@ -221,41 +224,41 @@ func (m objectMetadata) apply(o *object, patch bool) error {
 	} else if present && !null {
 		t, err := time.Parse(time.RFC3339Nano, v)
 		if err != nil {
-			return newError(kindInvalid, "customTime %q is not an RFC 3339 time", v)
+			return store.Errorf(store.KindInvalid, "customTime %q is not an RFC 3339 time", v)
 		}
 		us := t.UnixMicro()
-		if o.customTime != 0 && us < o.customTime {
-			return newError(kindInvalid, "customTime can't be moved earlier than its current value %s", formatTime(o.customTime))
+		if a.CustomTime != 0 && us < a.CustomTime {
+			return store.Errorf(store.KindInvalid, "customTime can't be moved earlier than its current value %s", formatTime(a.CustomTime))
 		}
-		o.customTime = us
-	} else if (present || !patch) && o.customTime != 0 {
-		return newError(kindInvalid, "customTime can't be removed once set")
+		a.CustomTime = us
+	} else if (present || !patch) && a.CustomTime != 0 {
+		return store.Errorf(store.KindInvalid, "customTime can't be removed once set")
 	}
 	raw, present := m["metadata"]
 	switch {
 	case !present && patch:
 	case !present || isNull(raw):
-		o.metadata = nil
+		a.Metadata = nil
 	default:
 		var kv map[string]*string
 		if err := json.Unmarshal(raw, &kv); err != nil {
-			return newError(kindInvalid, "field metadata: %v", err)
+			return store.Errorf(store.KindInvalid, "field metadata: %v", err)
 		}
 		if !patch {
-			o.metadata = nil
+			a.Metadata = nil
 		}
 		for k, v := range kv {
 			if v == nil {
-				delete(o.metadata, k)
+				delete(a.Metadata, k)
 				continue
 			}
-			if o.metadata == nil {
-				o.metadata = make(map[string]string, len(kv))
+			if a.Metadata == nil {
+				a.Metadata = make(map[string]string, len(kv))
 			}
-			o.metadata[k] = *v
+			a.Metadata[k] = *v
 		}
-		if len(o.metadata) == 0 {
-			o.metadata = nil
+		if len(a.Metadata) == 0 {
+			a.Metadata = nil
 		}
 	}
 	return nil

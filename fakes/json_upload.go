@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/header"
 	"github.com/objup/objup/internal/wire"
 )
@@ -54,7 +55,7 @@ func (s *Server) routeUpload(r *http.Request, path string) *httpRoute {
 		rt.serve = func(w http.ResponseWriter, r *http.Request) error { return s.startResumable(w, r, rt) }
 	default:
 		rt.serve = func(http.ResponseWriter, *http.Request) error {
-			return newError(kindInvalid, "uploadType %q: an upload must set uploadType to media, multipart or resumable", t)
+			return store.Errorf(store.KindInvalid, "uploadType %q: an upload must set uploadType to media, multipart or resumable", t)
 		}
 	}
 	return rt
@@ -74,7 +75,7 @@ func (s *Server) newJSONUpload(r *http.Request, bkt string, meta objectMetadata)
 		name = n
 	}
 	if name == "" {
-		return nil, newError(kindInvalid, "required parameter: name (in the query or the object resource)")
+		return nil, store.Errorf(store.KindInvalid, "required parameter: name (in the query or the object resource)")
 	}
 	if err := checkObjectName(name); err != nil {
 		return nil, err
@@ -83,23 +84,23 @@ func (s *Server) newJSONUpload(r *http.Request, bkt string, meta objectMetadata)
 	if err != nil {
 		return nil, err
 	}
-	b, err := s.store.bucket(bkt)
+	b, err := s.store.Bucket(bkt)
 	if err != nil {
 		return nil, err
 	}
-	tmpl := &object{name: name}
-	if err := meta.apply(tmpl, false); err != nil {
+	var a store.Attrs
+	if err := meta.apply(&a, false); err != nil {
 		return nil, err
 	}
 	sc, _, _, err := meta.str("storageClass")
 	if err != nil {
 		return nil, err
 	}
-	tmpl.storageClass = sc
+	a.StorageClass = sc
 	if ce := q.Get("contentEncoding"); ce != "" {
-		tmpl.contentEncoding = ce
+		a.ContentEncoding = ce
 	}
-	up := newUpload(b, tmpl, cond, nil)
+	up := newUpload(b, name, a, cond, nil)
 	for _, f := range []string{"crc32c", "md5Hash"} {
 		v, _, _, err := meta.str(f)
 		if err != nil || v == "" {
@@ -125,13 +126,13 @@ func (up *upload) declare(kind, v string) error {
 	case "crc32c":
 		c, ok := decodeCRC32C(v)
 		if !ok {
-			return newError(kindInvalid, "crc32c %q is not the base64 of 4 bytes", v)
+			return store.Errorf(store.KindInvalid, "crc32c %q is not the base64 of 4 bytes", v)
 		}
 		up.sums.Crc32C = &c
 	case "md5", "md5Hash":
 		m, err := base64.StdEncoding.DecodeString(v)
-		if err != nil || len(m) != md5Len {
-			return newError(kindInvalid, "md5Hash %q is not the base64 of 16 bytes", v)
+		if err != nil || len(m) != store.MD5Len {
+			return store.Errorf(store.KindInvalid, "md5Hash %q is not the base64 of 16 bytes", v)
 		}
 		up.sums.Md5Hash = m
 	}
@@ -168,7 +169,7 @@ func readBody(r io.Reader, n int64, up *upload) error {
 		up.addUnchecked(p)
 	}
 	if err != nil {
-		return newError(kindInvalid, "%v after %d bytes", err, up.size)
+		return store.Errorf(store.KindInvalid, "%v after %d bytes", err, up.size)
 	}
 	return nil
 }
@@ -254,7 +255,7 @@ func (s *Server) finish(w http.ResponseWriter, r *http.Request, up *upload) erro
 	if _, err := s.finalize(up, lastValue(r.Header, header.TenantKey)); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, up.b.resource(up.stored, baseURL(r)))
+	writeJSON(w, http.StatusOK, resource(up.b, up.stored, baseURL(r)))
 	return nil
 }
 
@@ -265,7 +266,7 @@ func (s *Server) insertMedia(w http.ResponseWriter, r *http.Request, bkt string)
 	if err != nil {
 		return err
 	}
-	up.tmpl.contentType = r.Header.Get("Content-Type")
+	up.attrs.ContentType = r.Header.Get("Content-Type")
 	up.mu.Lock()
 	defer up.mu.Unlock()
 	if err := readBody(r.Body, r.ContentLength, up); err != nil {
@@ -280,20 +281,20 @@ func (s *Server) insertMedia(w http.ResponseWriter, r *http.Request, bkt string)
 func (s *Server) insertMultipart(w http.ResponseWriter, r *http.Request, rt *httpRoute) error {
 	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || !strings.HasPrefix(mt, "multipart/") || params["boundary"] == "" {
-		return newError(kindInvalid, "a multipart upload needs a multipart/related body with a boundary, not %q", r.Header.Get("Content-Type"))
+		return store.Errorf(store.KindInvalid, "a multipart upload needs a multipart/related body with a boundary, not %q", r.Header.Get("Content-Type"))
 	}
 	mr := multipart.NewReader(r.Body, params["boundary"])
 	part, err := mr.NextPart()
 	if err != nil {
-		return newError(kindInvalid, "multipart upload: reading the metadata part: %v", err)
+		return store.Errorf(store.KindInvalid, "multipart upload: reading the metadata part: %v", err)
 	}
 	var meta objectMetadata
 	if err := json.NewDecoder(io.LimitReader(part, maxMetadataBody)).Decode(&meta); err != nil {
-		return newError(kindInvalid, "multipart upload: the first part is not a JSON object resource: %v", err)
+		return store.Errorf(store.KindInvalid, "multipart upload: the first part is not a JSON object resource: %v", err)
 	}
 	media, err := mr.NextPart()
 	if err != nil {
-		return newError(kindInvalid, "multipart upload: reading the media part: %v", err)
+		return store.Errorf(store.KindInvalid, "multipart upload: reading the media part: %v", err)
 	}
 	up, err := s.newJSONUpload(r, rt.bucket, meta)
 	if err != nil {
@@ -301,7 +302,7 @@ func (s *Server) insertMultipart(w http.ResponseWriter, r *http.Request, rt *htt
 	}
 	rt.call.Object = up.object
 	if _, set := meta["contentType"]; !set {
-		up.tmpl.contentType = media.Header.Get("Content-Type")
+		up.attrs.ContentType = media.Header.Get("Content-Type")
 	}
 	up.mu.Lock()
 	defer up.mu.Unlock()
@@ -315,14 +316,14 @@ func (s *Server) insertMultipart(w http.ResponseWriter, r *http.Request, rt *htt
 			p.Close()
 			err = errors.New("a third part")
 		}
-		return newError(kindInvalid, "multipart upload: the body does not end with its closing delimiter after the media: %v", err)
+		return store.Errorf(store.KindInvalid, "multipart upload: the body does not end with its closing delimiter after the media: %v", err)
 	}
 	// And the request ends after it (what follows the delimiter, the
 	// epilogue, is ignored): a body that ends before its Content-Length, or
 	// a chunked one cut before its last chunk, was cut short, even after
 	// its closing delimiter came.
 	if _, err := io.Copy(io.Discard, r.Body); err != nil {
-		return newError(kindInvalid, "multipart upload: the request body ended early, after its closing delimiter: %v", err)
+		return store.Errorf(store.KindInvalid, "multipart upload: the request body ended early, after its closing delimiter: %v", err)
 	}
 	return s.finish(w, r, up)
 }
@@ -336,7 +337,7 @@ func (s *Server) startResumable(w http.ResponseWriter, r *http.Request, rt *http
 	bkt := rt.bucket
 	var meta objectMetadata
 	if err := json.NewDecoder(io.LimitReader(r.Body, maxMetadataBody)).Decode(&meta); err != nil && !errors.Is(err, io.EOF) {
-		return newError(kindInvalid, "the request body is not a JSON object resource: %v", err)
+		return store.Errorf(store.KindInvalid, "the request body is not a JSON object resource: %v", err)
 	}
 	up, err := s.newJSONUpload(r, bkt, meta)
 	if err != nil {
@@ -344,23 +345,23 @@ func (s *Server) startResumable(w http.ResponseWriter, r *http.Request, rt *http
 	}
 	rt.call.Object = up.object
 	if _, set := meta["contentType"]; !set {
-		up.tmpl.contentType = r.Header.Get("X-Upload-Content-Type")
+		up.attrs.ContentType = r.Header.Get("X-Upload-Content-Type")
 	}
 	if v := r.Header.Get("X-Upload-Content-Length"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			return newError(kindInvalid, "X-Upload-Content-Length %q is not a size", v)
+			return store.Errorf(store.KindInvalid, "X-Upload-Content-Length %q is not a size", v)
 		}
 		up.limit = &n
 	}
 	if up.cond != nil {
-		live, _ := up.b.get(up.object, 0)
-		if err := up.cond.check(live); err != nil {
+		live, _ := up.b.Get(up.object, 0)
+		if err := up.cond.Check(live); err != nil {
 			return err
 		}
 	}
 	up.id = rand.Text()
-	s.sessions.add(up)
+	s.sessions.Add(up.id, up)
 	loc := baseURL(r) + "/upload/storage/v1/b/" + url.PathEscape(bkt) + "/o?uploadType=resumable&name=" +
 		url.QueryEscape(up.object) + "&upload_id=" + up.id
 	h := w.Header()
@@ -386,7 +387,7 @@ func parseContentRange(h string, bodyLen int64) (contentRange, error) {
 		}
 		return contentRange{first: 0, last: bodyLen - 1, total: bodyLen}, nil
 	}
-	bad := newError(kindInvalid, "Content-Range %q is not bytes A-B/T, A-B/*, */T or */*", h)
+	bad := store.Errorf(store.KindInvalid, "Content-Range %q is not bytes A-B/T, A-B/*, */T or */*", h)
 	spec, ok := strings.CutPrefix(h, "bytes ")
 	rng, tot, ok2 := strings.Cut(strings.TrimSpace(spec), "/")
 	if !ok || !ok2 {
@@ -415,9 +416,9 @@ func parseContentRange(h string, bodyLen int64) (contentRange, error) {
 
 // session returns the JSON resumable session id.
 func (s *Server) jsonSession(id string) (*upload, error) {
-	up := s.sessions.get(id)
-	if up == nil {
-		return nil, newError(kindNotFound, "no such upload session %q", id)
+	up, ok := s.sessions.Get(id)
+	if !ok {
+		return nil, store.Errorf(store.KindNotFound, "no such upload session %q", id)
 	}
 	return up, nil
 }
@@ -457,22 +458,22 @@ func (s *Server) uploadChunk(w http.ResponseWriter, r *http.Request, id string) 
 	if cr.first >= 0 {
 		n := cr.last + 1 - cr.first
 		if r.ContentLength >= 0 && r.ContentLength != n {
-			return newError(kindInvalid, "Content-Range %q announces %d bytes, the body has %d", r.Header.Get("Content-Range"), n, r.ContentLength)
+			return store.Errorf(store.KindInvalid, "Content-Range %q announces %d bytes, the body has %d", r.Header.Get("Content-Range"), n, r.ContentLength)
 		}
 		if parts, cut = readParts(r.Body, n); cut == nil {
 			cut = bodyEnd(r.Body)
 		}
 		if errors.Is(cut, errBodyTooLong) {
-			return newError(kindInvalid, "%v %q", cut, r.Header.Get("Content-Range"))
+			return store.Errorf(store.KindInvalid, "%v %q", cut, r.Header.Get("Content-Range"))
 		}
 	}
 	up.mu.Lock()
 	defer up.mu.Unlock()
 	if up.gone {
-		return newError(kindNotFound, "no such upload session %q", id)
+		return store.Errorf(store.KindNotFound, "no such upload session %q", id)
 	}
 	if up.stored != nil {
-		writeJSON(w, http.StatusOK, up.b.resource(up.stored, baseURL(r)))
+		writeJSON(w, http.StatusOK, resource(up.b, up.stored, baseURL(r)))
 		return nil
 	}
 	if cut != nil {
@@ -492,22 +493,22 @@ func (s *Server) uploadChunk(w http.ResponseWriter, r *http.Request, id string) 
 		if cr.first <= up.size {
 			up.addFrom(parts, cr.first, end)
 		}
-		return newError(kindInvalid, "%v; the session has %d bytes", cut, up.size)
+		return store.Errorf(store.KindInvalid, "%v; the session has %d bytes", cut, up.size)
 	}
 	if cr.first >= 0 {
 		if cr.first > up.size {
-			return newError(kindInvalid, "the chunk starts at byte %d, but the session has %d bytes: a gap", cr.first, up.size)
+			return store.Errorf(store.KindInvalid, "the chunk starts at byte %d, but the session has %d bytes: a gap", cr.first, up.size)
 		}
 		// A chunk that starts before the persisted bytes (a retry) has
 		// its overlap dropped.
 		up.addFrom(parts, cr.first, cr.last+1)
 		if up.limit != nil && up.size > *up.limit {
-			return newError(kindInvalid, "the session has %d bytes, more than the %d declared", up.size, *up.limit)
+			return store.Errorf(store.KindInvalid, "the session has %d bytes, more than the %d declared", up.size, *up.limit)
 		}
 	}
 	switch {
 	case cr.total >= 0 && up.size > cr.total:
-		return newError(kindInvalid, "the session has %d bytes, more than the total of %d in Content-Range", up.size, cr.total)
+		return store.Errorf(store.KindInvalid, "the session has %d bytes, more than the total of %d in Content-Range", up.size, cr.total)
 	case cr.total >= 0 && up.size == cr.total:
 		return s.finish(w, r, up)
 	}
@@ -559,10 +560,10 @@ func (s *Server) cancelUpload(w http.ResponseWriter, id string) error {
 	up.mu.Lock()
 	defer up.mu.Unlock()
 	if up.stored != nil {
-		return newError(kindInvalid, "upload session %q is already complete", id)
+		return store.Errorf(store.KindInvalid, "upload session %q is already complete", id)
 	}
 	if up.gone {
-		return newError(kindNotFound, "no such upload session %q", id)
+		return store.Errorf(store.KindNotFound, "no such upload session %q", id)
 	}
 	s.drop(up)
 	w.Header().Set("Content-Length", "0")

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/internal/wire"
 )
 
@@ -31,12 +32,12 @@ func parseBucket(resource string) (string, error) {
 }
 
 // bucketOf parses a bucket resource name and returns the bucket.
-func (s *Server) bucketOf(resource string) (*bucket, error) {
+func (s *Server) bucketOf(resource string) (*store.Bucket, error) {
 	name, err := parseBucket(resource)
 	if err != nil {
 		return nil, err
 	}
-	return s.store.bucket(name)
+	return s.store.Bucket(name)
 }
 
 // checkObjectName applies the GCS object naming rules.
@@ -73,45 +74,46 @@ func checkCommon(p *wire.CommonObjectRequestParams) error {
 // toObject converts a stored object into the API's Object. The Object shares
 // o's metadata map, which is never written once stored: the caller may
 // marshal it but must not change it.
-func (b *bucket) toObject(o *object) *wire.Object {
-	crc := o.crc32c
+func toObject(b *store.Bucket, o *store.Object) *wire.Object {
+	crc := o.CRC32C()
 	w := &wire.Object{
-		Name:                   o.name,
-		Bucket:                 b.resName,
-		Etag:                   etag(o),
-		Generation:             o.generation,
-		Metageneration:         o.metageneration,
-		StorageClass:           o.storageClass,
-		Size:                   o.size,
-		ContentEncoding:        o.contentEncoding,
-		ContentDisposition:     o.contentDisposition,
-		CacheControl:           o.cacheControl,
-		ContentLanguage:        o.contentLanguage,
-		ContentType:            o.contentType,
-		CreateTime:             timestamp(o.created),
-		UpdateTime:             timestamp(o.updated),
-		FinalizeTime:           timestamp(o.finalizeTime()),
-		UpdateStorageClassTime: timestamp(o.created),
-		CustomTime:             timestamp(o.customTime),
-		Metadata:               o.metadata,
+		Name:                   o.Name(),
+		Bucket:                 b.ResName(),
+		Etag:                   etag(o.Generation(), o.Metageneration()),
+		Generation:             o.Generation(),
+		Metageneration:         o.Metageneration(),
+		StorageClass:           o.Attrs().StorageClass,
+		Size:                   o.Size(),
+		ContentEncoding:        o.Attrs().ContentEncoding,
+		ContentDisposition:     o.Attrs().ContentDisposition,
+		CacheControl:           o.Attrs().CacheControl,
+		ContentLanguage:        o.Attrs().ContentLanguage,
+		ContentType:            o.Attrs().ContentType,
+		CreateTime:             timestamp(o.Created()),
+		UpdateTime:             timestamp(o.Updated()),
+		FinalizeTime:           timestamp(o.FinalizeTime()),
+		UpdateStorageClassTime: timestamp(o.Created()),
+		CustomTime:             timestamp(o.Attrs().CustomTime),
+		Metadata:               o.Attrs().Metadata,
 		Checksums:              &wire.ObjectChecksums{Crc32C: &crc},
-		ComponentCount:         int32(o.componentCount()),
+		ComponentCount:         int32(o.ComponentCount()),
 	}
-	if o.hasMD5() {
-		w.Checksums.Md5Hash = o.md5[:]
+	if o.HasMD5() {
+		sum := o.MD5()
+		w.Checksums.Md5Hash = sum[:]
 	}
-	o.extra.setExtra(w)
+	setExtra(o.Attrs().Extra, w)
 	return w
 }
 
 // etag is an object's ETag as GCS forms it: base64 of a small message
 // holding the generation (field 1) and the metageneration (field 2).
-func etag(o *object) string {
+func etag(gen, meta int64) string {
 	b := make([]byte, 0, 24)
 	b = append(b, 0x08)
-	b = binary.AppendUvarint(b, uint64(o.generation))
+	b = binary.AppendUvarint(b, uint64(gen))
 	b = append(b, 0x10)
-	b = binary.AppendUvarint(b, uint64(o.metageneration))
+	b = binary.AppendUvarint(b, uint64(meta))
 	return base64.StdEncoding.EncodeToString(b)
 }
 

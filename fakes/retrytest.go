@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/objup/objup/fakes/internal/store"
 	"google.golang.org/grpc/codes"
 )
 
@@ -121,7 +122,7 @@ func parseInstruction(s string) (instruction, error) {
 	if m := reStatus.FindStringSubmatch(s); m != nil {
 		st, _ := strconv.Atoi(m[1])
 		if st < 400 {
-			return instruction{}, newError(kindInvalid, "fakes: retry test instruction %q: the status must be 400 or above", s)
+			return instruction{}, store.Errorf(store.KindInvalid, "fakes: retry test instruction %q: the status must be 400 or above", s)
 		}
 		return instruction{kind: instrStatus, status: st}, nil
 	}
@@ -129,14 +130,14 @@ func parseInstruction(s string) (instruction, error) {
 		st, _ := strconv.Atoi(m[1])
 		kib, err := strconv.ParseInt(m[2], 10, 32)
 		if st < 400 || err != nil || kib == 0 {
-			return instruction{}, newError(kindInvalid, "fakes: retry test instruction %q: want a status of 400 or above after 1 KiB or more", s)
+			return instruction{}, store.Errorf(store.KindInvalid, "fakes: retry test instruction %q: want a status of 400 or above after 1 KiB or more", s)
 		}
 		return instruction{kind: instrStatusAfter, status: st, bytes: kib << 10}, nil
 	}
 	if m := reBrokenAfter.FindStringSubmatch(s); m != nil {
 		kib, err := strconv.ParseInt(m[1], 10, 32)
 		if err != nil || kib == 0 {
-			return instruction{}, newError(kindInvalid, "fakes: retry test instruction %q: want 1 KiB or more", s)
+			return instruction{}, store.Errorf(store.KindInvalid, "fakes: retry test instruction %q: want 1 KiB or more", s)
 		}
 		return instruction{kind: instrBroken, bytes: kib << 10}, nil
 	}
@@ -145,7 +146,7 @@ func parseInstruction(s string) (instruction, error) {
 		kib, err2 := strconv.ParseInt(m[2], 10, 32)
 		d := time.Duration(sec) * time.Second
 		if err1 != nil || err2 != nil || d > maxStall {
-			return instruction{}, newError(kindInvalid, "fakes: retry test instruction %q: want at most %v after at most 2^31 KiB", s, maxStall)
+			return instruction{}, store.Errorf(store.KindInvalid, "fakes: retry test instruction %q: want at most %v after at most 2^31 KiB", s, maxStall)
 		}
 		return instruction{kind: instrStall, bytes: kib << 10, stall: d}, nil
 	}
@@ -158,9 +159,9 @@ func parseInstruction(s string) (instruction, error) {
 		}
 	}
 	if reUnsupported.MatchString(s) {
-		return instruction{}, newError(kindUnimplemented, "fakes: retry test instruction %q is not implemented by the fake", s)
+		return instruction{}, store.Errorf(store.KindUnimplemented, "fakes: retry test instruction %q is not implemented by the fake", s)
 	}
-	return instruction{}, newError(kindInvalid, "fakes: retry test instruction %q is not one the retry test API knows", s)
+	return instruction{}, store.Errorf(store.KindInvalid, "fakes: retry test instruction %q is not one the retry test API knows", s)
 }
 
 // instructionText is how error messages name an instruction.
@@ -408,10 +409,10 @@ func newRetryTest(body []byte) (*retryTest, error) {
 		Transport    string              `json:"transport"`
 	}
 	if err := json.Unmarshal(body, &in); err != nil {
-		return nil, newError(kindInvalid, "fakes: the retry test is not a JSON object: %v", err)
+		return nil, store.Errorf(store.KindInvalid, "fakes: the retry test is not a JSON object: %v", err)
 	}
 	if len(in.Instructions) == 0 {
-		return nil, newError(kindInvalid, "fakes: instructions is not defined")
+		return nil, store.Errorf(store.KindInvalid, "fakes: instructions is not defined")
 	}
 	tr := strings.ToUpper(in.Transport)
 	switch tr {
@@ -419,7 +420,7 @@ func newRetryTest(body []byte) (*retryTest, error) {
 		tr = transportHTTP
 	case transportHTTP, transportGRPC:
 	default:
-		return nil, newError(kindInvalid, "fakes: the requested transport %q is not HTTP or GRPC", in.Transport)
+		return nil, store.Errorf(store.KindInvalid, "fakes: the requested transport %q is not HTTP or GRPC", in.Transport)
 	}
 	t := &retryTest{transport: tr, raw: make(map[string][]string), pending: make(map[string][]instruction)}
 	for _, name := range slices.Sorted(maps.Keys(in.Instructions)) {
@@ -459,9 +460,9 @@ func checkRetryMethod(name, transport string) error {
 	m, ok := retryMethods[name]
 	switch {
 	case !ok:
-		return newError(kindInvalid, "fakes: the requested method %q for fault injection is not one the retry test API knows", name)
+		return store.Errorf(store.KindInvalid, "fakes: the requested method %q for fault injection is not one the retry test API knows", name)
 	case transport == transportHTTP && !m.http, transport == transportGRPC && !m.grpc:
-		return newError(kindUnimplemented, "fakes: retry test: method %s is not implemented by the fake over %s", name, transport)
+		return store.Errorf(store.KindUnimplemented, "fakes: retry test: method %s is not implemented by the fake over %s", name, transport)
 	}
 	return nil
 }
@@ -471,19 +472,19 @@ func checkRetryMethod(name, transport string) error {
 func checkInstruction(name, transport, s string, in instruction) error {
 	m := retryMethods[name]
 	unsupported := func(why string) error {
-		return newError(kindUnimplemented, "fakes: retry test instruction %q on %s over %s is not implemented by the fake: %s", s, name, transport, why)
+		return store.Errorf(store.KindUnimplemented, "fakes: retry test instruction %q on %s over %s is not implemented by the fake: %s", s, name, transport, why)
 	}
 	switch in.kind {
 	case instrStatus:
 		if _, ok := grpcCode(in.status); transport == transportGRPC && !ok {
-			return newError(kindInvalid, "fakes: retry test instruction %q: status %d has no gRPC equivalent", s, in.status)
+			return store.Errorf(store.KindInvalid, "fakes: retry test instruction %q: status %d has no gRPC equivalent", s, in.status)
 		}
 	case instrStatusAfter:
 		if !m.insert {
 			return unsupported("it applies to uploads (storage.objects.insert)")
 		}
 		if _, ok := grpcCode(in.status); transport == transportGRPC && !ok {
-			return newError(kindInvalid, "fakes: retry test instruction %q: status %d has no gRPC equivalent", s, in.status)
+			return store.Errorf(store.KindInvalid, "fakes: retry test instruction %q: status %d has no gRPC equivalent", s, in.status)
 		}
 	case instrBroken:
 		if transport == transportGRPC && !m.read {
@@ -525,7 +526,7 @@ func (s *Server) serveRetryTests(w http.ResponseWriter, r *http.Request, path st
 	case path == retryTestPath && r.Method == http.MethodPost:
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxRetryTestBody))
 		if err != nil {
-			fail(newError(kindInvalid, "fakes: reading the retry test: %v", err))
+			fail(store.Errorf(store.KindInvalid, "fakes: reading the retry test: %v", err))
 			return
 		}
 		t, err := newRetryTest(body)
@@ -549,11 +550,11 @@ func (s *Server) serveRetryTests(w http.ResponseWriter, r *http.Request, path st
 				return
 			}
 		default:
-			fail(newError(kindUnimplemented, "fakes: %s %s is not implemented; use GET or DELETE", r.Method, path))
+			fail(store.Errorf(store.KindUnimplemented, "fakes: %s %s is not implemented; use GET or DELETE", r.Method, path))
 			return
 		}
-		fail(newError(kindNotFound, "fakes: retry test %q not found", id))
+		fail(store.Errorf(store.KindNotFound, "fakes: retry test %q not found", id))
 	default:
-		fail(newError(kindUnimplemented, "fakes: %s %s is not implemented; use POST %s, GET or DELETE %s/ID, or GET %s", r.Method, path, retryTestPath, retryTestPath, retryTestsPath))
+		fail(store.Errorf(store.KindUnimplemented, "fakes: %s %s is not implemented; use POST %s, GET or DELETE %s/ID, or GET %s", r.Method, path, retryTestPath, retryTestPath, retryTestsPath))
 	}
 }

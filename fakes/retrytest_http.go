@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/objup/objup/fakes/internal/store"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -32,7 +33,7 @@ func isConnClosed(err error) bool {
 }
 
 // retryStatusError is the error a status instruction fails a request with.
-func retryStatusError(id, raw string, in instruction) *apiError {
+func retryStatusError(id, raw string, in instruction) *store.Error {
 	code, _ := grpcCode(in.status)
 	reason := "retryTest"
 	switch {
@@ -41,9 +42,9 @@ func retryStatusError(id, raw string, in instruction) *apiError {
 	case in.status >= 500:
 		reason = "backendError"
 	}
-	return &apiError{
-		kind: kind{code: code, http: in.status, reason: reason},
-		msg:  fmt.Sprintf("fakes: retry test %s: %s", id, raw),
+	return &store.Error{
+		Kind: store.Kind{Code: code, HTTP: in.status, Reason: reason},
+		Msg:  fmt.Sprintf("fakes: retry test %s: %s", id, raw),
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/internal/crc32c"
 	"github.com/objup/objup/internal/wire"
 )
@@ -55,12 +56,12 @@ func mix(x uint64) uint64 {
 }
 
 // fill stores n objects of 1 KiB, all sharing content, straight into b.
-func fill(tb testing.TB, b *bucket, n int, content []byte) {
+func fill(tb testing.TB, b *store.Bucket, n int, content []byte) {
 	tb.Helper()
 	crc := crc32.Checksum(content, crc32c.Table)
 	for i := range n {
-		o := &object{name: seedName(i), size: int64(len(content)), crc32c: crc, content: [][]byte{content}, storageClass: defaultStorageClass}
-		if _, err := b.put(o, nil, ""); err != nil {
+		c := store.Content{Parts: [][]byte{content}, Size: int64(len(content)), CRC32C: crc}
+		if _, err := b.Put(seedName(i), store.Attrs{}, c, nil, ""); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -74,7 +75,7 @@ func scaleServer(tb testing.TB, n int) *Server {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { s.Close() })
-	b, _ := s.store.bucket(scaleBucket)
+	b, _ := s.store.Bucket(scaleBucket)
 	fill(tb, b, n, bytes.Repeat([]byte("x"), 1<<10))
 	return s
 }
@@ -84,7 +85,7 @@ func BenchmarkScale(b *testing.B) {
 	crc := crc32.Checksum(data, crc32c.Table)
 	for _, n := range scaleCounts() {
 		srv := scaleServer(b, n)
-		bkt, _ := srv.store.bucket(scaleBucket)
+		bkt, _ := srv.store.Bucket(scaleBucket)
 		cc, err := grpc.NewClient(srv.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
 			b.Fatal(err)
@@ -95,8 +96,8 @@ func BenchmarkScale(b *testing.B) {
 		b.Run(fmt.Sprintf("objects=%d/op=store-put", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				o := &object{name: fmt.Sprintf("s/%016x-p", rng.Uint64()), size: int64(len(data)), crc32c: crc, content: [][]byte{data}}
-				if _, err := bkt.put(o, nil, ""); err != nil {
+				c := store.Content{Parts: [][]byte{data}, Size: int64(len(data)), CRC32C: crc}
+				if _, err := bkt.Put(fmt.Sprintf("s/%016x-p", rng.Uint64()), store.Attrs{}, c, nil, ""); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -104,7 +105,7 @@ func BenchmarkScale(b *testing.B) {
 		b.Run(fmt.Sprintf("objects=%d/op=store-get", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := bkt.get(seedName(rng.IntN(n)), 0); err != nil {
+				if _, err := bkt.Get(seedName(rng.IntN(n)), 0); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -188,8 +189,8 @@ func BenchmarkScale(b *testing.B) {
 		b.Run(fmt.Sprintf("objects=%d/op=store-list-page", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				page, err := bkt.list(&listQuery{prefix: "s/", startOffset: seedName(rng.IntN(n)), pageSize: 100})
-				if err != nil || len(page.objects) == 0 {
+				page, err := bkt.List(&store.ListQuery{Prefix: "s/", StartOffset: seedName(rng.IntN(n)), PageSize: 100})
+				if err != nil || len(page.Objects) == 0 {
 					b.Fatal(err)
 				}
 			}

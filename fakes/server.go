@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/fakes/link"
 	"github.com/objup/objup/internal/wire"
 )
@@ -23,14 +24,14 @@ const closeGrace = 5 * time.Second
 // server over HTTP on one object store. Create it with [New] or [NewTest];
 // the zero value is not usable. All methods are safe for concurrent use.
 type Server struct {
-	store    *store
+	store    *store.Store
 	grpc     *grpc.Server
 	http     *http.Server
 	grpcAddr string
 	httpURL  string
 
 	mu       sync.Mutex
-	sessions sessions // resumable sessions, of both APIs
+	sessions store.Sessions[*upload] // resumable sessions, of both APIs
 
 	faults faults
 	calls  callLog
@@ -61,14 +62,14 @@ func New(opts ...Option) (*Server, error) {
 		return nil, fmt.Errorf("fakes: HTTP listener: %w", err)
 	}
 	s := &Server{
-		store:    newStore(),
+		store:    store.New(),
 		grpcAddr: dialAddr(grpcLis.Addr()),
 		httpURL:  "http://" + dialAddr(httpLis.Addr()),
 	}
 	s.calls.init(cfg.callLog)
-	s.sessions.init(cfg.sessionExpiry, cfg.maxSessions)
+	s.sessions.Init(cfg.sessionExpiry, cfg.maxSessions)
 	for _, b := range cfg.buckets {
-		s.store.createBucket(b, false, true) // names were validated
+		s.store.CreateBucket(b, false, true) // names were validated
 	}
 	s.faults.stop = make(chan struct{})
 	s.grpc = grpc.NewServer(append([]grpc.ServerOption{
@@ -168,7 +169,7 @@ func (s *Server) Close() error {
 		cancel()
 		s.serving.Wait()
 
-		s.sessions.init(s.sessions.expiry, s.sessions.max)
+		s.sessions.Reset()
 		s.mu.Lock()
 		s.closeErr = s.serveErr
 		s.mu.Unlock()

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/fakes/link"
 	"github.com/objup/objup/internal/crc32c"
 	"github.com/objup/objup/internal/wire"
@@ -344,7 +345,7 @@ type sinkUpload struct {
 	id     string
 	bucket string       // the bare bucket name
 	res    *wire.Object // the spec's resource: the object's name and attributes
-	cond   *conditions
+	cond   *store.Conditions
 	limit  *int64 // the declared object_size, if any
 
 	mu     sync.Mutex
@@ -369,7 +370,7 @@ func (k *Sink) newUpload(spec *wire.WriteObjectSpec, common *wire.CommonObjectRe
 	if err != nil {
 		return nil, err
 	}
-	if err := checkBucketName(bucket); err != nil {
+	if err := store.CheckBucketName(bucket); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	if err := checkObjectName(res.GetName()); err != nil {
@@ -645,7 +646,7 @@ func (k *Sink) finalize(up *sinkUpload) (*wire.Object, error) {
 			return nil, status.Errorf(codes.DataLoss, "object MD5 mismatch: sent %x, computed %x over %d bytes; nothing stored", want.Md5Hash, sum, up.size)
 		}
 	}
-	if err := up.cond.check(k.current(up.bucket, up.res.GetName())); err != nil {
+	if err := up.cond.CheckVersion(k.current(up.bucket, up.res.GetName())); err != nil {
 		k.drop(up)
 		return nil, err
 	}
@@ -655,12 +656,12 @@ func (k *Sink) finalize(up *sinkUpload) (*wire.Object, error) {
 	res := up.res
 	class := res.GetStorageClass()
 	if class == "" {
-		class = defaultStorageClass
+		class = store.DefaultStorageClass
 	}
 	up.result = &wire.Object{
 		Name:                   res.GetName(),
 		Bucket:                 bucketPrefix + up.bucket,
-		Etag:                   etag(&object{generation: gen, metageneration: 1}),
+		Etag:                   etag(gen, 1),
 		Generation:             gen,
 		Metageneration:         1,
 		StorageClass:           class,

@@ -6,6 +6,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/internal/crc32c"
 	"github.com/objup/objup/internal/wire"
 )
@@ -31,18 +32,16 @@ type keptObject struct {
 func keptKey(bucket, name string) string { return bucket + "/" + name }
 
 // current returns the object a write's preconditions are checked against:
-// the one kept under that name, or nil. k.mu is not held.
-func (k *Sink) current(bucket, name string) *object {
+// the one kept under that name: whether there is one, its generation and
+// metageneration. k.mu is not held.
+func (k *Sink) current(bucket, name string) (exists bool, gen, meta int64) {
 	if !k.cfg.compose {
-		return nil
+		return false, 0, 0
 	}
 	k.mu.Lock()
 	o, ok := k.kept[keptKey(bucket, name)]
 	k.mu.Unlock()
-	if !ok {
-		return nil
-	}
-	return &object{generation: o.gen, metageneration: 1}
+	return ok, o.gen, 1
 }
 
 // keep records a finalized object, when the sink keeps objects.
@@ -72,8 +71,8 @@ func (k *Sink) composeObject(req *wire.ComposeObjectRequest) (*wire.Object, erro
 		return nil, err
 	}
 	srcs := req.GetSourceObjects()
-	if n := len(srcs); n == 0 || n > maxComposeSources {
-		return nil, status.Errorf(codes.InvalidArgument, "a compose takes 1 to %d source objects, not %d", maxComposeSources, n)
+	if n := len(srcs); n == 0 || n > store.MaxComposeSources {
+		return nil, status.Errorf(codes.InvalidArgument, "a compose takes 1 to %d source objects, not %d", store.MaxComposeSources, n)
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -92,26 +91,23 @@ func (k *Sink) composeObject(req *wire.ComposeObjectRequest) (*wire.Object, erro
 		size += o.size
 		components += max(o.components, 1)
 	}
-	var cur *object
-	if o, ok := k.kept[keptKey(bucket, dst.GetName())]; ok {
-		cur = &object{generation: o.gen, metageneration: 1}
-	}
-	cond := &conditions{genMatch: req.IfGenerationMatch, metaMatch: req.IfMetagenerationMatch}
-	if err := cond.check(cur); err != nil {
+	cur, exists := k.kept[keptKey(bucket, dst.GetName())]
+	cond := &store.Conditions{GenMatch: req.IfGenerationMatch, MetaMatch: req.IfMetagenerationMatch}
+	if err := cond.CheckVersion(exists, cur.gen, 1); err != nil {
 		return nil, err
 	}
 	gen := k.generation()
 	ts := timestamppb.Now()
 	class := dst.GetStorageClass()
 	if class == "" {
-		class = defaultStorageClass
+		class = store.DefaultStorageClass
 	}
 	k.kept[keptKey(bucket, dst.GetName())] = keptObject{gen: gen, size: size, crc: crc, components: components}
 	k.objects.Add(1)
 	return &wire.Object{
 		Name:           dst.GetName(),
 		Bucket:         bucketPrefix + bucket,
-		Etag:           etag(&object{generation: gen, metageneration: 1}),
+		Etag:           etag(gen, 1),
 		Generation:     gen,
 		Metageneration: 1,
 		StorageClass:   class,

@@ -1,6 +1,10 @@
 package fakes
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/objup/objup/fakes/internal/store"
+)
 
 // statsPath is where the JSON API server reports [Server.Usage] and
 // [Server.CallCounts] as JSON.
@@ -30,7 +34,7 @@ type callStats struct {
 // tenant, the call counters and the resumable sessions kept and expired. It is not itself logged.
 func (s *Server) serveStats(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		writeError(w, &httpRoute{}, newError(kindUnimplemented, "fakes: %s %s is not implemented; use GET", r.Method, statsPath))
+		writeError(w, &httpRoute{}, store.Errorf(store.KindUnimplemented, "fakes: %s %s is not implemented; use GET", r.Method, statsPath))
 		return
 	}
 	body := statsBody{Tenants: []tenantStats{}, Calls: []callStats{}, Sessions: s.Sessions()}

@@ -6,9 +6,9 @@ import (
 	"crypto/md5"
 	"hash"
 	"hash/crc32"
-	"slices"
 	"sync"
 
+	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/internal/crc32c"
 	"github.com/objup/objup/internal/wire"
 	"google.golang.org/grpc/codes"
@@ -23,11 +23,11 @@ import (
 // append.go).
 type upload struct {
 	id         string
-	b          *bucket
+	b          *store.Bucket
 	object     string
-	tmpl       *object     // the attributes the object gets
-	cond       *conditions // checked when the object is stored
-	limit      *int64      // the object's declared size, if any
+	attrs      store.Attrs       // the attributes the object gets
+	cond       *store.Conditions // checked when the object is stored
+	limit      *int64            // the object's declared size, if any
 	appendable bool
 	gen        int64 // appendable: the stored object's generation
 
@@ -36,20 +36,20 @@ type upload struct {
 	chunks [][]byte              // the content of each accepted message, as received
 	size   int64
 	crc    uint32
-	md5    hash.Hash    // nil for appendable objects, which have no MD5
-	epoch  uint64       // appendable: the exclusive writer's, which its write handle names
-	stored *object      // set once finalized
-	result *wire.Object // stored, for gRPC
-	gone   bool         // resumable session removed after a final failure; appendable object replaced
+	md5    hash.Hash     // nil for appendable objects, which have no MD5
+	epoch  uint64        // appendable: the exclusive writer's, which its write handle names
+	stored *store.Object // set once finalized
+	result *wire.Object  // stored, for gRPC
+	gone   bool          // resumable session removed after a final failure; appendable object replaced
 }
 
 // session returns the resumable session id.
 func (s *Server) session(ctx context.Context, id string) (*upload, error) {
-	up := s.sessions.get(id)
-	if up == nil {
+	up, ok := s.sessions.Get(id)
+	if !ok {
 		return nil, status.Errorf(codes.NotFound, "upload %q not found", id)
 	}
-	noteTarget(ctx, up.b.name, up.object)
+	noteTarget(ctx, up.b.Name(), up.object)
 	return up, nil
 }
 
@@ -64,7 +64,7 @@ func (s *Server) retire(up *upload) {
 	if up.id == "" {
 		return
 	}
-	s.sessions.retire(up.id)
+	s.sessions.Retire(up.id, keepFinalized)
 }
 
 // drop removes a resumable session after a failure it cannot recover from.
@@ -75,13 +75,13 @@ func (s *Server) drop(up *upload) {
 	}
 	up.gone = true
 	up.chunks = nil
-	s.sessions.remove(up.id)
+	s.sessions.Remove(up.id)
 }
 
-// newUpload returns an upload of an object with the attributes of tmpl to
+// newUpload returns an upload of the object name with the attributes a to
 // bucket b.
-func newUpload(b *bucket, tmpl *object, cond *conditions, limit *int64) *upload {
-	return &upload{b: b, object: tmpl.name, tmpl: tmpl, cond: cond, limit: limit, md5: md5.New()}
+func newUpload(b *store.Bucket, name string, a store.Attrs, cond *store.Conditions, limit *int64) *upload {
+	return &upload{b: b, object: name, attrs: a, cond: cond, limit: limit, md5: md5.New()}
 }
 
 // add appends content, whose CRC32C is crc, to the upload. up.mu is held.
@@ -111,40 +111,30 @@ func (s *Server) finalize(up *upload, tenant string) (*wire.Object, error) {
 	if lim := up.limit; lim != nil && *lim != up.size {
 		return nil, status.Errorf(codes.InvalidArgument, "finish_write after %d bytes, but object_size is %d", up.size, *lim)
 	}
-	var sum [md5Len]byte
+	var sum [store.MD5Len]byte
 	up.md5.Sum(sum[:0])
 	if want := up.sums; want != nil {
 		if want.Crc32C != nil && *want.Crc32C != up.crc {
 			s.drop(up)
-			return nil, newError(kindDataLoss, "object CRC32C mismatch: sent %#08x, computed %#08x over %d bytes; nothing stored", *want.Crc32C, up.crc, up.size)
+			return nil, store.Errorf(store.KindDataLoss, "object CRC32C mismatch: sent %#08x, computed %#08x over %d bytes; nothing stored", *want.Crc32C, up.crc, up.size)
 		}
 		if len(want.Md5Hash) > 0 && !bytes.Equal(want.Md5Hash, sum[:]) {
 			s.drop(up)
-			return nil, newError(kindDataLoss, "object MD5 mismatch: sent %x, computed %x over %d bytes; nothing stored", want.Md5Hash, sum, up.size)
+			return nil, store.Errorf(store.KindDataLoss, "object MD5 mismatch: sent %x, computed %x over %d bytes; nothing stored", want.Md5Hash, sum, up.size)
 		}
 	}
-	o, err := up.b.put(newObject(up, sum), up.cond, tenant)
+	o, err := up.b.Put(up.object, up.attrs, up.content(&sum), up.cond, tenant)
 	if err != nil {
 		s.drop(up)
 		return nil, err
 	}
-	up.stored, up.result, up.chunks, up.md5 = o, up.b.toObject(o), nil, nil
+	up.stored, up.result, up.chunks, up.md5 = o, toObject(up.b, o), nil, nil
 	s.retire(up)
 	return up.result, nil
 }
 
-// newObject makes the object a verified upload stores: its template with
-// the upload's content, as received (not copied), and checksums.
-func newObject(up *upload, sum [md5Len]byte) *object {
-	o := *up.tmpl
-	o.size, o.crc32c, o.md5 = up.size, up.crc, sum
-	o.content = slices.Clip(up.chunks)
-	if o.storageClass == "" {
-		o.storageClass = defaultStorageClass
-	}
-	return &o
+// content is what up holds, as received (not copied), with its checksums;
+// sum is its MD5, nil if none.
+func (up *upload) content(sum *[store.MD5Len]byte) store.Content {
+	return store.Content{Parts: up.chunks, Size: up.size, CRC32C: up.crc, MD5: sum}
 }
-
-// defaultStorageClass is the storage class of buckets and objects that name
-// none.
-const defaultStorageClass = "STANDARD"

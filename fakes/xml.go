@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/objup/objup/fakes/internal/store"
 )
 
 // routeXML routes a path-style request, /BUCKET/OBJECT: the XML API, of
@@ -36,13 +38,13 @@ func (s *Server) xmlGetObject(w http.ResponseWriter, r *http.Request, bkt, name 
 	if err != nil {
 		return err
 	}
-	var cond *conditions
+	var cond *store.Conditions
 	for _, h := range []struct {
 		key string
-		dst func(c *conditions, v *int64)
+		dst func(c *store.Conditions, v *int64)
 	}{
-		{"X-Goog-If-Generation-Match", func(c *conditions, v *int64) { c.genMatch = v }},
-		{"X-Goog-If-Metageneration-Match", func(c *conditions, v *int64) { c.metaMatch = v }},
+		{"X-Goog-If-Generation-Match", func(c *store.Conditions, v *int64) { c.GenMatch = v }},
+		{"X-Goog-If-Metageneration-Match", func(c *store.Conditions, v *int64) { c.MetaMatch = v }},
 	} {
 		v := r.Header.Get(h.key)
 		if v == "" {
@@ -50,22 +52,22 @@ func (s *Server) xmlGetObject(w http.ResponseWriter, r *http.Request, bkt, name 
 		}
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			return newError(kindInvalid, "%s %q is not a number", h.key, v)
+			return store.Errorf(store.KindInvalid, "%s %q is not a number", h.key, v)
 		}
 		if cond == nil {
-			cond = &conditions{}
+			cond = &store.Conditions{}
 		}
 		h.dst(cond, &n)
 	}
-	b, err := s.store.bucket(bkt)
+	b, err := s.store.Bucket(bkt)
 	if err != nil {
 		return err
 	}
-	o, err := b.get(name, gen)
+	o, err := b.Get(name, gen)
 	if err != nil {
 		return err
 	}
-	if err := cond.check(o); err != nil {
+	if err := cond.Check(o); err != nil {
 		return err
 	}
 	return serveContent(w, r, o, true)

@@ -1,0 +1,252 @@
+package store
+
+import (
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/google/btree"
+)
+
+// Bucket is one bucket: a map of the live objects by name, for gets and
+// overwrites, and an ordered index of every stored generation, for listing.
+type Bucket struct {
+	name       string
+	resName    string // "projects/_/buckets/NAME"
+	created    int64  // Unix microseconds
+	versioning bool
+	store      *Store
+
+	mu      sync.RWMutex
+	deleted bool
+	live    map[string]*Object
+	index   *btree.BTreeG[entry]
+	usage   map[string]*usage // by tenant
+}
+
+// Name is the bucket's name.
+func (b *Bucket) Name() string { return b.name }
+
+// ResName is the bucket's resource name, "projects/_/buckets/NAME".
+func (b *Bucket) ResName() string { return b.resName }
+
+// Created is when the bucket was created, in Unix microseconds.
+func (b *Bucket) Created() int64 { return b.created }
+
+// Versioning reports whether the bucket keeps noncurrent generations.
+func (b *Bucket) Versioning() bool { return b.versioning }
+
+// entry is one stored generation in a bucket's index, ordered by name, then
+// generation.
+type entry struct {
+	name string
+	gen  int64
+	obj  *Object
+}
+
+func entryLess(a, b entry) bool {
+	if a.name != b.name {
+		return a.name < b.name
+	}
+	return a.gen < b.gen
+}
+
+// usageOf returns the usage record of tenant. b.mu must be held for writing.
+func (b *Bucket) usageOf(tenant string) *usage {
+	u := b.usage[tenant]
+	if u == nil {
+		u = &usage{tenant: tenant}
+		b.usage[tenant] = u
+	}
+	return u
+}
+
+// forget removes o from the index and its tenant's usage. b.mu is held.
+func (b *Bucket) forget(o *Object) {
+	b.index.Delete(entry{name: o.name, gen: o.generation})
+	o.tenant.objects--
+	o.tenant.bytes -= o.size
+}
+
+// retire makes the live object o noncurrent, or forgets it in a bucket
+// without versioning. b.mu is held.
+func (b *Bucket) retire(o *Object, now int64) {
+	if !b.versioning {
+		b.forget(o)
+		return
+	}
+	nc := *o
+	nc.deleted = now
+	b.index.ReplaceOrInsert(entry{name: o.name, gen: o.generation, obj: &nc})
+}
+
+// Put stores an object name with the attributes a and the content c,
+// written by tenant, as the new live generation of its name if cond holds
+// against the live object, and returns it. The store keeps c's parts and
+// a's metadata map and Extra: the caller must not change them afterwards.
+func (b *Bucket) Put(name string, a Attrs, c Content, cond *Conditions, tenant string) (*Object, error) {
+	o := newObject(name, a, c)
+	o.hasMD5 = c.MD5 != nil
+	if o.hasMD5 {
+		o.md5 = *c.MD5
+	}
+	return b.add(o, cond, tenant)
+}
+
+// PutAppendable stores the empty, unfinalized appendable object name with
+// the attributes a, written by owner (its writer state, which
+// replaceAppendable names), if cond holds against the live object.
+func (b *Bucket) PutAppendable(name string, a Attrs, owner any, cond *Conditions, tenant string) (*Object, error) {
+	o := newObject(name, a, Content{})
+	o.app = &appendState{owner: owner}
+	return b.add(o, cond, tenant)
+}
+
+// newObject returns an object to store, before its generation and times
+// are set.
+func newObject(name string, a Attrs, c Content) *Object {
+	if a.StorageClass == "" {
+		a.StorageClass = DefaultStorageClass
+	}
+	return &Object{name: name, attrs: a, size: c.Size, crc32c: c.CRC32C, content: slices.Clip(c.Parts)}
+}
+
+// add stores o, whose content, size and checksums are set, as the new live
+// generation of its name if cond holds against the live object. It sets o's
+// generation, metageneration and times, and returns o.
+func (b *Bucket) add(o *Object, cond *Conditions, tenant string) (*Object, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.deleted {
+		return nil, ErrBucketNotFound(b.name)
+	}
+	old := b.live[o.name]
+	if err := cond.Check(old); err != nil {
+		return nil, err
+	}
+	now := NowMicro()
+	o.generation = b.store.nextGeneration(now)
+	o.metageneration = 1
+	o.created, o.updated = now, now
+	if old != nil {
+		b.retire(old, now)
+	}
+	o.tenant = b.usageOf(tenant)
+	o.tenant.objects++
+	o.tenant.bytes += o.size
+	b.live[o.name] = o
+	b.index.ReplaceOrInsert(entry{name: o.name, gen: o.generation, obj: o})
+	return o, nil
+}
+
+// ReplaceAppendable stores a copy of the live appendable object name,
+// generation gen, written by owner, with the content c, finalized if final,
+// and returns it; false if that object is no longer the live generation of
+// its name, or another writer took it over.
+func (b *Bucket) ReplaceAppendable(name string, gen int64, owner any, c Content, final bool) (*Object, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	o := b.live[name]
+	if b.deleted || o == nil || o.generation != gen || o.app == nil || o.app.owner != owner {
+		return nil, false
+	}
+	n := *o
+	n.size, n.crc32c, n.content = c.Size, c.CRC32C, slices.Clip(c.Parts)
+	n.updated = max(NowMicro(), o.updated)
+	if final {
+		n.app = &appendState{owner: owner, finalized: n.updated}
+	}
+	n.tenant.bytes += n.size - o.size
+	b.live[n.name] = &n
+	b.index.ReplaceOrInsert(entry{name: n.name, gen: n.generation, obj: &n})
+	return &n, true
+}
+
+// Get returns the live object name, or its generation gen if gen != 0.
+func (b *Bucket) Get(name string, gen int64) (*Object, error) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.getLocked(name, gen)
+}
+
+func (b *Bucket) getLocked(name string, gen int64) (*Object, error) {
+	if o := b.live[name]; o != nil && (gen == 0 || gen == o.generation) {
+		return o, nil
+	}
+	if gen != 0 {
+		if e, ok := b.index.Get(entry{name: name, gen: gen}); ok {
+			return e.obj, nil
+		}
+	}
+	return nil, ErrObjectNotFound(b.name, name, gen)
+}
+
+// Remove deletes the live object name, or its generation gen if gen != 0, if
+// cond holds against it. Deleting the live object of a versioned bucket
+// keeps it as a noncurrent version; deleting a named generation removes it
+// for good.
+func (b *Bucket) Remove(name string, gen int64, cond *Conditions) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	o, err := b.getLocked(name, gen)
+	if err != nil {
+		return err
+	}
+	if err := cond.Check(o); err != nil {
+		return err
+	}
+	if o.Live() {
+		delete(b.live, name)
+		if gen == 0 {
+			b.retire(o, NowMicro())
+			return nil
+		}
+	}
+	b.forget(o)
+	return nil
+}
+
+// Update changes the attributes of the live object name (or of generation
+// gen) with edit, if cond holds, and returns the new object: a copy with
+// metageneration one higher and a new update time. edit gets a copy of the
+// attributes, with its own metadata map, and may change them.
+func (b *Bucket) Update(name string, gen int64, cond *Conditions, edit func(*Attrs) error) (*Object, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	o, err := b.getLocked(name, gen)
+	if err != nil {
+		return nil, err
+	}
+	if err := cond.Check(o); err != nil {
+		return nil, err
+	}
+	c := o.copyMeta()
+	if err := edit(&c.attrs); err != nil {
+		return nil, err
+	}
+	c.metageneration++
+	c.updated = max(NowMicro(), o.updated)
+	if o.Live() {
+		b.live[name] = c
+	}
+	b.index.ReplaceOrInsert(entry{name: name, gen: c.generation, obj: c})
+	return c, nil
+}
+
+// All returns every live object whose name starts with prefix, in name
+// order.
+func (b *Bucket) All(prefix string) []*Object {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	var out []*Object
+	b.index.AscendGreaterOrEqual(entry{name: prefix}, func(e entry) bool {
+		if !strings.HasPrefix(e.name, prefix) {
+			return false
+		}
+		if e.obj.Live() {
+			out = append(out, e.obj)
+		}
+		return true
+	})
+	return out
+}

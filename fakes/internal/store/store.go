@@ -1,0 +1,162 @@
+package store
+
+import (
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/btree"
+)
+
+// Store is the fake's object store, shared by the gRPC and JSON fronts. Its
+// own lock guards only the set of buckets; each bucket has its own lock, held
+// for map and index updates only: content is built, checksummed and copied
+// before a write takes the lock, and read after a read released it.
+type Store struct {
+	mu      sync.RWMutex
+	buckets map[string]*Bucket
+
+	lastGen atomic.Int64
+}
+
+// New returns an empty store.
+func New() *Store {
+	return &Store{buckets: make(map[string]*Bucket)}
+}
+
+// usage counts what one tenant stored in a bucket: every generation kept,
+// by the tenant of the call that wrote it. Guarded by the bucket's lock.
+type usage struct {
+	tenant         string
+	objects, bytes int64
+}
+
+// nextGeneration returns a new generation number: the time in microseconds,
+// as GCS uses, made strictly increasing across the store.
+func (s *Store) nextGeneration(now int64) int64 {
+	for {
+		last := s.lastGen.Load()
+		g := max(now, last+1)
+		if s.lastGen.CompareAndSwap(last, g) {
+			return g
+		}
+	}
+}
+
+// NowMicro is the store's clock.
+func NowMicro() int64 { return time.Now().UnixMicro() }
+
+// Bucket returns the bucket name.
+func (s *Store) Bucket(name string) (*Bucket, error) {
+	s.mu.RLock()
+	b := s.buckets[name]
+	s.mu.RUnlock()
+	if b == nil {
+		return nil, ErrBucketNotFound(name)
+	}
+	return b, nil
+}
+
+// CreateBucket creates bucket name. With exist set, a bucket that already
+// exists is not an error.
+func (s *Store) CreateBucket(name string, versioning, exist bool) (*Bucket, error) {
+	if err := CheckBucketName(name); err != nil {
+		return nil, Errorf(KindInvalid, "%v", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b := s.buckets[name]; b != nil {
+		if exist {
+			return b, nil
+		}
+		return nil, Errorf(KindConflict, "bucket %q already exists", name)
+	}
+	b := &Bucket{
+		name:       name,
+		resName:    "projects/_/buckets/" + name,
+		created:    NowMicro(),
+		versioning: versioning,
+		store:      s,
+		live:       make(map[string]*Object),
+		index:      btree.NewG(32, entryLess),
+		usage:      make(map[string]*usage),
+	}
+	s.buckets[name] = b
+	return b, nil
+}
+
+// DeleteBucket deletes an empty bucket.
+func (s *Store) DeleteBucket(name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.buckets[name]
+	if b == nil {
+		return ErrBucketNotFound(name)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.index.Len() > 0 {
+		return Errorf(KindConflict, "bucket %q is not empty: it holds %d object generations", name, b.index.Len())
+	}
+	b.deleted = true
+	delete(s.buckets, name)
+	return nil
+}
+
+// ListBuckets returns the buckets whose names start with prefix and sort
+// after after, in name order, at most n.
+func (s *Store) ListBuckets(prefix, after string, n int) (out []*Bucket, more bool) {
+	s.mu.RLock()
+	for name, b := range s.buckets {
+		if strings.HasPrefix(name, prefix) && name > after {
+			out = append(out, b)
+		}
+	}
+	s.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	if len(out) > n {
+		return out[:n], true
+	}
+	return out, false
+}
+
+// Usage is what one tenant has stored: every object generation kept, by the
+// tenant of the call that wrote it.
+type Usage struct {
+	Tenant  string
+	Objects int64
+	Bytes   int64
+}
+
+// UsageByTenant returns the store's usage summed over buckets, by tenant,
+// in tenant order.
+func (s *Store) UsageByTenant() []Usage {
+	s.mu.RLock()
+	bs := slices.Collect(maps.Values(s.buckets))
+	s.mu.RUnlock()
+	sum := map[string]*Usage{}
+	for _, b := range bs {
+		b.mu.RLock()
+		for t, u := range b.usage {
+			if u.objects == 0 && u.bytes == 0 {
+				continue
+			}
+			if sum[t] == nil {
+				sum[t] = &Usage{Tenant: t}
+			}
+			sum[t].Objects += u.objects
+			sum[t].Bytes += u.bytes
+		}
+		b.mu.RUnlock()
+	}
+	out := make([]Usage, 0, len(sum))
+	for _, u := range sum {
+		out = append(out, *u)
+	}
+	slices.SortFunc(out, func(a, b Usage) int { return strings.Compare(a.Tenant, b.Tenant) })
+	return out
+}
