@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/objup/objup/fakes/internal/store"
-
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -15,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/internal/wire"
 )
 

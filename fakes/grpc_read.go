@@ -3,17 +3,15 @@ package fakes
 import (
 	"context"
 	"hash/crc32"
-
 	"sync"
-
-	"github.com/objup/objup/fakes/internal/store"
-	"github.com/objup/objup/internal/crc32c"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/objup/objup/fakes/internal/store"
+	"github.com/objup/objup/internal/crc32c"
 	"github.com/objup/objup/internal/wire"
 )
 

@@ -5,17 +5,15 @@ import (
 	"crypto/rand"
 	"errors"
 	"hash/crc32"
-
 	"io"
 	"maps"
-
-	"github.com/objup/objup/fakes/internal/store"
-	"github.com/objup/objup/internal/crc32c"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/objup/objup/fakes/internal/store"
+	"github.com/objup/objup/internal/crc32c"
 	"github.com/objup/objup/internal/wire"
 )
 

@@ -4,9 +4,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/objup/objup/fakes/internal/store"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/objup/objup/fakes/internal/store"
 )
 
 func TestCheckObjectName(t *testing.T) {

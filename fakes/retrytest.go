@@ -16,8 +16,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/objup/objup/fakes/internal/store"
 	"google.golang.org/grpc/codes"
+
+	"github.com/objup/objup/fakes/internal/store"
 )
 
 // The retry test API, as Google's storage testbench serves it and its

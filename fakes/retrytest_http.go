@@ -10,9 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/objup/objup/fakes/internal/store"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/objup/objup/fakes/internal/store"
 )
 
 // connClosedError is the error of a request whose connection the fake

@@ -8,11 +8,12 @@ import (
 	"hash/crc32"
 	"sync"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/internal/crc32c"
 	"github.com/objup/objup/internal/wire"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // upload is an object being written: a one-shot write (id == ""), which
