@@ -65,17 +65,17 @@ func (up *upload) grow(final bool) (*store.Object, error) {
 // codes.InvalidArgument, as the service answers, and leaves the object
 // unfinalized, to be finalized by a later stream. up.mu is held.
 func (up *upload) finalizeAppendable() (*wire.Object, error) {
-	want := up.sums
-	up.sums = nil // they applied to this finish_write only
-	if lim := up.limit; lim != nil && *lim != up.size {
-		return nil, status.Errorf(codes.InvalidArgument, "finish_write after %d bytes, but object_size is %d", up.size, *lim)
+	want := up.Sums
+	up.Sums = nil // they applied to this finish_write only
+	if err := up.CheckSize(); err != nil {
+		return nil, err
 	}
 	if want != nil {
 		if len(want.Md5Hash) > 0 {
 			return nil, status.Error(codes.InvalidArgument, "object_checksums.md5_hash: appendable objects have no MD5")
 		}
-		if want.Crc32C != nil && *want.Crc32C != up.crc {
-			return nil, status.Errorf(codes.InvalidArgument, "object CRC32C mismatch: sent %#08x, computed %#08x over %d bytes; the object stays unfinalized", *want.Crc32C, up.crc, up.size)
+		if want.Crc32C != nil && *want.Crc32C != up.CRC {
+			return nil, status.Errorf(codes.InvalidArgument, "object CRC32C mismatch: sent %#08x, computed %#08x over %d bytes; the object stays unfinalized", *want.Crc32C, up.CRC, up.Size)
 		}
 	}
 	o, err := up.grow(true)
@@ -96,7 +96,7 @@ func (w *writeStream) openAppendable(m *writeMsg) error {
 	if err != nil {
 		return err
 	}
-	up.appendable, up.md5, up.epoch = true, nil, 1
+	up.appendable, up.MD5, up.epoch = true, nil, 1
 	up.mu.Lock()
 	defer up.mu.Unlock()
 	if _, err := up.storeAppendable(tenantOf(w.ctx)); err != nil {
@@ -241,7 +241,7 @@ func handleField(num protowire.Number, h []byte) []byte {
 func (w *writeStream) appendResponse(first bool) *wire.BidiWriteObjectResponse {
 	up := w.up
 	up.mu.Lock()
-	size, crc, gen := up.size, up.crc, up.gen
+	size, crc, gen := up.Size, up.CRC, up.gen
 	up.mu.Unlock()
 	resp := &wire.BidiWriteObjectResponse{}
 	if first && w.sendResource {

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/objup/objup/fakes/internal/store"
+	"github.com/objup/objup/fakes/internal/writes"
 	"github.com/objup/objup/internal/crc32c"
 	"github.com/objup/objup/internal/wire"
 )
@@ -169,13 +170,13 @@ func (w *writeStream) handle(m *writeMsg) (*wire.Object, int64, error) {
 		// Finalized by an earlier stream: a retried finish_write, or a
 		// state lookup, gets the object; more data cannot fit (an
 		// appendable object's writer may resend bytes persisted).
-		if n := int64(len(m.data.GetContent())); n > 0 && (!up.appendable || m.offset+n > up.size) {
+		if n := int64(len(m.data.GetContent())); n > 0 && (!up.appendable || m.offset+n > up.Size) {
 			return nil, 0, status.Errorf(codes.FailedPrecondition, "upload of %q is already finalized", up.object)
 		}
 		if m.finish || m.lookup {
-			return up.result, up.size, nil
+			return up.result, up.Size, nil
 		}
-		return nil, up.size, nil
+		return nil, up.Size, nil
 	}
 	if w.hasBrk && w.received >= w.brk.after {
 		return nil, 0, w.broken()
@@ -193,14 +194,14 @@ func (w *writeStream) handle(m *writeMsg) (*wire.Object, int64, error) {
 		if w.hasBrk && w.received >= w.brk.after {
 			return nil, 0, w.broken()
 		}
-	} else if m.finish && m.offset != up.size {
-		return nil, 0, offsetError(m.offset, up.size, "finish_write")
+	} else if m.finish {
+		if err := up.CheckFinish(m.offset); err != nil {
+			return nil, 0, err
+		}
 	}
-	if m.sums != nil {
-		up.sums = mergeSums(up.sums, m.sums)
-	}
+	up.Declare(m.sums)
 	if !m.finish {
-		return nil, up.size, nil
+		return nil, up.Size, nil
 	}
 	var (
 		obj *wire.Object
@@ -211,7 +212,7 @@ func (w *writeStream) handle(m *writeMsg) (*wire.Object, int64, error) {
 	} else {
 		obj, err = w.s.finalize(up, tenantOf(w.ctx))
 	}
-	return obj, up.size, err
+	return obj, up.Size, err
 }
 
 // open starts the stream's write from its first message.
@@ -222,8 +223,8 @@ func (w *writeStream) open(m *writeMsg) error {
 		err = w.openAppendable(m)
 	case m.spec != nil:
 		w.up, err = w.s.newUpload(w.ctx, m.spec, m.common, w.method)
-		if err == nil && m.sums != nil {
-			w.up.sums = mergeSums(nil, m.sums)
+		if err == nil {
+			w.up.Declare(m.sums)
 		}
 	case m.uploadID != "":
 		if err = checkCommon(m.common); err == nil {
@@ -248,14 +249,8 @@ func (w *writeStream) accept(m *writeMsg) (int64, error) {
 	up := w.up
 	content := m.data.GetContent()
 	n := int64(len(content))
-	if n > maxChunk {
-		return 0, status.Errorf(codes.InvalidArgument, "message content of %d bytes exceeds the limit of %d", n, maxChunk)
-	}
-	if m.offset > up.size || m.offset < up.size && !up.appendable || m.offset < 0 {
-		return 0, offsetError(m.offset, up.size, "write_offset")
-	}
-	if lim := up.limit; lim != nil && m.offset+n > *lim {
-		return 0, status.Errorf(codes.InvalidArgument, "data beyond object_size: %d bytes received, then %d more, object_size is %d", up.size, m.offset+n-up.size, *lim)
+	if err := up.CheckMessage(m.offset, n, up.appendable); err != nil {
+		return 0, err
 	}
 	if n > 0 && w.s.faults.takeCorrupt(w.method) {
 		content[n/2] ^= 0xff // the message is ours: grpc decoded it into new memory
@@ -264,11 +259,11 @@ func (w *writeStream) accept(m *writeMsg) (int64, error) {
 	hasCRC := m.data.Crc32C != nil
 	if hasCRC {
 		crc = crc32.Checksum(content, crc32c.Table)
-		if crc != *m.data.Crc32C {
-			return 0, status.Errorf(codes.DataLoss, "CRC32C mismatch in the message at offset %d (%d bytes): sent %#08x, computed %#08x", m.offset, n, *m.data.Crc32C, crc)
+		if err := writes.CheckCRC(m.offset, n, *m.data.Crc32C, crc); err != nil {
+			return 0, err
 		}
 	}
-	if skip := up.size - m.offset; skip > 0 {
+	if skip := up.Size - m.offset; skip > 0 {
 		skip = min(skip, n)
 		content, n, hasCRC = content[skip:], n-skip, false
 	}
@@ -293,28 +288,6 @@ func (w *writeStream) broken() error {
 	return status.Errorf(w.brk.code, "fakes: injected stream break after %d bytes", w.brk.after)
 }
 
-func offsetError(offset, size int64, field string) error {
-	if offset > size {
-		return status.Errorf(codes.InvalidArgument, "%s %d leaves a gap: %d bytes received so far", field, offset, size)
-	}
-	return status.Errorf(codes.InvalidArgument, "%s %d overlaps the %d bytes received so far", field, offset, size)
-}
-
-// mergeSums returns the declared checksums with those of next added.
-func mergeSums(prev, next *wire.ObjectChecksums) *wire.ObjectChecksums {
-	out := &wire.ObjectChecksums{}
-	if prev != nil {
-		out.Crc32C, out.Md5Hash = prev.Crc32C, prev.Md5Hash
-	}
-	if next.Crc32C != nil {
-		out.Crc32C = next.Crc32C
-	}
-	if len(next.Md5Hash) > 0 {
-		out.Md5Hash = next.Md5Hash
-	}
-	return out
-}
-
 // end handles the client's half-close of a write stream that did not finish:
 // a resumable session reports its persisted size, a one-shot write fails.
 func (w *writeStream) end() (*wire.Object, int64, error) {
@@ -332,7 +305,7 @@ func (w *writeStream) end() (*wire.Object, int64, error) {
 	case w.up.gone:
 		return nil, 0, status.Errorf(codes.NotFound, "upload %q no longer exists", w.up.id)
 	}
-	return w.up.result, w.up.size, nil
+	return w.up.result, w.up.Size, nil
 }
 
 // WriteObject implements the client-streaming write.
@@ -428,9 +401,7 @@ func (v *service) StartResumableWrite(ctx context.Context, req *wire.StartResuma
 	if err != nil {
 		return nil, err
 	}
-	if req.ObjectChecksums != nil {
-		up.sums = mergeSums(nil, req.ObjectChecksums)
-	}
+	up.Declare(req.ObjectChecksums)
 	up.id = rand.Text()
 	s.sessions.Add(up.id, up)
 	return &wire.StartResumableWriteResponse{UploadId: up.id}, nil
@@ -445,7 +416,7 @@ func (v *service) QueryWriteStatus(ctx context.Context, req *wire.QueryWriteStat
 	}
 	up.mu.Lock()
 	defer up.mu.Unlock()
-	return writeStatus(up.gone, up.id, up.result, up.size)
+	return writeStatus(up.gone, up.id, up.result, up.Size)
 }
 
 // writeStatus is QueryWriteStatus's answer for a session: NotFound once it

@@ -119,8 +119,8 @@ func (s *Server) newJSONUpload(r *http.Request, bkt string, meta objectMetadata)
 // declare records a whole-object checksum the client declared: crc32c or
 // md5 (md5Hash), base64 as in the JSON API.
 func (up *upload) declare(kind, v string) error {
-	if up.sums == nil {
-		up.sums = &wire.ObjectChecksums{}
+	if up.Sums == nil {
+		up.Sums = &wire.ObjectChecksums{}
 	}
 	switch kind {
 	case "crc32c":
@@ -128,13 +128,13 @@ func (up *upload) declare(kind, v string) error {
 		if !ok {
 			return store.Errorf(store.KindInvalid, "crc32c %q is not the base64 of 4 bytes", v)
 		}
-		up.sums.Crc32C = &c
+		up.Sums.Crc32C = &c
 	case "md5", "md5Hash":
 		m, err := base64.StdEncoding.DecodeString(v)
 		if err != nil || len(m) != store.MD5Len {
 			return store.Errorf(store.KindInvalid, "md5Hash %q is not the base64 of 16 bytes", v)
 		}
-		up.sums.Md5Hash = m
+		up.Sums.Md5Hash = m
 	}
 	return nil
 }
@@ -169,7 +169,7 @@ func readBody(r io.Reader, n int64, up *upload) error {
 		up.addUnchecked(p)
 	}
 	if err != nil {
-		return store.Errorf(store.KindInvalid, "%v after %d bytes", err, up.size)
+		return store.Errorf(store.KindInvalid, "%v after %d bytes", err, up.Size)
 	}
 	return nil
 }
@@ -352,7 +352,7 @@ func (s *Server) startResumable(w http.ResponseWriter, r *http.Request, rt *http
 		if err != nil || n < 0 {
 			return store.Errorf(store.KindInvalid, "X-Upload-Content-Length %q is not a size", v)
 		}
-		up.limit = &n
+		up.Limit = &n
 	}
 	if up.cond != nil {
 		live, _ := up.b.Get(up.object, 0)
@@ -485,36 +485,36 @@ func (s *Server) uploadChunk(w http.ResponseWriter, r *http.Request, id string) 
 			got += int64(len(p))
 		}
 		end := (cr.first + got) / cutQuantum * cutQuantum
-		for _, size := range []*int64{&cr.total, up.limit} {
+		for _, size := range []*int64{&cr.total, up.Limit} {
 			if size != nil && *size >= 0 {
 				end = min(end, max(*size-1, 0)/cutQuantum*cutQuantum)
 			}
 		}
-		if cr.first <= up.size {
+		if cr.first <= up.Size {
 			up.addFrom(parts, cr.first, end)
 		}
-		return store.Errorf(store.KindInvalid, "%v; the session has %d bytes", cut, up.size)
+		return store.Errorf(store.KindInvalid, "%v; the session has %d bytes", cut, up.Size)
 	}
 	if cr.first >= 0 {
-		if cr.first > up.size {
-			return store.Errorf(store.KindInvalid, "the chunk starts at byte %d, but the session has %d bytes: a gap", cr.first, up.size)
+		if cr.first > up.Size {
+			return store.Errorf(store.KindInvalid, "the chunk starts at byte %d, but the session has %d bytes: a gap", cr.first, up.Size)
 		}
 		// A chunk that starts before the persisted bytes (a retry) has
 		// its overlap dropped.
 		up.addFrom(parts, cr.first, cr.last+1)
-		if up.limit != nil && up.size > *up.limit {
-			return store.Errorf(store.KindInvalid, "the session has %d bytes, more than the %d declared", up.size, *up.limit)
+		if up.Limit != nil && up.Size > *up.Limit {
+			return store.Errorf(store.KindInvalid, "the session has %d bytes, more than the %d declared", up.Size, *up.Limit)
 		}
 	}
 	switch {
-	case cr.total >= 0 && up.size > cr.total:
-		return store.Errorf(store.KindInvalid, "the session has %d bytes, more than the total of %d in Content-Range", up.size, cr.total)
-	case cr.total >= 0 && up.size == cr.total:
+	case cr.total >= 0 && up.Size > cr.total:
+		return store.Errorf(store.KindInvalid, "the session has %d bytes, more than the total of %d in Content-Range", up.Size, cr.total)
+	case cr.total >= 0 && up.Size == cr.total:
 		return s.finish(w, r, up)
 	}
 	h := w.Header()
-	if up.size > 0 {
-		h.Set("Range", "bytes=0-"+strconv.FormatInt(up.size-1, 10))
+	if up.Size > 0 {
+		h.Set("Range", "bytes=0-"+strconv.FormatInt(up.Size-1, 10))
 	}
 	h.Set("Content-Length", "0")
 	if r.Header.Get("X-GUploader-No-308") == "yes" {
@@ -531,7 +531,7 @@ func (s *Server) uploadChunk(w http.ResponseWriter, r *http.Request, id string) 
 // the bytes it has is dropped. first must not be past up.size. up.mu is
 // held.
 func (up *upload) addFrom(parts [][]byte, first, end int64) {
-	skip, keep := up.size-first, end-up.size
+	skip, keep := up.Size-first, end-up.Size
 	for _, p := range parts {
 		if keep <= 0 {
 			return

@@ -12,12 +12,13 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/objup/objup/fakes/internal/store"
+	"github.com/objup/objup/fakes/internal/writes"
 	"github.com/objup/objup/internal/wire"
 )
 
 // maxChunk is the service's limit on the content of one message, both ways
 // (MAX_WRITE_CHUNK_BYTES and MAX_READ_CHUNK_BYTES).
-const maxChunk = 2 << 20
+const maxChunk = writes.MaxMessage
 
 const bucketPrefix = "projects/_/buckets/"
 

@@ -166,7 +166,7 @@ func (s *Server) retryUpload(id, raw string, in instruction, take func() bool, s
 			return serve(w, r)
 		}
 		up.mu.Lock()
-		persisted, done := up.size, up.stored != nil || up.gone
+		persisted, done := up.Size, up.stored != nil || up.gone
 		up.mu.Unlock()
 		at := in.bytes
 		switch {

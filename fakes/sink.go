@@ -1,13 +1,11 @@
 package fakes
 
 import (
-	"bytes"
 	"context"
 	"crypto/md5"
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"hash"
 	"hash/crc32"
 	"io"
 	"net"
@@ -21,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/objup/objup/fakes/internal/store"
+	"github.com/objup/objup/fakes/internal/writes"
 	"github.com/objup/objup/fakes/link"
 	"github.com/objup/objup/internal/crc32c"
 	"github.com/objup/objup/internal/wire"
@@ -346,15 +345,11 @@ type sinkUpload struct {
 	bucket string       // the bare bucket name
 	res    *wire.Object // the spec's resource: the object's name and attributes
 	cond   *store.Conditions
-	limit  *int64 // the declared object_size, if any
 
-	mu     sync.Mutex
-	size   int64
-	crc    uint32
-	md5    hash.Hash             // nil unless the content is hashed
-	sums   *wire.ObjectChecksums // declared whole-object checksums, if any
-	result *wire.Object          // set once finalized
-	gone   bool                  // session dropped after a final failure
+	mu           sync.Mutex
+	writes.State              // size and checksums; MD5 is nil unless the content is hashed
+	result       *wire.Object // set once finalized
+	gone         bool         // session dropped after a final failure
 }
 
 // newUpload validates a write's spec and returns an upload for it.
@@ -382,9 +377,9 @@ func (k *Sink) newUpload(spec *wire.WriteObjectSpec, common *wire.CommonObjectRe
 	if err := checkCommon(common); err != nil {
 		return nil, err
 	}
-	up := &sinkUpload{bucket: bucket, res: res, cond: specConditions(spec), limit: spec.ObjectSize}
+	up := &sinkUpload{bucket: bucket, res: res, cond: specConditions(spec), State: writes.State{Limit: spec.ObjectSize}}
 	if k.cfg.md5 {
-		up.md5 = md5.New()
+		up.MD5 = md5.New()
 	}
 	return up, nil
 }
@@ -393,13 +388,13 @@ func (k *Sink) newUpload(spec *wire.WriteObjectSpec, common *wire.CommonObjectRe
 // content is accepted: an MD5 declared before any content starts the
 // hashing. up.mu is held.
 func (up *sinkUpload) declare(sums *wire.ObjectChecksums) error {
-	if len(sums.GetMd5Hash()) == 0 || up.md5 != nil {
+	if len(sums.GetMd5Hash()) == 0 || up.MD5 != nil {
 		return nil
 	}
-	if up.size > 0 {
-		return status.Errorf(codes.Unimplemented, "the sink cannot check an MD5 declared after %d bytes of content it did not hash: declare it before the content, or run the sink with MD5 on (fakes.WithSinkMD5, gcssink -md5)", up.size)
+	if up.Size > 0 {
+		return status.Errorf(codes.Unimplemented, "the sink cannot check an MD5 declared after %d bytes of content it did not hash: declare it before the content, or run the sink with MD5 on (fakes.WithSinkMD5, gcssink -md5)", up.Size)
 	}
-	up.md5 = md5.New()
+	up.MD5 = md5.New()
 	return nil
 }
 
@@ -411,7 +406,7 @@ func (k *Sink) startResumableWrite(req *wire.StartResumableWriteRequest) (*wire.
 	}
 	if sums := req.GetObjectChecksums(); sums != nil {
 		_ = up.declare(sums) // no content yet: cannot fail
-		up.sums = mergeSums(nil, sums)
+		up.Declare(sums)
 	}
 	up.id = rand.Text()
 	k.mu.Lock()
@@ -460,7 +455,7 @@ func (k *Sink) queryWriteStatus(req *wire.QueryWriteStatusRequest) (*wire.QueryW
 	}
 	up.mu.Lock()
 	defer up.mu.Unlock()
-	return writeStatus(up.gone, up.id, up.result, up.size)
+	return writeStatus(up.gone, up.id, up.result, up.Size)
 }
 
 // sinkStream is the state of one WriteObject or BidiWriteObject stream.
@@ -534,9 +529,9 @@ func (st *sinkStream) handle(m *sinkMsg, f *writeMsg) (*wire.Object, int64, erro
 			return nil, 0, status.Errorf(codes.FailedPrecondition, "upload %q is already finalized", up.id)
 		}
 		if f.finish || f.lookup {
-			return up.result, up.size, nil
+			return up.result, up.Size, nil
 		}
-		return nil, up.size, nil
+		return nil, up.Size, nil
 	}
 	if f.sums != nil {
 		if err := up.declare(f.sums); err != nil {
@@ -547,17 +542,17 @@ func (st *sinkStream) handle(m *sinkMsg, f *writeMsg) (*wire.Object, int64, erro
 		if err := st.accept(m, f.offset); err != nil {
 			return nil, 0, err
 		}
-	} else if f.finish && f.offset != up.size {
-		return nil, 0, offsetError(f.offset, up.size, "finish_write")
+	} else if f.finish {
+		if err := up.CheckFinish(f.offset); err != nil {
+			return nil, 0, err
+		}
 	}
-	if f.sums != nil {
-		up.sums = mergeSums(up.sums, f.sums)
-	}
+	up.Declare(f.sums)
 	if !f.finish {
-		return nil, up.size, nil
+		return nil, up.Size, nil
 	}
 	obj, err := st.k.finalize(up)
-	return obj, up.size, err
+	return obj, up.Size, err
 }
 
 // open starts the stream's write from its first message.
@@ -583,27 +578,22 @@ func (st *sinkStream) open(f *writeMsg) error {
 func (st *sinkStream) accept(m *sinkMsg, offset int64) error {
 	up := st.up
 	n := int64(m.n)
-	if n > maxChunk {
-		return status.Errorf(codes.InvalidArgument, "message content of %d bytes exceeds the limit of %d", n, maxChunk)
-	}
-	if offset != up.size {
-		return offsetError(offset, up.size, "write_offset")
-	}
-	if lim := up.limit; lim != nil && up.size+n > *lim {
-		return status.Errorf(codes.InvalidArgument, "data beyond object_size: %d bytes received, then %d more, object_size is %d", up.size, n, *lim)
+	if err := up.CheckMessage(offset, n, false); err != nil {
+		return err
 	}
 	var crc uint32
 	m.content(func(b []byte) { crc = crc32.Update(crc, crc32c.Table, b) })
-	if m.hasCRC && crc != m.sentCRC {
-		return status.Errorf(codes.DataLoss, "CRC32C mismatch in the message at offset %d (%d bytes): sent %#08x, computed %#08x", offset, n, m.sentCRC, crc)
+	if m.hasCRC {
+		if err := writes.CheckCRC(offset, n, m.sentCRC, crc); err != nil {
+			return err
+		}
 	}
-	if up.md5 != nil {
+	if up.MD5 != nil {
 		// A second pass, and only once the CRC32C held: the digest must
 		// not take in bytes that are refused.
-		m.content(func(b []byte) { up.md5.Write(b) })
+		m.content(func(b []byte) { up.MD5.Write(b) })
 	}
-	up.crc = crc32c.Combine(up.crc, crc, n)
-	up.size += n
+	up.Add(n, crc)
 	st.k.received.Add(n)
 	return nil
 }
@@ -623,28 +613,19 @@ func (st *sinkStream) end() (*wire.Object, int64, error) {
 	if up.gone {
 		return nil, 0, status.Errorf(codes.NotFound, "upload %q no longer exists", up.id)
 	}
-	return up.result, up.size, nil
+	return up.result, up.Size, nil
 }
 
 // finalize verifies a complete upload and returns its Object; the content
 // is already gone. up.mu is held.
 func (k *Sink) finalize(up *sinkUpload) (*wire.Object, error) {
-	if lim := up.limit; lim != nil && *lim != up.size {
-		return nil, status.Errorf(codes.InvalidArgument, "finish_write after %d bytes, but object_size is %d", up.size, *lim)
+	if err := up.CheckSize(); err != nil {
+		return nil, err
 	}
-	var sum []byte
-	if up.md5 != nil {
-		sum = up.md5.Sum(make([]byte, 0, md5.Size))
-	}
-	if want := up.sums; want != nil {
-		if want.Crc32C != nil && *want.Crc32C != up.crc {
-			k.drop(up)
-			return nil, status.Errorf(codes.DataLoss, "object CRC32C mismatch: sent %#08x, computed %#08x over %d bytes; nothing stored", *want.Crc32C, up.crc, up.size)
-		}
-		if len(want.Md5Hash) > 0 && !bytes.Equal(want.Md5Hash, sum) {
-			k.drop(up)
-			return nil, status.Errorf(codes.DataLoss, "object MD5 mismatch: sent %x, computed %x over %d bytes; nothing stored", want.Md5Hash, sum, up.size)
-		}
+	sum, err := up.Finish()
+	if err != nil {
+		k.drop(up)
+		return nil, err
 	}
 	if err := up.cond.CheckVersion(k.current(up.bucket, up.res.GetName())); err != nil {
 		k.drop(up)
@@ -652,7 +633,7 @@ func (k *Sink) finalize(up *sinkUpload) (*wire.Object, error) {
 	}
 	gen := k.generation()
 	ts := timestamppb.New(time.UnixMicro(gen))
-	crc := up.crc
+	crc := up.CRC
 	res := up.res
 	class := res.GetStorageClass()
 	if class == "" {
@@ -665,7 +646,7 @@ func (k *Sink) finalize(up *sinkUpload) (*wire.Object, error) {
 		Generation:             gen,
 		Metageneration:         1,
 		StorageClass:           class,
-		Size:                   up.size,
+		Size:                   up.Size,
 		ContentEncoding:        res.GetContentEncoding(),
 		ContentDisposition:     res.GetContentDisposition(),
 		CacheControl:           res.GetCacheControl(),
@@ -679,10 +660,10 @@ func (k *Sink) finalize(up *sinkUpload) (*wire.Object, error) {
 		Metadata:               res.GetMetadata(),
 		Checksums:              &wire.ObjectChecksums{Crc32C: &crc, Md5Hash: sum},
 	}
-	up.md5 = nil
+	up.MD5 = nil
 	k.keep(up.bucket, up.result, 0)
 	k.objects.Add(1)
-	k.bytes.Add(up.size)
+	k.bytes.Add(up.Size)
 	return up.result, nil
 }
 

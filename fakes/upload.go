@@ -1,10 +1,8 @@
 package fakes
 
 import (
-	"bytes"
 	"context"
 	"crypto/md5"
-	"hash"
 	"hash/crc32"
 	"sync"
 
@@ -12,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/objup/objup/fakes/internal/store"
+	"github.com/objup/objup/fakes/internal/writes"
 	"github.com/objup/objup/internal/crc32c"
 	"github.com/objup/objup/internal/wire"
 )
@@ -28,20 +27,16 @@ type upload struct {
 	object     string
 	attrs      store.Attrs       // the attributes the object gets
 	cond       *store.Conditions // checked when the object is stored
-	limit      *int64            // the object's declared size, if any
 	appendable bool
 	gen        int64 // appendable: the stored object's generation
 
-	mu     sync.Mutex
-	sums   *wire.ObjectChecksums // declared whole-object checksums, if any
-	chunks [][]byte              // the content of each accepted message, as received
-	size   int64
-	crc    uint32
-	md5    hash.Hash     // nil for appendable objects, which have no MD5
-	epoch  uint64        // appendable: the exclusive writer's, which its write handle names
-	stored *store.Object // set once finalized
-	result *wire.Object  // stored, for gRPC
-	gone   bool          // resumable session removed after a final failure; appendable object replaced
+	mu           sync.Mutex
+	writes.State               // size and checksums; MD5 is nil for appendable objects, which have none
+	chunks       [][]byte      // the content of each accepted message, as received
+	epoch        uint64        // appendable: the exclusive writer's, which its write handle names
+	stored       *store.Object // set once finalized
+	result       *wire.Object  // stored, for gRPC
+	gone         bool          // resumable session removed after a final failure; appendable object replaced
 }
 
 // session returns the resumable session id.
@@ -82,23 +77,17 @@ func (s *Server) drop(up *upload) {
 // newUpload returns an upload of the object name with the attributes a to
 // bucket b.
 func newUpload(b *store.Bucket, name string, a store.Attrs, cond *store.Conditions, limit *int64) *upload {
-	return &upload{b: b, object: name, attrs: a, cond: cond, limit: limit, md5: md5.New()}
+	return &upload{b: b, object: name, attrs: a, cond: cond, State: writes.State{Limit: limit, MD5: md5.New()}}
 }
 
 // add appends content, whose CRC32C is crc, to the upload. up.mu is held.
 // The upload keeps content: the caller must not change it afterwards.
 func (up *upload) add(content []byte, crc uint32) {
-	n := int64(len(content))
-	if up.size == 0 {
-		up.crc = crc // the combine with the CRC of nothing is crc itself
-	} else {
-		up.crc = crc32c.Combine(up.crc, crc, n)
-	}
-	if up.md5 != nil {
-		up.md5.Write(content)
+	if up.MD5 != nil {
+		up.MD5.Write(content)
 	}
 	up.chunks = append(up.chunks, content)
-	up.size += n
+	up.Add(int64(len(content)), crc)
 }
 
 // addUnchecked is add for content whose CRC32C is not known yet.
@@ -109,27 +98,24 @@ func (up *upload) addUnchecked(content []byte) {
 // finalize verifies a complete upload and stores it as written by tenant.
 // up.mu is held.
 func (s *Server) finalize(up *upload, tenant string) (*wire.Object, error) {
-	if lim := up.limit; lim != nil && *lim != up.size {
-		return nil, status.Errorf(codes.InvalidArgument, "finish_write after %d bytes, but object_size is %d", up.size, *lim)
+	if err := up.CheckSize(); err != nil {
+		return nil, err
 	}
-	var sum [store.MD5Len]byte
-	up.md5.Sum(sum[:0])
-	if want := up.sums; want != nil {
-		if want.Crc32C != nil && *want.Crc32C != up.crc {
-			s.drop(up)
-			return nil, store.Errorf(store.KindDataLoss, "object CRC32C mismatch: sent %#08x, computed %#08x over %d bytes; nothing stored", *want.Crc32C, up.crc, up.size)
-		}
-		if len(want.Md5Hash) > 0 && !bytes.Equal(want.Md5Hash, sum[:]) {
-			s.drop(up)
-			return nil, store.Errorf(store.KindDataLoss, "object MD5 mismatch: sent %x, computed %x over %d bytes; nothing stored", want.Md5Hash, sum, up.size)
-		}
-	}
-	o, err := up.b.Put(up.object, up.attrs, up.content(&sum), up.cond, tenant)
+	md5, err := up.Finish()
 	if err != nil {
 		s.drop(up)
 		return nil, err
 	}
-	up.stored, up.result, up.chunks, up.md5 = o, toObject(up.b, o), nil, nil
+	var sum *[store.MD5Len]byte
+	if len(md5) == store.MD5Len {
+		sum = (*[store.MD5Len]byte)(md5)
+	}
+	o, err := up.b.Put(up.object, up.attrs, up.content(sum), up.cond, tenant)
+	if err != nil {
+		s.drop(up)
+		return nil, err
+	}
+	up.stored, up.result, up.chunks, up.MD5 = o, toObject(up.b, o), nil, nil
 	s.retire(up)
 	return up.result, nil
 }
@@ -137,5 +123,5 @@ func (s *Server) finalize(up *upload, tenant string) (*wire.Object, error) {
 // content is what up holds, as received (not copied), with its checksums;
 // sum is its MD5, nil if none.
 func (up *upload) content(sum *[store.MD5Len]byte) store.Content {
-	return store.Content{Parts: up.chunks, Size: up.size, CRC32C: up.crc, MD5: sum}
+	return store.Content{Parts: up.chunks, Size: up.Size, CRC32C: up.CRC, MD5: sum}
 }
