@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/objup/objup/fakes/internal/api"
 	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/internal/crc32c"
 )
@@ -119,7 +120,7 @@ func (s *Server) PutObject(o Object) (ObjectAttrs, error) {
 	if err != nil {
 		return ObjectAttrs{}, err
 	}
-	if err := checkObjectName(o.Name); err != nil {
+	if err := api.CheckObjectName(o.Name); err != nil {
 		return ObjectAttrs{}, err
 	}
 	content := slices.Clone(o.Content)

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/objup/objup/fakes/internal/api"
 	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/internal/wire"
 )
@@ -88,11 +89,11 @@ func (up *upload) finalizeAppendable() (*wire.Object, error) {
 
 // openAppendable creates the appendable object of a stream's first
 // message and makes the stream its writer.
-func (w *writeStream) openAppendable(m *writeMsg) error {
-	if m.sums != nil && !m.finish {
+func (w *writeStream) openAppendable(m *api.WriteMsg) error {
+	if m.Sums != nil && !m.Finish {
 		return errAppendSums
 	}
-	up, err := w.s.newUpload(w.ctx, m.spec, m.common, w.method)
+	up, err := w.s.newUpload(w.ctx, m.Spec, m.Common, w.method)
 	if err != nil {
 		return err
 	}
@@ -114,12 +115,12 @@ var errAppendSums = status.Error(codes.InvalidArgument, "object_checksums: for a
 // names: it resumes with the write handle it carries, or takes the object
 // over without one (checking the spec's metageneration preconditions, as
 // the service does only then).
-func (w *writeStream) openAppend(m *writeMsg) error {
-	spec := m.appendSpec
-	if m.sums != nil && !m.finish {
+func (w *writeStream) openAppend(m *api.WriteMsg) error {
+	spec := m.AppendSpec
+	if m.Sums != nil && !m.Finish {
 		return errAppendSums
 	}
-	if err := checkCommon(m.common); err != nil {
+	if err := api.CheckCommon(m.Common); err != nil {
 		return err
 	}
 	b, err := w.s.objectRef(w.ctx, spec.GetBucket(), spec.GetObject())
@@ -158,7 +159,7 @@ func (w *writeStream) openAppend(m *writeMsg) error {
 	case up.result != nil:
 		return status.Errorf(codes.FailedPrecondition, "appendable object %q generation %d is already finalized", o.Name(), o.Generation())
 	default:
-		cond := readConditions(nil, nil, spec.IfMetagenerationMatch, spec.IfMetagenerationNotMatch)
+		cond := api.ReadConditions(nil, nil, spec.IfMetagenerationMatch, spec.IfMetagenerationNotMatch)
 		if err := cond.Check(o); err != nil {
 			return err
 		}

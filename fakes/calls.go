@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/objup/objup/fakes/internal/api"
 	"github.com/objup/objup/header"
 	"github.com/objup/objup/internal/wire"
 )
@@ -248,7 +249,7 @@ func targetOf(req any) (bucket, object string) {
 		res := r.GetWriteObjectSpec().GetResource()
 		bucket, object = res.GetBucket(), res.GetName()
 	}
-	if b, err := parseBucket(bucket); err == nil {
+	if b, err := api.ParseBucket(bucket); err == nil {
 		return b, object
 	}
 	return "", object

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/objup/objup/fakes/internal/api"
 	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/header"
 	"github.com/objup/objup/internal/wire"
@@ -94,7 +95,7 @@ func (v *service) ComposeObject(ctx context.Context, req *wire.ComposeObjectRequ
 	if err != nil {
 		return nil, err
 	}
-	if err := checkCommon(req.GetCommonObjectRequestParams()); err != nil {
+	if err := api.CheckCommon(req.GetCommonObjectRequestParams()); err != nil {
 		return nil, err
 	}
 	a := specAttrs(&wire.WriteObjectSpec{Resource: dst})
@@ -106,7 +107,7 @@ func (v *service) ComposeObject(ctx context.Context, req *wire.ComposeObjectRequ
 			srcs[i].IfMatch = &m
 		}
 	}
-	cond := readConditions(req.IfGenerationMatch, nil, req.IfMetagenerationMatch, nil)
+	cond := api.ReadConditions(req.IfGenerationMatch, nil, req.IfMetagenerationMatch, nil)
 	stored, err := b.Compose(dst.GetName(), a, srcs, cond, tenantOf(ctx))
 	if err != nil {
 		return nil, err

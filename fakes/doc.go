@@ -13,15 +13,18 @@
 //
 // # The store
 //
-// The store is the fake's own. Per bucket it keeps a map of the live
-// objects by name, for gets and overwrites, and an ordered index of every
-// stored generation (a B-tree, github.com/google/btree), for listings by
-// prefix, delimiter, offsets and page token. So every operation costs the
-// same with a thousand objects stored as with a million: BenchmarkScale
-// measures a 1 KiB create, over gRPC or JSON, and a get at 1,000 and at
-// 1,000,000 objects, and finds the same time and allocations within the
-// noise of a loopback round trip. A listing page costs the entries it
-// returns plus one index seek per prefix the delimiter rolls up.
+// The store is the fake's own (package fakes/internal/store), sealed: both
+// fronts write through its methods only, and a write message is checked by
+// one validator (fakes/internal/writes) that the sink shares. Per bucket it
+// keeps a map of the live objects by name, for gets and overwrites, and an
+// ordered index of every stored generation (a B-tree,
+// github.com/google/btree), for listings by prefix, delimiter, offsets and
+// page token. So every operation costs the same with a thousand objects
+// stored as with a million: BenchmarkScale measures a 1 KiB create, over
+// gRPC or JSON, and a get at 1,000 and at 1,000,000 objects, and finds the
+// same time and allocations within the noise of a loopback round trip. A
+// listing page costs the entries it returns plus one index seek per prefix
+// the delimiter rolls up.
 //
 // Each bucket has its own lock, held only to check preconditions and update
 // the map and the index: content is received, checksummed (CRC32C and MD5,
@@ -335,10 +338,10 @@
 //
 // # Sink
 //
-// [NewSink] (and fakes/cmd/gcssink) is a second server, for benchmarks: the
-// storage v2 write RPCs with the fake's checks (write offsets, CRC32C per
-// message and per object, finish_write, object_size), after which the
-// content is dropped. It decodes each message's content where gRPC received
+// Package fakes/sink (and fakes/cmd/gcssink) is a second server, for
+// benchmarks: the storage v2 write RPCs with the fake's checks (write
+// offsets, CRC32C per message and per object, finish_write, object_size),
+// made by the same validator, after which the content is dropped. It decodes each message's content where gRPC received
 // it, without a copy, and computes MD5 only when the client declares one, so
 // what a benchmark measures is the client.
 //
@@ -346,12 +349,12 @@
 //
 // [WithLink] puts a simulated network path (package fakes/link: a round-trip
 // time, and a bandwidth per connection and direction) in front of both
-// ports, and [WithSinkLink] in front of the sink's, so a client on loopback
+// ports, and sink.WithLink in front of the sink's, so a client on loopback
 // uploads as if from 1 to 100 ms away. Behind a link the gRPC servers
 // advertise HTTP/2 windows of 64 MiB per stream and 256 MiB per connection
 // (link.ServerWindows), so that the client and the path bound an upload,
 // not grpc-go's estimate of the window. [WithMaxStreams] (and
-// [WithSinkMaxStreams]) caps the concurrent streams of one gRPC connection
+// sink.WithMaxStreams) caps the concurrent streams of one gRPC connection
 // as GCS's front ends do, about 100, and [Server.Conns] then counts each
 // connection's calls.
 //

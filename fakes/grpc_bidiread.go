@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/objup/objup/fakes/internal/api"
 	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/internal/crc32c"
 	"github.com/objup/objup/internal/wire"
@@ -145,7 +146,7 @@ func (s *Server) bidiReadObject(ss grpc.ServerStream) error {
 	if err != nil {
 		return err
 	}
-	if err := checkCommon(spec.common); err != nil {
+	if err := api.CheckCommon(spec.common); err != nil {
 		return err
 	}
 	gen := spec.generation
@@ -156,7 +157,7 @@ func (s *Server) bidiReadObject(ss grpc.ServerStream) error {
 	if err != nil {
 		return err
 	}
-	if err := readConditions(spec.genMatch, spec.genNotMatch, spec.metaMatch, spec.metaNotMatch).Check(obj); err != nil {
+	if err := api.ReadConditions(spec.genMatch, spec.genNotMatch, spec.metaMatch, spec.metaNotMatch).Check(obj); err != nil {
 		return err
 	}
 	meta, err := proto.Marshal(toObject(b, obj))

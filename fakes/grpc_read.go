@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/objup/objup/fakes/internal/api"
 	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/internal/crc32c"
 	"github.com/objup/objup/internal/wire"
@@ -22,23 +23,15 @@ var readBufs = sync.Pool{New: func() any { b := make([]byte, maxChunk); return &
 // objectRef validates a bucket resource name and object name, records them
 // for the call, and returns the bucket.
 func (s *Server) objectRef(ctx context.Context, bucketRes, name string) (*store.Bucket, error) {
-	bucket, err := parseBucket(bucketRes)
+	bucket, err := api.ParseBucket(bucketRes)
 	if err != nil {
 		return nil, err
 	}
 	noteTarget(ctx, bucket, name)
-	if err := checkObjectName(name); err != nil {
+	if err := api.CheckObjectName(name); err != nil {
 		return nil, err
 	}
 	return s.store.Bucket(bucket)
-}
-
-// readConditions returns the preconditions of a read, stat or delete.
-func readConditions(genMatch, genNotMatch, metaMatch, metaNotMatch *int64) *store.Conditions {
-	if genMatch == nil && genNotMatch == nil && metaMatch == nil && metaNotMatch == nil {
-		return nil
-	}
-	return &store.Conditions{GenMatch: genMatch, GenNotMatch: genNotMatch, MetaMatch: metaMatch, MetaNotMatch: metaNotMatch}
 }
 
 // ReadObject streams an object's content, or a range of it, in messages of at
@@ -52,14 +45,14 @@ func (v *service) ReadObject(req *wire.ReadObjectRequest, stream grpc.ServerStre
 	if err != nil {
 		return err
 	}
-	if err := checkCommon(req.GetCommonObjectRequestParams()); err != nil {
+	if err := api.CheckCommon(req.GetCommonObjectRequestParams()); err != nil {
 		return err
 	}
 	obj, err := b.Get(req.GetObject(), req.GetGeneration())
 	if err != nil {
 		return err
 	}
-	cond := readConditions(req.IfGenerationMatch, req.IfGenerationNotMatch, req.IfMetagenerationMatch, req.IfMetagenerationNotMatch)
+	cond := api.ReadConditions(req.IfGenerationMatch, req.IfGenerationNotMatch, req.IfMetagenerationMatch, req.IfMetagenerationNotMatch)
 	if err := cond.Check(obj); err != nil {
 		return err
 	}
@@ -129,7 +122,7 @@ func (v *service) GetObject(ctx context.Context, req *wire.GetObjectRequest) (*w
 	if err != nil {
 		return nil, err
 	}
-	cond := readConditions(req.IfGenerationMatch, req.IfGenerationNotMatch, req.IfMetagenerationMatch, req.IfMetagenerationNotMatch)
+	cond := api.ReadConditions(req.IfGenerationMatch, req.IfGenerationNotMatch, req.IfMetagenerationMatch, req.IfMetagenerationNotMatch)
 	if err := cond.Check(obj); err != nil {
 		return nil, err
 	}
@@ -143,7 +136,7 @@ func (v *service) DeleteObject(ctx context.Context, req *wire.DeleteObjectReques
 	if err != nil {
 		return nil, err
 	}
-	cond := readConditions(req.IfGenerationMatch, req.IfGenerationNotMatch, req.IfMetagenerationMatch, req.IfMetagenerationNotMatch)
+	cond := api.ReadConditions(req.IfGenerationMatch, req.IfGenerationNotMatch, req.IfMetagenerationMatch, req.IfMetagenerationNotMatch)
 	if err := b.Remove(req.GetObject(), req.GetGeneration(), cond); err != nil {
 		return nil, err
 	}
@@ -160,7 +153,7 @@ const (
 // include_trailing_delimiter, lexicographic_start/end, versions and
 // pagination. match_glob, filter and soft_deleted are not supported.
 func (v *service) ListObjects(ctx context.Context, req *wire.ListObjectsRequest) (*wire.ListObjectsResponse, error) {
-	bucket, err := parseBucket(req.GetParent())
+	bucket, err := api.ParseBucket(req.GetParent())
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/objup/objup/fakes/internal/api"
 	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/internal/wire"
 )
@@ -101,7 +102,7 @@ func (s *Server) grpcUpdateObject(ss grpc.ServerStream) error {
 	if err != nil {
 		return err
 	}
-	if err := checkCommon(u.common); err != nil {
+	if err := api.CheckCommon(u.common); err != nil {
 		return err
 	}
 	if u.predefined != "" {
@@ -110,7 +111,7 @@ func (s *Server) grpcUpdateObject(ss grpc.ServerStream) error {
 	if len(u.paths) == 0 {
 		return status.Error(codes.InvalidArgument, "fakes: UpdateObjectRequest.update_mask is required")
 	}
-	cond := readConditions(u.genMatch, u.genNotMatch, u.metaMatch, u.metaNotMatch)
+	cond := api.ReadConditions(u.genMatch, u.genNotMatch, u.metaMatch, u.metaNotMatch)
 	o, err := b.Update(in.GetName(), in.GetGeneration(), cond, func(a *store.Attrs) error {
 		for _, p := range u.paths {
 			if err := applyPath(a, in, p); err != nil {

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/objup/objup/fakes/internal/api"
 	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/fakes/internal/writes"
 	"github.com/objup/objup/internal/crc32c"
@@ -28,18 +29,18 @@ func (s *Server) newUpload(ctx context.Context, spec *wire.WriteObjectSpec, comm
 	if spec.GetAppendable() && method != MethodBidiWriteObject {
 		return nil, status.Errorf(codes.InvalidArgument, "write_object_spec.appendable: appendable objects are written with BidiWriteObject, not %s", method)
 	}
-	bucket, err := parseBucket(res.GetBucket())
+	bucket, err := api.ParseBucket(res.GetBucket())
 	if err != nil {
 		return nil, err
 	}
 	noteTarget(ctx, bucket, res.GetName())
-	if err := checkObjectName(res.GetName()); err != nil {
+	if err := api.CheckObjectName(res.GetName()); err != nil {
 		return nil, err
 	}
 	if spec.ObjectSize != nil && *spec.ObjectSize < 0 {
 		return nil, status.Errorf(codes.InvalidArgument, "object_size is %d", *spec.ObjectSize)
 	}
-	if err := checkCommon(common); err != nil {
+	if err := api.CheckCommon(common); err != nil {
 		return nil, err
 	}
 	b, err := s.store.Bucket(bucket)
@@ -50,7 +51,7 @@ func (s *Server) newUpload(ctx context.Context, spec *wire.WriteObjectSpec, comm
 	if a.Extra, err = specExtra(spec); err != nil {
 		return nil, err
 	}
-	return newUpload(b, spec.GetResource().GetName(), a, specConditions(spec), spec.ObjectSize), nil
+	return newUpload(b, spec.GetResource().GetName(), a, api.SpecConditions(spec), spec.ObjectSize), nil
 }
 
 // specAttrs returns the attributes a write's spec gives its object, but
@@ -70,54 +71,6 @@ func specAttrs(spec *wire.WriteObjectSpec) store.Attrs {
 		a.CustomTime = ct.AsTime().UnixMicro()
 	}
 	return a
-}
-
-// specConditions returns the preconditions of a write.
-func specConditions(spec *wire.WriteObjectSpec) *store.Conditions {
-	return readConditions(spec.IfGenerationMatch, spec.IfGenerationNotMatch, spec.IfMetagenerationMatch, spec.IfMetagenerationNotMatch)
-}
-
-// writeMsg is what WriteObjectRequest and BidiWriteObjectRequest have in
-// common.
-type writeMsg struct {
-	first      bool
-	uploadID   string
-	spec       *wire.WriteObjectSpec
-	appendSpec *wire.AppendObjectSpec
-	common     *wire.CommonObjectRequestParams
-	offset     int64
-	data       *wire.ChecksummedData
-	sums       *wire.ObjectChecksums
-	finish     bool
-	lookup     bool
-}
-
-func writeMsgOf(r *wire.WriteObjectRequest) writeMsg {
-	return writeMsg{
-		first:    r.FirstMessage != nil,
-		uploadID: r.GetUploadId(),
-		spec:     r.GetWriteObjectSpec(),
-		common:   r.GetCommonObjectRequestParams(),
-		offset:   r.GetWriteOffset(),
-		data:     r.GetChecksummedData(),
-		sums:     r.GetObjectChecksums(),
-		finish:   r.GetFinishWrite(),
-	}
-}
-
-func bidiMsgOf(r *wire.BidiWriteObjectRequest) writeMsg {
-	return writeMsg{
-		first:      r.FirstMessage != nil,
-		uploadID:   r.GetUploadId(),
-		spec:       r.GetWriteObjectSpec(),
-		appendSpec: r.GetAppendObjectSpec(),
-		common:     r.GetCommonObjectRequestParams(),
-		offset:     r.GetWriteOffset(),
-		data:       r.GetChecksummedData(),
-		sums:       r.GetObjectChecksums(),
-		finish:     r.GetFinishWrite(),
-		lookup:     r.GetStateLookup(),
-	}
 }
 
 // writeStream is the state of one WriteObject or BidiWriteObject stream.
@@ -145,12 +98,12 @@ func (s *Server) newWriteStream(ctx context.Context, method string) *writeStream
 
 // handle processes one message. It returns the object once the write is
 // finalized (the stream must then end), else the persisted size.
-func (w *writeStream) handle(m *writeMsg) (*wire.Object, int64, error) {
+func (w *writeStream) handle(m *api.WriteMsg) (*wire.Object, int64, error) {
 	if w.up == nil {
 		if err := w.open(m); err != nil {
 			return nil, 0, err
 		}
-	} else if m.first {
+	} else if m.First {
 		return nil, 0, status.Error(codes.InvalidArgument, "upload_id or write_object_spec is allowed only in the first message of a stream")
 	}
 	up := w.up
@@ -163,17 +116,17 @@ func (w *writeStream) handle(m *writeMsg) (*wire.Object, int64, error) {
 		return nil, 0, status.Errorf(codes.NotFound, "upload %q no longer exists", up.id)
 	case up.appendable && w.epoch != up.epoch:
 		return nil, 0, errTakenOver(up)
-	case up.appendable && m.sums != nil && !m.finish:
+	case up.appendable && m.Sums != nil && !m.Finish:
 		return nil, 0, errAppendSums
 	}
 	if up.result != nil {
 		// Finalized by an earlier stream: a retried finish_write, or a
 		// state lookup, gets the object; more data cannot fit (an
 		// appendable object's writer may resend bytes persisted).
-		if n := int64(len(m.data.GetContent())); n > 0 && (!up.appendable || m.offset+n > up.Size) {
+		if n := int64(len(m.Data.GetContent())); n > 0 && (!up.appendable || m.Offset+n > up.Size) {
 			return nil, 0, status.Errorf(codes.FailedPrecondition, "upload of %q is already finalized", up.object)
 		}
-		if m.finish || m.lookup {
+		if m.Finish || m.Lookup {
 			return up.result, up.Size, nil
 		}
 		return nil, up.Size, nil
@@ -181,7 +134,7 @@ func (w *writeStream) handle(m *writeMsg) (*wire.Object, int64, error) {
 	if w.hasBrk && w.received >= w.brk.after {
 		return nil, 0, w.broken()
 	}
-	if m.data != nil {
+	if m.Data != nil {
 		added, err := w.accept(m)
 		if err != nil {
 			return nil, 0, err
@@ -194,13 +147,13 @@ func (w *writeStream) handle(m *writeMsg) (*wire.Object, int64, error) {
 		if w.hasBrk && w.received >= w.brk.after {
 			return nil, 0, w.broken()
 		}
-	} else if m.finish {
-		if err := up.CheckFinish(m.offset); err != nil {
+	} else if m.Finish {
+		if err := up.CheckFinish(m.Offset); err != nil {
 			return nil, 0, err
 		}
 	}
-	up.Declare(m.sums)
-	if !m.finish {
+	up.Declare(m.Sums)
+	if !m.Finish {
 		return nil, up.Size, nil
 	}
 	var (
@@ -216,21 +169,21 @@ func (w *writeStream) handle(m *writeMsg) (*wire.Object, int64, error) {
 }
 
 // open starts the stream's write from its first message.
-func (w *writeStream) open(m *writeMsg) error {
+func (w *writeStream) open(m *api.WriteMsg) error {
 	var err error
 	switch {
-	case m.spec.GetAppendable() && w.method == MethodBidiWriteObject:
+	case m.Spec.GetAppendable() && w.method == MethodBidiWriteObject:
 		err = w.openAppendable(m)
-	case m.spec != nil:
-		w.up, err = w.s.newUpload(w.ctx, m.spec, m.common, w.method)
+	case m.Spec != nil:
+		w.up, err = w.s.newUpload(w.ctx, m.Spec, m.Common, w.method)
 		if err == nil {
-			w.up.Declare(m.sums)
+			w.up.Declare(m.Sums)
 		}
-	case m.uploadID != "":
-		if err = checkCommon(m.common); err == nil {
-			w.up, err = w.s.session(w.ctx, m.uploadID)
+	case m.UploadID != "":
+		if err = api.CheckCommon(m.Common); err == nil {
+			w.up, err = w.s.session(w.ctx, m.UploadID)
 		}
-	case m.appendSpec != nil:
+	case m.AppendSpec != nil:
 		err = w.openAppend(m)
 	default:
 		err = status.Error(codes.InvalidArgument, "the first message must set upload_id, write_object_spec or append_object_spec")
@@ -245,25 +198,25 @@ func (w *writeStream) open(m *writeMsg) error {
 // the count of bytes added. up.mu is held. An appendable object's writer
 // may resend bytes already persisted: the overlap is dropped, as the
 // service does; any other write must start where the data so far ends.
-func (w *writeStream) accept(m *writeMsg) (int64, error) {
+func (w *writeStream) accept(m *api.WriteMsg) (int64, error) {
 	up := w.up
-	content := m.data.GetContent()
+	content := m.Data.GetContent()
 	n := int64(len(content))
-	if err := up.CheckMessage(m.offset, n, up.appendable); err != nil {
+	if err := up.CheckMessage(m.Offset, n, up.appendable); err != nil {
 		return 0, err
 	}
 	if n > 0 && w.s.faults.takeCorrupt(w.method) {
 		content[n/2] ^= 0xff // the message is ours: grpc decoded it into new memory
 	}
 	var crc uint32
-	hasCRC := m.data.Crc32C != nil
+	hasCRC := m.Data.Crc32C != nil
 	if hasCRC {
 		crc = crc32.Checksum(content, crc32c.Table)
-		if err := writes.CheckCRC(m.offset, n, *m.data.Crc32C, crc); err != nil {
+		if err := writes.CheckCRC(m.Offset, n, *m.Data.Crc32C, crc); err != nil {
 			return 0, err
 		}
 	}
-	if skip := up.Size - m.offset; skip > 0 {
+	if skip := up.Size - m.Offset; skip > 0 {
 		skip = min(skip, n)
 		content, n, hasCRC = content[skip:], n-skip, false
 	}
@@ -322,34 +275,20 @@ func (v *service) WriteObject(stream grpc.ClientStreamingServer[wire.WriteObject
 			if err != nil {
 				return err
 			}
-			return stream.SendAndClose(writeResponse(obj, size))
+			return stream.SendAndClose(api.WriteResponse(obj, size))
 		}
 		if err != nil {
 			return err
 		}
-		m := writeMsgOf(req)
+		m := api.WriteMsgOf(req)
 		obj, _, err = w.handle(&m)
 		if err != nil {
 			return err
 		}
 		if obj != nil {
-			return stream.SendAndClose(writeResponse(obj, 0))
+			return stream.SendAndClose(api.WriteResponse(obj, 0))
 		}
 	}
-}
-
-func writeResponse(obj *wire.Object, size int64) *wire.WriteObjectResponse {
-	if obj != nil {
-		return &wire.WriteObjectResponse{WriteStatus: &wire.WriteObjectResponse_Resource{Resource: obj}}
-	}
-	return &wire.WriteObjectResponse{WriteStatus: &wire.WriteObjectResponse_PersistedSize{PersistedSize: size}}
-}
-
-func bidiResponse(obj *wire.Object, size int64) *wire.BidiWriteObjectResponse {
-	if obj != nil {
-		return &wire.BidiWriteObjectResponse{WriteStatus: &wire.BidiWriteObjectResponse_Resource{Resource: obj}}
-	}
-	return &wire.BidiWriteObjectResponse{WriteStatus: &wire.BidiWriteObjectResponse_PersistedSize{PersistedSize: size}}
 }
 
 // BidiWriteObject implements the bidirectional write. An appendable write
@@ -367,12 +306,12 @@ func (v *service) BidiWriteObject(stream grpc.BidiStreamingServer[wire.BidiWrite
 			if err != nil {
 				return err
 			}
-			return stream.Send(bidiResponse(obj, size))
+			return stream.Send(api.BidiResponse(obj, size))
 		}
 		if err != nil {
 			return err
 		}
-		m := bidiMsgOf(req)
+		m := api.BidiMsgOf(req)
 		obj, size, err := w.handle(&m)
 		if err != nil {
 			return err
@@ -380,11 +319,11 @@ func (v *service) BidiWriteObject(stream grpc.BidiStreamingServer[wire.BidiWrite
 		var resp *wire.BidiWriteObjectResponse
 		switch {
 		case obj != nil:
-			return stream.Send(bidiResponse(obj, 0))
-		case w.up.appendable && (first || m.lookup):
+			return stream.Send(api.BidiResponse(obj, 0))
+		case w.up.appendable && (first || m.Lookup):
 			resp = w.appendResponse(first)
-		case m.lookup:
-			resp = bidiResponse(nil, size)
+		case m.Lookup:
+			resp = api.BidiResponse(nil, size)
 		}
 		if resp != nil {
 			if err := stream.Send(resp); err != nil {
@@ -416,18 +355,5 @@ func (v *service) QueryWriteStatus(ctx context.Context, req *wire.QueryWriteStat
 	}
 	up.mu.Lock()
 	defer up.mu.Unlock()
-	return writeStatus(up.gone, up.id, up.result, up.Size)
-}
-
-// writeStatus is QueryWriteStatus's answer for a session: NotFound once it
-// is gone, its object once finalized, else its persisted size. The fake and
-// the sink share it.
-func writeStatus(gone bool, id string, result *wire.Object, size int64) (*wire.QueryWriteStatusResponse, error) {
-	if gone {
-		return nil, status.Errorf(codes.NotFound, "upload %q not found", id)
-	}
-	if result != nil {
-		return &wire.QueryWriteStatusResponse{WriteStatus: &wire.QueryWriteStatusResponse_Resource{Resource: result}}, nil
-	}
-	return &wire.QueryWriteStatusResponse{WriteStatus: &wire.QueryWriteStatusResponse_PersistedSize{PersistedSize: size}}, nil
+	return api.WriteStatus(up.gone, up.id, up.result, up.Size)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/objup/objup/fakes/internal/api"
 	"github.com/objup/objup/fakes/internal/store"
 )
 
@@ -17,7 +18,7 @@ const maxMetadataBody = 1 << 20
 // objectOf reads the generation and preconditions of an object request and
 // returns the object they select, checked.
 func (s *Server) objectOf(r *http.Request, bkt, name string) (*store.Bucket, *store.Object, error) {
-	if err := checkObjectName(name); err != nil {
+	if err := api.CheckObjectName(name); err != nil {
 		return nil, nil, err
 	}
 	q := r.URL.Query()
@@ -107,7 +108,7 @@ func serveContent(w http.ResponseWriter, r *http.Request, o *store.Object, xml b
 		h.Set("Content-Encoding", enc)
 	}
 	h.Set("X-Goog-Storage-Class", o.Attrs().StorageClass)
-	h.Set("Etag", `"`+etag(o.Generation(), o.Metageneration())+`"`)
+	h.Set("Etag", `"`+api.ObjectETag(o.Generation(), o.Metageneration())+`"`)
 	h.Set("Last-Modified", time.UnixMicro(o.Updated()).UTC().Format(http.TimeFormat))
 	h.Set("Accept-Ranges", "bytes")
 	for _, kv := range [][2]string{{"Cache-Control", o.Attrs().CacheControl}, {"Content-Disposition", o.Attrs().ContentDisposition}, {"Content-Language", o.Attrs().ContentLanguage}} {
@@ -183,7 +184,7 @@ func parseRange(h string, size int64) (start, end int64, partial bool, err error
 
 // deleteObject serves objects.delete.
 func (s *Server) deleteObject(w http.ResponseWriter, r *http.Request, bkt, name string) error {
-	if err := checkObjectName(name); err != nil {
+	if err := api.CheckObjectName(name); err != nil {
 		return err
 	}
 	q := r.URL.Query()
@@ -209,7 +210,7 @@ func (s *Server) deleteObject(w http.ResponseWriter, r *http.Request, bkt, name 
 // updateObject serves objects.patch (patch) and objects.update: a metadata
 // change, which bumps the metageneration.
 func (s *Server) updateObject(w http.ResponseWriter, r *http.Request, bkt, name string, patch bool) error {
-	if err := checkObjectName(name); err != nil {
+	if err := api.CheckObjectName(name); err != nil {
 		return err
 	}
 	q := r.URL.Query()

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/objup/objup/fakes/internal/api"
 	"github.com/objup/objup/fakes/internal/store"
 )
 
@@ -79,7 +80,7 @@ func resource(b *store.Bucket, o *store.Object, base string) *objectResource {
 		Size:                    strconv.FormatInt(o.Size(), 10),
 		MD5Hash:                 md5Text(o),
 		CRC32C:                  encodeCRC32C(o.CRC32C()),
-		Etag:                    etag(o.Generation(), o.Metageneration()),
+		Etag:                    api.ObjectETag(o.Generation(), o.Metageneration()),
 		TimeCreated:             formatTime(o.Created()),
 		Updated:                 formatTime(o.Updated()),
 		TimeStorageClassUpdated: formatTime(o.Created()),

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/objup/objup/fakes/internal/api"
 	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/header"
 	"github.com/objup/objup/internal/wire"
@@ -77,7 +78,7 @@ func (s *Server) newJSONUpload(r *http.Request, bkt string, meta objectMetadata)
 	if name == "" {
 		return nil, store.Errorf(store.KindInvalid, "required parameter: name (in the query or the object resource)")
 	}
-	if err := checkObjectName(name); err != nil {
+	if err := api.CheckObjectName(name); err != nil {
 		return nil, err
 	}
 	cond, err := queryConditions(q)

@@ -3,14 +3,11 @@ package fakes
 import (
 	"encoding/base64"
 	"encoding/binary"
-	"strings"
 	"time"
-	"unicode/utf8"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/objup/objup/fakes/internal/api"
 	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/fakes/internal/writes"
 	"github.com/objup/objup/internal/wire"
@@ -20,56 +17,13 @@ import (
 // (MAX_WRITE_CHUNK_BYTES and MAX_READ_CHUNK_BYTES).
 const maxChunk = writes.MaxMessage
 
-const bucketPrefix = "projects/_/buckets/"
-
-// parseBucket turns "projects/_/buckets/NAME" (any project) into NAME.
-func parseBucket(resource string) (string, error) {
-	rest, ok := strings.CutPrefix(resource, "projects/")
-	project, name, ok2 := strings.Cut(rest, "/buckets/")
-	if !ok || !ok2 || project == "" || strings.Contains(project, "/") || name == "" || strings.Contains(name, "/") {
-		return "", status.Errorf(codes.InvalidArgument, "bucket %q is not a bucket resource name like %q", resource, bucketPrefix+"NAME")
-	}
-	return name, nil
-}
-
 // bucketOf parses a bucket resource name and returns the bucket.
 func (s *Server) bucketOf(resource string) (*store.Bucket, error) {
-	name, err := parseBucket(resource)
+	name, err := api.ParseBucket(resource)
 	if err != nil {
 		return nil, err
 	}
 	return s.store.Bucket(name)
-}
-
-// checkObjectName applies the GCS object naming rules.
-func checkObjectName(name string) error {
-	var why string
-	switch {
-	case name == "":
-		why = "is empty"
-	case len(name) > 1024:
-		why = "is longer than 1024 bytes"
-	case !utf8.ValidString(name):
-		why = "is not valid UTF-8"
-	case strings.ContainsAny(name, "\r\n"):
-		why = "contains a carriage return or line feed"
-	case name == "." || name == "..":
-		why = `is "." or ".."`
-	case strings.HasPrefix(name, ".well-known/acme-challenge/"):
-		why = `starts with ".well-known/acme-challenge/"`
-	default:
-		return nil
-	}
-	return status.Errorf(codes.InvalidArgument, "object name %.64q %s", name, why)
-}
-
-// checkCommon rejects customer-supplied encryption keys, which the fake does
-// not implement.
-func checkCommon(p *wire.CommonObjectRequestParams) error {
-	if p.GetEncryptionAlgorithm() != "" || len(p.GetEncryptionKeyBytes()) > 0 {
-		return status.Error(codes.Unimplemented, "customer-supplied encryption keys are not supported by the fake")
-	}
-	return nil
 }
 
 // toObject converts a stored object into the API's Object. The Object shares
@@ -80,7 +34,7 @@ func toObject(b *store.Bucket, o *store.Object) *wire.Object {
 	w := &wire.Object{
 		Name:                   o.Name(),
 		Bucket:                 b.ResName(),
-		Etag:                   etag(o.Generation(), o.Metageneration()),
+		Etag:                   api.ObjectETag(o.Generation(), o.Metageneration()),
 		Generation:             o.Generation(),
 		Metageneration:         o.Metageneration(),
 		StorageClass:           o.Attrs().StorageClass,
@@ -105,17 +59,6 @@ func toObject(b *store.Bucket, o *store.Object) *wire.Object {
 	}
 	setExtra(o.Attrs().Extra, w)
 	return w
-}
-
-// etag is an object's ETag as GCS forms it: base64 of a small message
-// holding the generation (field 1) and the metageneration (field 2).
-func etag(gen, meta int64) string {
-	b := make([]byte, 0, 24)
-	b = append(b, 0x08)
-	b = binary.AppendUvarint(b, uint64(gen))
-	b = append(b, 0x10)
-	b = binary.AppendUvarint(b, uint64(meta))
-	return base64.StdEncoding.EncodeToString(b)
 }
 
 // timestamp converts Unix microseconds (0: unset) into a Timestamp.

@@ -111,12 +111,3 @@ func (c *config) validate() error {
 	}
 	return nil
 }
-
-// listenAddr maps an empty host to the IPv4 loopback address.
-func listenAddr(addr string) string {
-	host, port, _ := net.SplitHostPort(addr)
-	if host == "" {
-		host = "127.0.0.1"
-	}
-	return net.JoinHostPort(host, port)
-}

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/objup/objup/fakes/internal/api"
 	"github.com/objup/objup/header"
 	"github.com/objup/objup/internal/crc32c"
 	"github.com/objup/objup/internal/wire"
@@ -225,7 +226,7 @@ func (rs *retryStream) noteTarget(m any) {
 	switch r := m.(type) {
 	case *emptypb.Empty: // BidiReadObject
 		if spec, _, err := parseBidiRead(r.ProtoReflect().GetUnknown()); err == nil && spec != nil {
-			if b, err := parseBucket(spec.bucket); err == nil {
+			if b, err := api.ParseBucket(spec.bucket); err == nil {
 				noteTarget(ctx, b, spec.object)
 			}
 		}

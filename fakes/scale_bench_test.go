@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/objup/objup/fakes/internal/api"
 	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/internal/crc32c"
 	"github.com/objup/objup/internal/wire"
@@ -116,7 +117,7 @@ func BenchmarkScale(b *testing.B) {
 			for b.Loop() {
 				req := &wire.WriteObjectRequest{
 					FirstMessage: &wire.WriteObjectRequest_WriteObjectSpec{WriteObjectSpec: &wire.WriteObjectSpec{
-						Resource: &wire.Object{Bucket: bucketPrefix + scaleBucket, Name: fmt.Sprintf("s/%016x-g", rng.Uint64())},
+						Resource: &wire.Object{Bucket: api.BucketPrefix + scaleBucket, Name: fmt.Sprintf("s/%016x-g", rng.Uint64())},
 					}},
 					Data:        &wire.WriteObjectRequest_ChecksummedData{ChecksummedData: &wire.ChecksummedData{Content: data, Crc32C: &crc}},
 					FinishWrite: true,
@@ -157,7 +158,7 @@ func BenchmarkScale(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := st.SendMsg(&wire.ReadObjectRequest{Bucket: bucketPrefix + scaleBucket, Object: seedName(rng.IntN(n))}); err != nil {
+				if err := st.SendMsg(&wire.ReadObjectRequest{Bucket: api.BucketPrefix + scaleBucket, Object: seedName(rng.IntN(n))}); err != nil {
 					b.Fatal(err)
 				}
 				st.CloseSend()
@@ -229,7 +230,7 @@ func BenchmarkHeapPerObject(b *testing.B) {
 			}
 			st.Send(&wire.WriteObjectRequest{
 				FirstMessage: &wire.WriteObjectRequest_WriteObjectSpec{WriteObjectSpec: &wire.WriteObjectSpec{
-					Resource: &wire.Object{Bucket: bucketPrefix + scaleBucket, Name: seedName(i), ContentType: "application/octet-stream"},
+					Resource: &wire.Object{Bucket: api.BucketPrefix + scaleBucket, Name: seedName(i), ContentType: "application/octet-stream"},
 				}},
 				Data:        &wire.WriteObjectRequest_ChecksummedData{ChecksummedData: &wire.ChecksummedData{Content: data, Crc32C: &crc}},
 				FinishWrite: true,

@@ -11,14 +11,11 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/objup/objup/fakes/internal/api"
 	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/fakes/link"
 	"github.com/objup/objup/internal/wire"
 )
-
-// closeGrace is how long Close waits for calls in flight before it cancels
-// them.
-const closeGrace = 5 * time.Second
 
 // Server is a running fake GCS: a storage v2 gRPC server and a JSON API
 // server over HTTP on one object store. Create it with [New] or [NewTest];
@@ -52,19 +49,19 @@ func New(opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	grpcLis, err := net.Listen("tcp", listenAddr(cfg.grpcAddr))
+	grpcLis, err := net.Listen("tcp", api.ListenAddr(cfg.grpcAddr))
 	if err != nil {
 		return nil, fmt.Errorf("fakes: gRPC listener: %w", err)
 	}
-	httpLis, err := net.Listen("tcp", listenAddr(cfg.httpAddr))
+	httpLis, err := net.Listen("tcp", api.ListenAddr(cfg.httpAddr))
 	if err != nil {
 		grpcLis.Close()
 		return nil, fmt.Errorf("fakes: HTTP listener: %w", err)
 	}
 	s := &Server{
 		store:    store.New(),
-		grpcAddr: dialAddr(grpcLis.Addr()),
-		httpURL:  "http://" + dialAddr(httpLis.Addr()),
+		grpcAddr: api.DialAddr(grpcLis.Addr()),
+		httpURL:  "http://" + api.DialAddr(httpLis.Addr()),
 	}
 	s.calls.init(cfg.callLog)
 	s.sessions.Init(cfg.sessionExpiry, cfg.maxSessions)
@@ -113,19 +110,6 @@ func (s *Server) noteServeErr(err error) {
 	s.mu.Unlock()
 }
 
-// dialAddr is the host:port a client dials to reach a listener: the listener's
-// own address, or loopback when it listens on every interface.
-func dialAddr(a net.Addr) string {
-	ta, ok := a.(*net.TCPAddr)
-	if !ok {
-		return a.String()
-	}
-	if ta.IP.IsUnspecified() {
-		return net.JoinHostPort("127.0.0.1", fmt.Sprint(ta.Port))
-	}
-	return ta.String()
-}
-
 // GRPCAddr returns the host:port of the gRPC server, e.g. "127.0.0.1:40123",
 // for grpc.NewClient or option.WithEndpoint. The server speaks plaintext
 // HTTP/2: dial it with insecure transport credentials.
@@ -153,7 +137,7 @@ func (s *Server) Close() error {
 			s.grpc.GracefulStop()
 			close(done)
 		}()
-		timer := time.NewTimer(closeGrace)
+		timer := time.NewTimer(api.CloseGrace)
 		select {
 		case <-done:
 		case <-timer.C:
@@ -162,7 +146,7 @@ func (s *Server) Close() error {
 		}
 		timer.Stop()
 
-		ctx, cancel := context.WithTimeout(context.Background(), closeGrace)
+		ctx, cancel := context.WithTimeout(context.Background(), api.CloseGrace)
 		if err := s.http.Shutdown(ctx); err != nil {
 			s.http.Close()
 		}

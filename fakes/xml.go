@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/objup/objup/fakes/internal/api"
 	"github.com/objup/objup/fakes/internal/store"
 )
 
@@ -31,7 +32,7 @@ func (s *Server) routeXML(r *http.Request, path string) *httpRoute {
 // x-goog-if-generation-match and x-goog-if-metageneration-match headers
 // select and check the object.
 func (s *Server) xmlGetObject(w http.ResponseWriter, r *http.Request, bkt, name string) error {
-	if err := checkObjectName(name); err != nil {
+	if err := api.CheckObjectName(name); err != nil {
 		return err
 	}
 	gen, err := queryInt(r.URL.Query(), "generation")

@@ -1,4 +1,4 @@
-// Command gcssink runs the sink of package fakes as a standalone server: a
+// Command gcssink runs the sink (package fakes/sink) as a standalone server: a
 // storage v2 gRPC server that answers the write RPCs (WriteObject,
 // BidiWriteObject, StartResumableWrite, QueryWriteStatus) with the real
 // checks (write offsets, CRC32C per message and per object, finish_write)
@@ -39,8 +39,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/objup/objup/fakes"
 	"github.com/objup/objup/fakes/link"
+	"github.com/objup/objup/fakes/sink"
 )
 
 func main() {
@@ -54,7 +54,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gcssink", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("grpc", fakes.DefaultAddr, "`address` of the storage v2 gRPC server")
+	addr := fs.String("grpc", sink.DefaultAddr, "`address` of the storage v2 gRPC server")
 	md5 := fs.Bool("md5", false, "hash every write with MD5 (checks an MD5 declared at the end; costs 1-2 CPU s/GiB)")
 	rtt := fs.Duration("rtt", 0, "simulated round-trip time in front of the port (0: none)")
 	bandwidth := fs.String("bandwidth", "0", "simulated bandwidth of each connection and direction, such as 100MB/s (0: unlimited)")
@@ -72,14 +72,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gcssink: -bandwidth: %v\n", err)
 		return 2
 	}
-	opts := []fakes.SinkOption{fakes.WithSinkAddr(*addr), fakes.WithSinkLink(link.Config{RTT: *rtt, Bandwidth: bw}), fakes.WithSinkMaxStreams(*maxStreams)}
+	opts := []sink.Option{sink.WithAddr(*addr), sink.WithLink(link.Config{RTT: *rtt, Bandwidth: bw}), sink.WithMaxStreams(*maxStreams)}
 	if *md5 {
-		opts = append(opts, fakes.WithSinkMD5())
+		opts = append(opts, sink.WithMD5())
 	}
 	if *compose {
-		opts = append(opts, fakes.WithSinkCompose())
+		opts = append(opts, sink.WithCompose())
 	}
-	k, err := fakes.NewSink(opts...)
+	k, err := sink.New(opts...)
 	if err != nil {
 		fmt.Fprintf(stderr, "gcssink: %v\n", err)
 		return 1

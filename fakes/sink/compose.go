@@ -1,4 +1,4 @@
-package fakes
+package sink
 
 import (
 	"google.golang.org/grpc/codes"
@@ -6,35 +6,36 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/objup/objup/fakes/internal/api"
 	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/internal/crc32c"
 	"github.com/objup/objup/internal/wire"
 )
 
-// WithSinkCompose makes the sink keep each object it finalizes as its name,
+// WithCompose makes the sink keep each object it finalizes as its name,
 // generation, size, CRC32C and component count (no content), so that it
 // serves ComposeObject and DeleteObject, and checks a write's generation
 // preconditions against what it kept: what parallel composite uploads
 // need, at the sink's cost. Without it the sink keeps nothing, and those
 // calls are unimplemented.
-func WithSinkCompose() SinkOption {
-	return sinkOptionFunc(func(c *sinkConfig) { c.compose = true })
+func WithCompose() Option {
+	return optionFunc(func(c *config) { c.compose = true })
 }
 
-// keptObject is what a sink run WithSinkCompose keeps of an object.
+// keptObject is what a sink run WithCompose keeps of an object.
 type keptObject struct {
 	gen, size  int64
 	crc        uint32
 	components int32
 }
 
-// keptKey is the key of an object in Sink.kept.
+// keptKey is the key of an object in Server.kept.
 func keptKey(bucket, name string) string { return bucket + "/" + name }
 
 // current returns the object a write's preconditions are checked against:
 // the one kept under that name: whether there is one, its generation and
 // metageneration. k.mu is not held.
-func (k *Sink) current(bucket, name string) (exists bool, gen, meta int64) {
+func (k *Server) current(bucket, name string) (exists bool, gen, meta int64) {
 	if !k.cfg.compose {
 		return false, 0, 0
 	}
@@ -45,7 +46,7 @@ func (k *Sink) current(bucket, name string) (exists bool, gen, meta int64) {
 }
 
 // keep records a finalized object, when the sink keeps objects.
-func (k *Sink) keep(bucket string, o *wire.Object, components int32) {
+func (k *Server) keep(bucket string, o *wire.Object, components int32) {
 	if !k.cfg.compose {
 		return
 	}
@@ -58,16 +59,16 @@ func (k *Sink) keep(bucket string, o *wire.Object, components int32) {
 // it, as the fake does: each source at its live generation or the one
 // named, with its own ifGenerationMatch; the destination's preconditions;
 // a CRC32C combined from the sources'; the component counts added up.
-func (k *Sink) composeObject(req *wire.ComposeObjectRequest) (*wire.Object, error) {
+func (k *Server) composeObject(req *wire.ComposeObjectRequest) (*wire.Object, error) {
 	if !k.cfg.compose {
-		return nil, status.Error(codes.Unimplemented, "the sink composes only when it keeps objects (fakes.WithSinkCompose, gcssink -compose)")
+		return nil, status.Error(codes.Unimplemented, "the sink composes only when it keeps objects (sink.WithCompose, gcssink -compose)")
 	}
 	dst := req.GetDestination()
-	bucket, err := parseBucket(dst.GetBucket())
+	bucket, err := api.ParseBucket(dst.GetBucket())
 	if err != nil {
 		return nil, err
 	}
-	if err := checkObjectName(dst.GetName()); err != nil {
+	if err := api.CheckObjectName(dst.GetName()); err != nil {
 		return nil, err
 	}
 	srcs := req.GetSourceObjects()
@@ -106,8 +107,8 @@ func (k *Sink) composeObject(req *wire.ComposeObjectRequest) (*wire.Object, erro
 	k.objects.Add(1)
 	return &wire.Object{
 		Name:           dst.GetName(),
-		Bucket:         bucketPrefix + bucket,
-		Etag:           etag(gen, 1),
+		Bucket:         api.BucketPrefix + bucket,
+		Etag:           api.ObjectETag(gen, 1),
 		Generation:     gen,
 		Metageneration: 1,
 		StorageClass:   class,
@@ -124,11 +125,11 @@ func (k *Sink) composeObject(req *wire.ComposeObjectRequest) (*wire.Object, erro
 
 // deleteObject forgets a kept object: its live generation, or the one
 // named.
-func (k *Sink) deleteObject(req *wire.DeleteObjectRequest) (*emptypb.Empty, error) {
+func (k *Server) deleteObject(req *wire.DeleteObjectRequest) (*emptypb.Empty, error) {
 	if !k.cfg.compose {
-		return nil, status.Error(codes.Unimplemented, "the sink deletes only when it keeps objects (fakes.WithSinkCompose, gcssink -compose)")
+		return nil, status.Error(codes.Unimplemented, "the sink deletes only when it keeps objects (sink.WithCompose, gcssink -compose)")
 	}
-	bucket, err := parseBucket(req.GetBucket())
+	bucket, err := api.ParseBucket(req.GetBucket())
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package fakes
+package sink
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/objup/objup/fakes/internal/api"
 	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/fakes/internal/writes"
 	"github.com/objup/objup/fakes/link"
@@ -25,11 +26,12 @@ import (
 	"github.com/objup/objup/internal/wire"
 )
 
-// Sink is a storage v2 gRPC server for benchmarks: it answers the write
-// RPCs with the checks the fake [Server] makes, and discards the content once
-// checked, so that a benchmark's server costs little more than receiving the
-// bytes and the client is what it measures. Create it with [NewSink] or
-// [NewTestSink]; the zero value is not usable. All methods are safe for
+// Server is a storage v2 gRPC server for benchmarks: it answers the write
+// RPCs with the checks the fake ([github.com/objup/objup/fakes.Server])
+// makes, and discards the content once checked, so that a benchmark's
+// server costs little more than receiving the bytes and the client is what
+// it measures. Create it with [New] or
+// [NewTest]; the zero value is not usable. All methods are safe for
 // concurrent use.
 //
 // # Methods and checks
@@ -76,20 +78,20 @@ import (
 // decoded as usual (a few small allocations). MD5, at roughly 0.5 to 1 GB/s
 // the dearest check, runs only when the client declared an MD5 before or
 // with the first content (in StartResumableWrite or in the write's first
-// message), or for every write with [WithSinkMD5]; an MD5 declared only after
+// message), or for every write with [WithMD5]; an MD5 declared only after
 // content the sink did not hash fails with codes.Unimplemented.
 //
-// [Sink.Stats] counts what the sink received and finalized, as it happens:
+// [Server.Stats] counts what the sink received and finalized, as it happens:
 // once a client has the answer to a call, the call is counted.
-type Sink struct {
+type Server struct {
 	grpc *grpc.Server
 	addr string
-	cfg  sinkConfig
+	cfg  config
 
 	mu       sync.Mutex
-	sessions map[string]*sinkUpload
-	kept     map[string]keptObject // WithSinkCompose: the objects finalized, by keptKey
-	order    []string              // session IDs, in a ring of sinkSessions
+	sessions map[string]*upload
+	kept     map[string]keptObject // WithCompose: the objects finalized, by keptKey
+	order    []string              // session IDs, in a ring of maxSessions
 	next     int                   // where the next ID goes in order, once it is full
 
 	lastGen atomic.Int64
@@ -102,58 +104,63 @@ type Sink struct {
 	closeErr  error
 }
 
-// sinkSessions is how many resumable sessions a Sink remembers.
-const sinkSessions = 1 << 16
+// DefaultAddr is the address the sink listens on unless told otherwise: a
+// free port on the IPv4 loopback interface.
+const DefaultAddr = "127.0.0.1:0"
 
-// SinkOption configures [NewSink].
-type SinkOption interface {
-	applySink(*sinkConfig)
+// maxSessions is how many resumable sessions a Server remembers.
+const maxSessions = 1 << 16
+
+// Option configures [New].
+type Option interface {
+	apply(*config)
 }
 
-type sinkOptionFunc func(*sinkConfig)
+type optionFunc func(*config)
 
-func (f sinkOptionFunc) applySink(c *sinkConfig) { f(c) }
+func (f optionFunc) apply(c *config) { f(c) }
 
-type sinkConfig struct {
+type config struct {
 	addr       string
 	md5        bool
 	link       link.Config
 	maxStreams int
-	compose    bool // WithSinkCompose
+	compose    bool // WithCompose
 	// copyDecode decodes write messages as grpc-go's proto codec does
 	// (content copied): the baseline of the sink's codec, in benchmarks.
 	copyDecode bool
 }
 
-// WithSinkAddr sets the TCP address ("host:port") the sink listens on, with
+// WithAddr sets the TCP address ("host:port") the sink listens on, with
 // the rules of [WithGRPCAddr]: the default is [DefaultAddr], port 0 picks a
 // free port, and an empty host means 127.0.0.1.
-func WithSinkAddr(addr string) SinkOption {
-	return sinkOptionFunc(func(c *sinkConfig) { c.addr = addr })
+func WithAddr(addr string) Option {
+	return optionFunc(func(c *config) { c.addr = addr })
 }
 
-// WithSinkMD5 makes the sink hash every write's content with MD5 from its
+// WithMD5 makes the sink hash every write's content with MD5 from its
 // first byte, so that an MD5 declared only at finish_write is checked too,
 // and the Object it answers carries the MD5. It costs roughly 1 to 2 CPU
 // seconds per GiB on the server.
-func WithSinkMD5() SinkOption {
-	return sinkOptionFunc(func(c *sinkConfig) { c.md5 = true })
+func WithMD5() Option {
+	return optionFunc(func(c *config) { c.md5 = true })
 }
 
-// WithSinkLink puts a simulated network path in front of the sink's port,
-// as [WithLink] does for a [Server].
-func WithSinkLink(cfg link.Config) SinkOption {
-	return sinkOptionFunc(func(c *sinkConfig) { c.link = cfg })
+// WithLink puts a simulated network path in front of the sink's port, as
+// [github.com/objup/objup/fakes.WithLink] does for the fake.
+func WithLink(cfg link.Config) Option {
+	return optionFunc(func(c *config) { c.link = cfg })
 }
 
-// WithSinkMaxStreams caps the concurrent streams of one connection to the
-// sink at n, as [WithMaxStreams] does for a [Server]; 0 is gRPC's limit.
-func WithSinkMaxStreams(n int) SinkOption {
-	return sinkOptionFunc(func(c *sinkConfig) { c.maxStreams = n })
+// WithMaxStreams caps the concurrent streams of one connection to the
+// sink at n, as [github.com/objup/objup/fakes.WithMaxStreams] does for the
+// fake; 0 is gRPC's limit.
+func WithMaxStreams(n int) Option {
+	return optionFunc(func(c *config) { c.maxStreams = n })
 }
 
-// SinkStats counts a [Sink]'s work since it started.
-type SinkStats struct {
+// Stats counts a [Server]'s work since it started.
+type Stats struct {
 	// Objects counts the writes finalized; Bytes, their size in all.
 	Objects, Bytes int64
 	// Messages counts the write messages received on WriteObject and
@@ -166,12 +173,12 @@ type SinkStats struct {
 	Failed int64
 }
 
-// NewSink starts a sink on loopback and returns it once it listens. The
-// caller must call [Sink.Close]. On error nothing is left running.
-func NewSink(opts ...SinkOption) (*Sink, error) {
-	cfg := sinkConfig{addr: DefaultAddr}
+// New starts a sink on loopback and returns it once it listens. The
+// caller must call [Server.Close]. On error nothing is left running.
+func New(opts ...Option) (*Server, error) {
+	cfg := config{addr: DefaultAddr}
 	for _, o := range opts {
-		o.applySink(&cfg)
+		o.apply(&cfg)
 	}
 	if _, _, err := net.SplitHostPort(cfg.addr); err != nil {
 		return nil, fmt.Errorf("fakes: sink address %q: %v", cfg.addr, err)
@@ -179,20 +186,20 @@ func NewSink(opts ...SinkOption) (*Sink, error) {
 	if cfg.link.RTT < 0 || cfg.link.Bandwidth < 0 || cfg.maxStreams < 0 {
 		return nil, fmt.Errorf("fakes: sink link %+v and max streams %d must not be negative", cfg.link, cfg.maxStreams)
 	}
-	lis, err := net.Listen("tcp", listenAddr(cfg.addr))
+	lis, err := net.Listen("tcp", api.ListenAddr(cfg.addr))
 	if err != nil {
 		return nil, fmt.Errorf("fakes: sink listener: %w", err)
 	}
-	k := &Sink{
-		addr:     dialAddr(lis.Addr()),
+	k := &Server{
+		addr:     api.DialAddr(lis.Addr()),
 		cfg:      cfg,
-		sessions: make(map[string]*sinkUpload),
+		sessions: make(map[string]*upload),
 	}
 	if cfg.compose {
 		k.kept = make(map[string]keptObject)
 	}
 	sopts := []grpc.ServerOption{
-		grpc.ForceServerCodecV2(sinkCodec{}),
+		grpc.ForceServerCodecV2(codec{}),
 		// Above any sane message, so that an oversized one gets a clear
 		// InvalidArgument rather than gRPC's ResourceExhausted.
 		grpc.MaxRecvMsgSize(64 << 20),
@@ -203,7 +210,7 @@ func NewSink(opts ...SinkOption) (*Sink, error) {
 	sopts = append(sopts, link.ServerWindows(cfg.link)...)
 	k.grpc = grpc.NewServer(sopts...)
 	lis = link.Listen(lis, cfg.link)
-	k.grpc.RegisterService(&sinkServiceDesc, k)
+	k.grpc.RegisterService(&serviceDesc, k)
 	k.serving.Add(1)
 	go func() {
 		defer k.serving.Done()
@@ -216,19 +223,19 @@ func NewSink(opts ...SinkOption) (*Sink, error) {
 	return k, nil
 }
 
-// NewTestSink starts a sink like [NewSink] and registers its Close with
+// NewTest starts a sink like [New] and registers its Close with
 // tb.Cleanup, reporting an error from Close with tb.Errorf. It stops the test
 // with tb.Fatalf if the sink cannot start.
-func NewTestSink(tb TB, opts ...SinkOption) *Sink {
+func NewTest(tb api.TB, opts ...Option) *Server {
 	tb.Helper()
-	k, err := NewSink(opts...)
+	k, err := New(opts...)
 	if err != nil {
-		tb.Fatalf("fakes.NewTestSink: %v", err)
+		tb.Fatalf("sink.NewTest: %v", err)
 		return nil
 	}
 	tb.Cleanup(func() {
 		if err := k.Close(); err != nil {
-			tb.Errorf("fakes.NewTestSink: Close: %v", err)
+			tb.Errorf("sink.NewTest: Close: %v", err)
 		}
 	})
 	return k
@@ -236,11 +243,11 @@ func NewTestSink(tb TB, opts ...SinkOption) *Sink {
 
 // GRPCAddr returns the sink's host:port, e.g. "127.0.0.1:40123". It speaks
 // plaintext HTTP/2: dial it with insecure transport credentials.
-func (k *Sink) GRPCAddr() string { return k.addr }
+func (k *Server) GRPCAddr() string { return k.addr }
 
 // Stats returns the sink's counts.
-func (k *Sink) Stats() SinkStats {
-	return SinkStats{
+func (k *Server) Stats() Stats {
+	return Stats{
 		Objects:  k.objects.Load(),
 		Bytes:    k.bytes.Load(),
 		Messages: k.messages.Load(),
@@ -254,14 +261,14 @@ func (k *Sink) Stats() SinkStats {
 // seconds for calls in flight, then cancels those left, and returns once
 // every goroutine the sink started has ended. Close is idempotent: later
 // calls return the first call's result.
-func (k *Sink) Close() error {
+func (k *Server) Close() error {
 	k.closeOnce.Do(func() {
 		done := make(chan struct{})
 		go func() {
 			k.grpc.GracefulStop()
 			close(done)
 		}()
-		timer := time.NewTimer(closeGrace)
+		timer := time.NewTimer(api.CloseGrace)
 		select {
 		case <-done:
 		case <-timer.C:
@@ -271,7 +278,7 @@ func (k *Sink) Close() error {
 		timer.Stop()
 		k.serving.Wait()
 		k.mu.Lock()
-		k.sessions, k.order = make(map[string]*sinkUpload), nil
+		k.sessions, k.order = make(map[string]*upload), nil
 		if k.serveErr != nil {
 			k.closeErr = fmt.Errorf("fakes: sink: serve: %w", k.serveErr)
 		}
@@ -280,25 +287,25 @@ func (k *Sink) Close() error {
 	return k.closeErr
 }
 
-// sinkHandler is the handler type of sinkServiceDesc: the *Sink itself.
-type sinkHandler interface{ GRPCAddr() string }
+// handler is the handler type of serviceDesc: the *Server itself.
+type handler interface{ GRPCAddr() string }
 
-// sinkServiceDesc serves the write methods with handlers that receive
+// serviceDesc serves the write methods with handlers that receive
 // *sinkMsg, which only sinkCodec decodes.
-var sinkServiceDesc = grpc.ServiceDesc{
+var serviceDesc = grpc.ServiceDesc{
 	ServiceName: wire.ServiceName,
-	HandlerType: (*sinkHandler)(nil),
+	HandlerType: (*handler)(nil),
 	Methods: []grpc.MethodDesc{
-		sinkMethod("StartResumableWrite", (*Sink).startResumableWrite),
-		sinkMethod("QueryWriteStatus", (*Sink).queryWriteStatus),
-		sinkMethod("ComposeObject", (*Sink).composeObject),
-		sinkMethod("DeleteObject", (*Sink).deleteObject),
+		sinkMethod("StartResumableWrite", (*Server).startResumableWrite),
+		sinkMethod("QueryWriteStatus", (*Server).queryWriteStatus),
+		sinkMethod("ComposeObject", (*Server).composeObject),
+		sinkMethod("DeleteObject", (*Server).deleteObject),
 	},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName: "WriteObject",
 			Handler: func(srv any, stream grpc.ServerStream) error {
-				k := srv.(*Sink)
+				k := srv.(*Server)
 				return k.count(k.write(stream, false))
 			},
 			ClientStreams: true,
@@ -306,7 +313,7 @@ var sinkServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName: "BidiWriteObject",
 			Handler: func(srv any, stream grpc.ServerStream) error {
-				k := srv.(*Sink)
+				k := srv.(*Server)
 				return k.count(k.write(stream, true))
 			},
 			ServerStreams: true,
@@ -318,9 +325,9 @@ var sinkServiceDesc = grpc.ServiceDesc{
 
 // sinkMethod is the description of a unary method the sink serves with
 // call, which gets the decoded request; the call is counted.
-func sinkMethod[Req, Resp any](name string, call func(*Sink, *Req) (*Resp, error)) grpc.MethodDesc {
+func sinkMethod[Req, Resp any](name string, call func(*Server, *Req) (*Resp, error)) grpc.MethodDesc {
 	return grpc.MethodDesc{MethodName: name, Handler: func(srv any, _ context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
-		k := srv.(*Sink)
+		k := srv.(*Server)
 		req := new(Req)
 		if err := dec(req); err != nil {
 			return nil, err
@@ -331,7 +338,7 @@ func sinkMethod[Req, Resp any](name string, call func(*Sink, *Req) (*Resp, error
 }
 
 // count counts a call that ends with err, and returns err.
-func (k *Sink) count(err error) error {
+func (k *Server) count(err error) error {
 	if err != nil {
 		k.failed.Add(1)
 	}
@@ -340,7 +347,7 @@ func (k *Sink) count(err error) error {
 
 // sinkUpload is an object being written to the sink: a one-shot write (id
 // == ""), which lives as long as its stream, or a resumable session.
-type sinkUpload struct {
+type upload struct {
 	id     string
 	bucket string       // the bare bucket name
 	res    *wire.Object // the spec's resource: the object's name and attributes
@@ -353,7 +360,7 @@ type sinkUpload struct {
 }
 
 // newUpload validates a write's spec and returns an upload for it.
-func (k *Sink) newUpload(spec *wire.WriteObjectSpec, common *wire.CommonObjectRequestParams) (*sinkUpload, error) {
+func (k *Server) newUpload(spec *wire.WriteObjectSpec, common *wire.CommonObjectRequestParams) (*upload, error) {
 	res := spec.GetResource()
 	if res == nil {
 		return nil, status.Error(codes.InvalidArgument, "write_object_spec.resource is required")
@@ -361,23 +368,23 @@ func (k *Sink) newUpload(spec *wire.WriteObjectSpec, common *wire.CommonObjectRe
 	if spec.GetAppendable() {
 		return nil, status.Error(codes.Unimplemented, "appendable objects are not supported by the sink")
 	}
-	bucket, err := parseBucket(res.GetBucket())
+	bucket, err := api.ParseBucket(res.GetBucket())
 	if err != nil {
 		return nil, err
 	}
 	if err := store.CheckBucketName(bucket); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
-	if err := checkObjectName(res.GetName()); err != nil {
+	if err := api.CheckObjectName(res.GetName()); err != nil {
 		return nil, err
 	}
 	if spec.ObjectSize != nil && *spec.ObjectSize < 0 {
 		return nil, status.Errorf(codes.InvalidArgument, "object_size is %d", *spec.ObjectSize)
 	}
-	if err := checkCommon(common); err != nil {
+	if err := api.CheckCommon(common); err != nil {
 		return nil, err
 	}
-	up := &sinkUpload{bucket: bucket, res: res, cond: specConditions(spec), State: writes.State{Limit: spec.ObjectSize}}
+	up := &upload{bucket: bucket, res: res, cond: api.SpecConditions(spec), State: writes.State{Limit: spec.ObjectSize}}
 	if k.cfg.md5 {
 		up.MD5 = md5.New()
 	}
@@ -387,19 +394,19 @@ func (k *Sink) newUpload(spec *wire.WriteObjectSpec, common *wire.CommonObjectRe
 // declare notes the whole-object checksums a message declares, before its
 // content is accepted: an MD5 declared before any content starts the
 // hashing. up.mu is held.
-func (up *sinkUpload) declare(sums *wire.ObjectChecksums) error {
+func (up *upload) declare(sums *wire.ObjectChecksums) error {
 	if len(sums.GetMd5Hash()) == 0 || up.MD5 != nil {
 		return nil
 	}
 	if up.Size > 0 {
-		return status.Errorf(codes.Unimplemented, "the sink cannot check an MD5 declared after %d bytes of content it did not hash: declare it before the content, or run the sink with MD5 on (fakes.WithSinkMD5, gcssink -md5)", up.Size)
+		return status.Errorf(codes.Unimplemented, "the sink cannot check an MD5 declared after %d bytes of content it did not hash: declare it before the content, or run the sink with MD5 on (sink.WithMD5, gcssink -md5)", up.Size)
 	}
 	up.MD5 = md5.New()
 	return nil
 }
 
 // startResumableWrite opens a resumable session.
-func (k *Sink) startResumableWrite(req *wire.StartResumableWriteRequest) (*wire.StartResumableWriteResponse, error) {
+func (k *Server) startResumableWrite(req *wire.StartResumableWriteRequest) (*wire.StartResumableWriteResponse, error) {
 	up, err := k.newUpload(req.GetWriteObjectSpec(), req.GetCommonObjectRequestParams())
 	if err != nil {
 		return nil, err
@@ -410,12 +417,12 @@ func (k *Sink) startResumableWrite(req *wire.StartResumableWriteRequest) (*wire.
 	}
 	up.id = rand.Text()
 	k.mu.Lock()
-	if len(k.order) < sinkSessions {
+	if len(k.order) < maxSessions {
 		k.order = append(k.order, up.id)
 	} else {
 		delete(k.sessions, k.order[k.next])
 		k.order[k.next] = up.id
-		k.next = (k.next + 1) % sinkSessions
+		k.next = (k.next + 1) % maxSessions
 	}
 	k.sessions[up.id] = up
 	k.mu.Unlock()
@@ -424,7 +431,7 @@ func (k *Sink) startResumableWrite(req *wire.StartResumableWriteRequest) (*wire.
 }
 
 // session returns the resumable session id.
-func (k *Sink) session(id string) (*sinkUpload, error) {
+func (k *Server) session(id string) (*upload, error) {
 	k.mu.Lock()
 	up := k.sessions[id]
 	k.mu.Unlock()
@@ -436,7 +443,7 @@ func (k *Sink) session(id string) (*sinkUpload, error) {
 
 // drop forgets a resumable session after a failure it cannot recover from.
 // up.mu is held.
-func (k *Sink) drop(up *sinkUpload) {
+func (k *Server) drop(up *upload) {
 	if up.id == "" {
 		return
 	}
@@ -448,25 +455,25 @@ func (k *Sink) drop(up *sinkUpload) {
 
 // queryWriteStatus reports a session's persisted size, or its object once
 // finalized.
-func (k *Sink) queryWriteStatus(req *wire.QueryWriteStatusRequest) (*wire.QueryWriteStatusResponse, error) {
+func (k *Server) queryWriteStatus(req *wire.QueryWriteStatusRequest) (*wire.QueryWriteStatusResponse, error) {
 	up, err := k.session(req.GetUploadId())
 	if err != nil {
 		return nil, err
 	}
 	up.mu.Lock()
 	defer up.mu.Unlock()
-	return writeStatus(up.gone, up.id, up.result, up.Size)
+	return api.WriteStatus(up.gone, up.id, up.result, up.Size)
 }
 
 // sinkStream is the state of one WriteObject or BidiWriteObject stream.
-type sinkStream struct {
-	k  *Sink
-	up *sinkUpload
+type writeStream struct {
+	k  *Server
+	up *upload
 }
 
 // write serves a WriteObject (bidi false) or BidiWriteObject stream.
-func (k *Sink) write(stream grpc.ServerStream, bidi bool) error {
-	st := &sinkStream{k: k}
+func (k *Server) write(stream grpc.ServerStream, bidi bool) error {
+	st := &writeStream{k: k}
 	m := &sinkMsg{bidi: bidi, copyDecode: k.cfg.copyDecode}
 	defer m.release()
 	for {
@@ -491,7 +498,7 @@ func (k *Sink) write(stream grpc.ServerStream, bidi bool) error {
 		if obj != nil {
 			return stream.SendMsg(sinkResponse(bidi, obj, 0))
 		}
-		if bidi && f.lookup {
+		if bidi && f.Lookup {
 			if err := stream.SendMsg(sinkResponse(true, nil, size)); err != nil {
 				return err
 			}
@@ -501,19 +508,19 @@ func (k *Sink) write(stream grpc.ServerStream, bidi bool) error {
 
 func sinkResponse(bidi bool, obj *wire.Object, size int64) any {
 	if bidi {
-		return bidiResponse(obj, size)
+		return api.BidiResponse(obj, size)
 	}
-	return writeResponse(obj, size)
+	return api.WriteResponse(obj, size)
 }
 
 // handle processes one message. It returns the object once the write is
 // finalized (the stream must then end), else the persisted size.
-func (st *sinkStream) handle(m *sinkMsg, f *writeMsg) (*wire.Object, int64, error) {
+func (st *writeStream) handle(m *sinkMsg, f *api.WriteMsg) (*wire.Object, int64, error) {
 	if st.up == nil {
 		if err := st.open(f); err != nil {
 			return nil, 0, err
 		}
-	} else if f.first {
+	} else if f.First {
 		return nil, 0, status.Error(codes.InvalidArgument, "upload_id or write_object_spec is allowed only in the first message of a stream")
 	}
 	up := st.up
@@ -528,27 +535,27 @@ func (st *sinkStream) handle(m *sinkMsg, f *writeMsg) (*wire.Object, int64, erro
 		if m.n > 0 {
 			return nil, 0, status.Errorf(codes.FailedPrecondition, "upload %q is already finalized", up.id)
 		}
-		if f.finish || f.lookup {
+		if f.Finish || f.Lookup {
 			return up.result, up.Size, nil
 		}
 		return nil, up.Size, nil
 	}
-	if f.sums != nil {
-		if err := up.declare(f.sums); err != nil {
+	if f.Sums != nil {
+		if err := up.declare(f.Sums); err != nil {
 			return nil, 0, err
 		}
 	}
 	if m.hasData {
-		if err := st.accept(m, f.offset); err != nil {
+		if err := st.accept(m, f.Offset); err != nil {
 			return nil, 0, err
 		}
-	} else if f.finish {
-		if err := up.CheckFinish(f.offset); err != nil {
+	} else if f.Finish {
+		if err := up.CheckFinish(f.Offset); err != nil {
 			return nil, 0, err
 		}
 	}
-	up.Declare(f.sums)
-	if !f.finish {
+	up.Declare(f.Sums)
+	if !f.Finish {
 		return nil, up.Size, nil
 	}
 	obj, err := st.k.finalize(up)
@@ -556,16 +563,16 @@ func (st *sinkStream) handle(m *sinkMsg, f *writeMsg) (*wire.Object, int64, erro
 }
 
 // open starts the stream's write from its first message.
-func (st *sinkStream) open(f *writeMsg) error {
+func (st *writeStream) open(f *api.WriteMsg) error {
 	var err error
 	switch {
-	case f.spec != nil:
-		st.up, err = st.k.newUpload(f.spec, f.common)
-	case f.uploadID != "":
-		if err = checkCommon(f.common); err == nil {
-			st.up, err = st.k.session(f.uploadID)
+	case f.Spec != nil:
+		st.up, err = st.k.newUpload(f.Spec, f.Common)
+	case f.UploadID != "":
+		if err = api.CheckCommon(f.Common); err == nil {
+			st.up, err = st.k.session(f.UploadID)
 		}
-	case f.appendSpec != nil:
+	case f.AppendSpec != nil:
 		err = status.Error(codes.Unimplemented, "appendable objects (append_object_spec) are not supported by the sink")
 	default:
 		err = status.Error(codes.InvalidArgument, "the first message must set upload_id or write_object_spec")
@@ -575,7 +582,7 @@ func (st *sinkStream) open(f *writeMsg) error {
 
 // accept checks one message's content, written at offset, and adds it to
 // the upload's size and checksums. up.mu is held.
-func (st *sinkStream) accept(m *sinkMsg, offset int64) error {
+func (st *writeStream) accept(m *sinkMsg, offset int64) error {
 	up := st.up
 	n := int64(m.n)
 	if err := up.CheckMessage(offset, n, false); err != nil {
@@ -600,7 +607,7 @@ func (st *sinkStream) accept(m *sinkMsg, offset int64) error {
 
 // end handles the client's half-close of a stream that did not finish: a
 // resumable session reports its persisted size, a one-shot write fails.
-func (st *sinkStream) end() (*wire.Object, int64, error) {
+func (st *writeStream) end() (*wire.Object, int64, error) {
 	up := st.up
 	if up == nil {
 		return nil, 0, status.Error(codes.InvalidArgument, "stream closed before its first message")
@@ -618,7 +625,7 @@ func (st *sinkStream) end() (*wire.Object, int64, error) {
 
 // finalize verifies a complete upload and returns its Object; the content
 // is already gone. up.mu is held.
-func (k *Sink) finalize(up *sinkUpload) (*wire.Object, error) {
+func (k *Server) finalize(up *upload) (*wire.Object, error) {
 	if err := up.CheckSize(); err != nil {
 		return nil, err
 	}
@@ -641,8 +648,8 @@ func (k *Sink) finalize(up *sinkUpload) (*wire.Object, error) {
 	}
 	up.result = &wire.Object{
 		Name:                   res.GetName(),
-		Bucket:                 bucketPrefix + up.bucket,
-		Etag:                   etag(gen, 1),
+		Bucket:                 api.BucketPrefix + up.bucket,
+		Etag:                   api.ObjectETag(gen, 1),
 		Generation:             gen,
 		Metageneration:         1,
 		StorageClass:           class,
@@ -669,7 +676,7 @@ func (k *Sink) finalize(up *sinkUpload) (*wire.Object, error) {
 
 // generation returns a new generation: the time in microseconds, as GCS,
 // made unique and increasing.
-func (k *Sink) generation() int64 {
+func (k *Server) generation() int64 {
 	now := time.Now().UnixMicro()
 	for {
 		last := k.lastGen.Load()

@@ -1,4 +1,4 @@
-package fakes
+package sink
 
 import (
 	"encoding/binary"
@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/objup/objup/fakes/internal/api"
 	"github.com/objup/objup/internal/wire"
 )
 
@@ -17,15 +18,15 @@ import (
 // the content (see sinkMsg.decode); every other message, and every reply,
 // goes through grpc-go's proto codec. Its name is "proto", the standard
 // content-subtype.
-type sinkCodec struct{}
+type codec struct{}
 
 var protoCodec = encoding.GetCodecV2(gproto.Name)
 
-func (sinkCodec) Name() string { return gproto.Name }
+func (codec) Name() string { return gproto.Name }
 
-func (sinkCodec) Marshal(v any) (mem.BufferSlice, error) { return protoCodec.Marshal(v) }
+func (codec) Marshal(v any) (mem.BufferSlice, error) { return protoCodec.Marshal(v) }
 
-func (sinkCodec) Unmarshal(data mem.BufferSlice, v any) error {
+func (codec) Unmarshal(data mem.BufferSlice, v any) error {
 	if m, ok := v.(*sinkMsg); ok {
 		return m.decode(data)
 	}
@@ -62,11 +63,11 @@ type sinkMsg struct {
 }
 
 // fields returns the decoded fields of m.
-func (m *sinkMsg) fields() writeMsg {
+func (m *sinkMsg) fields() api.WriteMsg {
 	if m.bidi {
-		return bidiMsgOf(&m.bidiReq)
+		return api.BidiMsgOf(&m.bidiReq)
 	}
-	return writeMsgOf(&m.req)
+	return api.WriteMsgOf(&m.req)
 }
 
 // content calls f with the content, piece by piece, in order.

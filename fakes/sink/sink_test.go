@@ -1,4 +1,4 @@
-package fakes
+package sink
 
 import (
 	"bytes"
@@ -24,6 +24,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/objup/objup/fakes/internal/api"
 	"github.com/objup/objup/internal/crc32c"
 	"github.com/objup/objup/internal/wire"
 	"github.com/objup/objup/uploader"
@@ -47,7 +48,7 @@ func sinkCtx(t testing.TB) context.Context {
 	return ctx
 }
 
-func sinkDial(t testing.TB, k *Sink) *grpc.ClientConn {
+func sinkDial(t testing.TB, k *Server) *grpc.ClientConn {
 	t.Helper()
 	cc, err := grpc.NewClient(k.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -58,7 +59,7 @@ func sinkDial(t testing.TB, k *Sink) *grpc.ClientConn {
 }
 
 func sinkSpec(name string) *wire.WriteObjectSpec {
-	return &wire.WriteObjectSpec{Resource: &wire.Object{Bucket: bucketPrefix + sinkBucket, Name: name, ContentType: "text/plain"}}
+	return &wire.WriteObjectSpec{Resource: &wire.Object{Bucket: api.BucketPrefix + sinkBucket, Name: name, ContentType: "text/plain"}}
 }
 
 // sinkMsgs cuts data into BidiWriteObjectRequest messages of at most size
@@ -171,7 +172,7 @@ func queryStatus(ctx context.Context, cc *grpc.ClientConn, id string) (*wire.Que
 // size and CRC32C that were sent.
 // sinkClients returns an objup client and an official gRPC client dialled
 // to k, both closed when the test ends.
-func sinkClients(t *testing.T, k *Sink) (*uploader.Client, *storage.Client) {
+func sinkClients(t *testing.T, k *Server) (*uploader.Client, *storage.Client) {
 	t.Helper()
 	dial := []option.ClientOption{
 		option.WithEndpoint(k.GRPCAddr()),
@@ -192,7 +193,7 @@ func sinkClients(t *testing.T, k *Sink) (*uploader.Client, *storage.Client) {
 }
 
 func TestSinkClients(t *testing.T) {
-	k := NewTestSink(t)
+	k := NewTest(t)
 	ctx := sinkCtx(t)
 	ours, official := sinkClients(t, k)
 
@@ -259,17 +260,17 @@ func TestSinkMD5(t *testing.T) {
 	small, large := sinkData(10<<10, 1), sinkData(3<<20, 2)
 	tests := []struct {
 		name string
-		opts []SinkOption
+		opts []Option
 		data []byte
 		code codes.Code
 	}{
 		{"one-shot", nil, small, codes.OK},
 		{"resumable", nil, large, codes.Unimplemented},
-		{"resumable with WithSinkMD5", []SinkOption{WithSinkMD5()}, large, codes.OK},
+		{"resumable with WithMD5", []Option{WithMD5()}, large, codes.OK},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			k := NewTestSink(t, tt.opts...)
+			k := NewTest(t, tt.opts...)
 			ctx := sinkCtx(t)
 			c, err := uploader.NewClient(ctx, option.WithEndpoint(k.GRPCAddr()), option.WithoutAuthentication(),
 				option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())))
@@ -295,7 +296,7 @@ func TestSinkMD5(t *testing.T) {
 // answer the persisted size, a half-close keeps the session, the status is
 // queried, and the retried finish_write gets the same object.
 func TestSinkResumable(t *testing.T) {
-	k := NewTestSink(t)
+	k := NewTest(t)
 	cc := sinkDial(t, k)
 	ctx := sinkCtx(t)
 	data := sinkData(5<<20, 3)
@@ -331,7 +332,7 @@ func TestSinkResumable(t *testing.T) {
 	}
 	obj := resps[len(resps)-1].GetResource()
 	if obj.GetSize() != int64(len(data)) || obj.GetChecksums().GetCrc32C() != sinkCRC(data) ||
-		obj.GetName() != "resumed" || obj.GetBucket() != bucketPrefix+sinkBucket || obj.GetContentType() != "text/plain" ||
+		obj.GetName() != "resumed" || obj.GetBucket() != api.BucketPrefix+sinkBucket || obj.GetContentType() != "text/plain" ||
 		obj.GetGeneration() == 0 || obj.GetMetageneration() != 1 || obj.GetStorageClass() != "STANDARD" {
 		t.Fatalf("object %v", obj)
 	}
@@ -353,7 +354,7 @@ func TestSinkResumable(t *testing.T) {
 
 // TestSinkRejects sends what the service refuses, on both write methods.
 func TestSinkRejects(t *testing.T) {
-	k := NewTestSink(t)
+	k := NewTest(t)
 	cc := sinkDial(t, k)
 	data := sinkData(3<<20, 4)
 	ow := func(msgs []*wire.BidiWriteObjectRequest) []*wire.BidiWriteObjectRequest {
@@ -431,7 +432,7 @@ func TestSinkRejects(t *testing.T) {
 		}, codes.InvalidArgument, "only in the first message"},
 		{"bad bucket", func() []*wire.BidiWriteObjectRequest {
 			m := ow(sinkMsgs(data[:10], 1<<20))
-			m[0].GetWriteObjectSpec().Resource.Bucket = bucketPrefix + "UPPER"
+			m[0].GetWriteObjectSpec().Resource.Bucket = api.BucketPrefix + "UPPER"
 			return m
 		}, codes.InvalidArgument, "UPPER"},
 		{"bad object name", func() []*wire.BidiWriteObjectRequest {
@@ -468,7 +469,7 @@ func TestSinkRejects(t *testing.T) {
 // TestSinkSessionRejects checks what a resumable session refuses, and that a
 // failed finish drops it.
 func TestSinkSessionRejects(t *testing.T) {
-	k := NewTestSink(t)
+	k := NewTest(t)
 	cc := sinkDial(t, k)
 	ctx := sinkCtx(t)
 	data := sinkData(3<<20, 5)
@@ -504,7 +505,7 @@ func TestSinkSessionRejects(t *testing.T) {
 
 	// The sink serves the write methods only.
 	var obj wire.Object
-	err = cc.Invoke(ctx, wire.MethodGetObject, &wire.GetObjectRequest{Bucket: bucketPrefix + sinkBucket, Object: "early-md5"}, &obj)
+	err = cc.Invoke(ctx, wire.MethodGetObject, &wire.GetObjectRequest{Bucket: api.BucketPrefix + sinkBucket, Object: "early-md5"}, &obj)
 	wantStatus(t, err, codes.Unimplemented, "GetObject")
 }
 
@@ -646,11 +647,11 @@ func BenchmarkSinkWrite(b *testing.B) {
 		data := sinkData(size, 7)
 		for _, decode := range []string{"copy", "view"} {
 			b.Run(fmt.Sprintf("size=%s/decode=%s", sizeName(size), decode), func(b *testing.B) {
-				var opts []SinkOption
+				var opts []Option
 				if decode == "copy" {
-					opts = append(opts, sinkOptionFunc(func(c *sinkConfig) { c.copyDecode = true }))
+					opts = append(opts, optionFunc(func(c *config) { c.copyDecode = true }))
 				}
-				k := NewTestSink(b, opts...)
+				k := NewTest(b, opts...)
 				cc := sinkDial(b, k)
 				ctx := sinkCtx(b)
 				msgs := sinkMsgs(data, 2<<20)

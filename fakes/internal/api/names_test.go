@@ -1,4 +1,4 @@
-package fakes
+package api
 
 import (
 	"strings"
@@ -6,8 +6,6 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-
-	"github.com/objup/objup/fakes/internal/store"
 )
 
 func TestCheckObjectName(t *testing.T) {
@@ -26,35 +24,12 @@ func TestCheckObjectName(t *testing.T) {
 		"./a":                           true,
 		"a b/c\td":                      true,
 	} {
-		err := checkObjectName(name)
+		err := CheckObjectName(name)
 		if (err == nil) != ok {
-			t.Errorf("checkObjectName(%.20q) = %v, want ok=%v", name, err, ok)
+			t.Errorf("CheckObjectName(%.20q) = %v, want ok=%v", name, err, ok)
 		}
 		if err != nil && status.Code(err) != codes.InvalidArgument {
-			t.Errorf("checkObjectName(%.20q): code %v", name, status.Code(err))
-		}
-	}
-}
-
-func TestCheckBucketName(t *testing.T) {
-	for name, ok := range map[string]bool{
-		"abc":                          true,
-		"a-b_c.d":                      true,
-		"0ab":                          true,
-		strings.Repeat("a", 63):        true,
-		strings.Repeat("a", 64):        false,
-		strings.Repeat("a.", 40) + "a": true,
-		"ab":                           false,
-		"Abc":                          false,
-		"-ab":                          false,
-		"ab-":                          false,
-		"a..b":                         false,
-		"a/b":                          false,
-		"goog-x":                       false,
-		"projects/_/buckets/abc":       false,
-	} {
-		if err := store.CheckBucketName(name); (err == nil) != ok {
-			t.Errorf("checkBucketName(%q) = %v, want ok=%v", name, err, ok)
+			t.Errorf("CheckObjectName(%.20q): code %v", name, status.Code(err))
 		}
 	}
 }
@@ -70,9 +45,9 @@ func TestParseBucket(t *testing.T) {
 		"projects/a/b/buckets/b":    "",
 		"organizations/_/buckets/b": "",
 	} {
-		got, err := parseBucket(res)
+		got, err := ParseBucket(res)
 		if got != want || (err == nil) != (want != "") {
-			t.Errorf("parseBucket(%q) = %q, %v; want %q", res, got, err, want)
+			t.Errorf("ParseBucket(%q) = %q, %v; want %q", res, got, err, want)
 		}
 	}
 }

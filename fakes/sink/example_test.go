@@ -1,4 +1,4 @@
-package fakes_test
+package sink_test
 
 import (
 	"bytes"
@@ -11,23 +11,23 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/objup/objup/fakes"
+	"github.com/objup/objup/fakes/sink"
 	"github.com/objup/objup/uploader"
 )
 
 // A benchmark points its client at a sink: the upload is checked as the
 // service checks it (offsets, CRC32C per message and per object,
 // finish_write), and its bytes are dropped.
-func ExampleNewSink() {
-	sink, err := fakes.NewSink()
+func ExampleNew() {
+	k, err := sink.New()
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer sink.Close()
+	defer k.Close()
 
 	ctx := context.Background()
 	client, err := uploader.NewClient(ctx,
-		option.WithEndpoint(sink.GRPCAddr()),
+		option.WithEndpoint(k.GRPCAddr()),
 		option.WithoutAuthentication(),
 		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
 	)
@@ -42,7 +42,7 @@ func ExampleNewSink() {
 		log.Fatal(err)
 	}
 	fmt.Println(attrs.Size, attrs.CRC32C == crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli)))
-	st := sink.Stats()
+	st := k.Stats()
 	fmt.Printf("%d object, %d bytes checked and dropped, %d resumable session\n", st.Objects, st.Received, st.Sessions)
 	// Output:
 	// 4194304 true

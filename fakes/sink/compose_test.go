@@ -1,4 +1,4 @@
-package fakes
+package sink
 
 import (
 	"bytes"
@@ -15,13 +15,13 @@ import (
 	"github.com/objup/objup/uploader"
 )
 
-// TestSinkCompose: a sink run WithSinkCompose serves objup's parallel
+// TestSinkCompose: a sink run WithCompose serves objup's parallel
 // composite upload (parts written if absent, composed in two rounds,
 // deleted) and the official client's Composer and Delete over gRPC, with
 // the sizes, CRC32Cs and component counts the fake gives, and GCS's errors;
 // a sink that keeps nothing refuses to compose.
 func TestSinkCompose(t *testing.T) {
-	k := NewTestSink(t, WithSinkCompose())
+	k := NewTest(t, WithCompose())
 	ctx := sinkCtx(t)
 	ours, official := sinkClients(t, k)
 
@@ -83,8 +83,8 @@ func TestSinkCompose(t *testing.T) {
 		t.Fatalf("second delete: %v, want ErrObjectNotExist", err)
 	}
 
-	// Without WithSinkCompose, nothing is kept and nothing composes.
-	_, pc := sinkClients(t, NewTestSink(t))
+	// Without WithCompose, nothing is kept and nothing composes.
+	_, pc := sinkClients(t, NewTest(t))
 	pb := pc.Bucket(sinkBucket)
 	if _, err := pb.Object("ab").ComposerFrom(pb.Object("a")).Run(context.Background()); status.Code(err) != codes.Unimplemented {
 		t.Fatalf("compose on a sink that keeps nothing: %v, want Unimplemented", err)
