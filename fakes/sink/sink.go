@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -63,9 +64,9 @@ import (
 // spec, a fresh generation, metageneration 1, size, CRC32C (and MD5 when
 // computed). BidiWriteObject answers state_lookup with the persisted size.
 // QueryWriteStatus answers with the persisted size, or the Object once
-// finalized. The sink remembers the last 65,536 resumable sessions it
-// started, open or finalized (a few hundred bytes each); an older one is
-// gone (codes.NotFound).
+// finalized. The sink remembers the 65,536 resumable sessions it used
+// last, open or finalized (a few hundred bytes each), in the fake's
+// session registry; an older one is gone (codes.NotFound).
 //
 // # Cost
 //
@@ -88,13 +89,11 @@ type Server struct {
 	addr string
 	cfg  config
 
-	mu       sync.Mutex
-	sessions map[string]*upload
-	kept     map[string]keptObject // WithCompose: the objects finalized, by keptKey
-	order    []string              // session IDs, in a ring of maxSessions
-	next     int                   // where the next ID goes in order, once it is full
+	mu   sync.Mutex
+	kept map[string]keptObject // WithCompose: the objects finalized, by keptKey
 
-	lastGen atomic.Int64
+	sessions store.Sessions[*upload]
+	lastGen  atomic.Int64
 
 	objects, bytes, messages, received, started, failed atomic.Int64
 
@@ -190,11 +189,9 @@ func New(opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fakes: sink listener: %w", err)
 	}
-	k := &Server{
-		addr:     api.DialAddr(lis.Addr()),
-		cfg:      cfg,
-		sessions: make(map[string]*upload),
-	}
+	k := &Server{addr: api.DialAddr(lis.Addr()), cfg: cfg}
+	// Sessions never expire by time in the sink: only the cap evicts them.
+	k.sessions.Init(math.MaxInt64, maxSessions)
 	if cfg.compose {
 		k.kept = make(map[string]keptObject)
 	}
@@ -278,7 +275,7 @@ func (k *Server) Close() error {
 		timer.Stop()
 		k.serving.Wait()
 		k.mu.Lock()
-		k.sessions, k.order = make(map[string]*upload), nil
+		k.sessions.Reset()
 		if k.serveErr != nil {
 			k.closeErr = fmt.Errorf("fakes: sink: serve: %w", k.serveErr)
 		}
@@ -416,26 +413,15 @@ func (k *Server) startResumableWrite(req *wire.StartResumableWriteRequest) (*wir
 		up.Declare(sums)
 	}
 	up.id = rand.Text()
-	k.mu.Lock()
-	if len(k.order) < maxSessions {
-		k.order = append(k.order, up.id)
-	} else {
-		delete(k.sessions, k.order[k.next])
-		k.order[k.next] = up.id
-		k.next = (k.next + 1) % maxSessions
-	}
-	k.sessions[up.id] = up
-	k.mu.Unlock()
+	k.sessions.Add(up.id, up)
 	k.started.Add(1)
 	return &wire.StartResumableWriteResponse{UploadId: up.id}, nil
 }
 
 // session returns the resumable session id.
 func (k *Server) session(id string) (*upload, error) {
-	k.mu.Lock()
-	up := k.sessions[id]
-	k.mu.Unlock()
-	if up == nil {
+	up, ok := k.sessions.Get(id)
+	if !ok {
 		return nil, status.Errorf(codes.NotFound, "upload %q not found", id)
 	}
 	return up, nil
@@ -448,9 +434,7 @@ func (k *Server) drop(up *upload) {
 		return
 	}
 	up.gone = true
-	k.mu.Lock()
-	delete(k.sessions, up.id)
-	k.mu.Unlock()
+	k.sessions.Remove(up.id)
 }
 
 // queryWriteStatus reports a session's persisted size, or its object once
