@@ -66,8 +66,7 @@ func attrs(b *store.Bucket, o *store.Object) ObjectAttrs {
 		Updated:            time.UnixMicro(o.Updated()).UTC(),
 	}
 	if o.HasMD5() {
-		sum := o.MD5()
-		a.MD5 = sum[:]
+		a.MD5 = slices.Clone(o.MD5())
 	}
 	if t := o.FinalizeTime(); t != 0 {
 		a.Finalized = time.UnixMicro(t).UTC()
@@ -125,7 +124,7 @@ func (s *Server) PutObject(o Object) (ObjectAttrs, error) {
 	}
 	content := slices.Clone(o.Content)
 	sum := md5.Sum(content)
-	c := store.Content{Size: int64(len(content)), CRC32C: crc32.Checksum(content, crc32c.Table), MD5: &sum}
+	c := store.Content{Size: int64(len(content)), CRC32C: crc32.Checksum(content, crc32c.Table), MD5: sum, HasMD5: true}
 	if len(content) > 0 {
 		c.Parts = [][]byte{content}
 	}

@@ -98,8 +98,7 @@ func md5Text(o *store.Object) string {
 	if !o.HasMD5() {
 		return ""
 	}
-	sum := o.MD5()
-	return base64.StdEncoding.EncodeToString(sum[:])
+	return base64.StdEncoding.EncodeToString(o.MD5())
 }
 
 // objectList is the JSON API's objects.list response.

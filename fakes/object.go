@@ -54,8 +54,7 @@ func toObject(b *store.Bucket, o *store.Object) *wire.Object {
 		ComponentCount:         int32(o.ComponentCount()),
 	}
 	if o.HasMD5() {
-		sum := o.MD5()
-		w.Checksums.Md5Hash = sum[:]
+		w.Checksums.Md5Hash = o.MD5()
 	}
 	setExtra(o.Attrs().Extra, w)
 	return w

@@ -101,16 +101,13 @@ func (s *Server) finalize(up *upload, tenant string) (*wire.Object, error) {
 	if err := up.CheckSize(); err != nil {
 		return nil, err
 	}
-	md5, err := up.Finish()
+	var buf [store.MD5Len]byte
+	md5, err := up.Finish(buf[:0])
 	if err != nil {
 		s.drop(up)
 		return nil, err
 	}
-	var sum *[store.MD5Len]byte
-	if len(md5) == store.MD5Len {
-		sum = (*[store.MD5Len]byte)(md5)
-	}
-	o, err := up.b.Put(up.object, up.attrs, up.content(sum), up.cond, tenant)
+	o, err := up.b.Put(up.object, up.attrs, up.content(md5), up.cond, tenant)
 	if err != nil {
 		s.drop(up)
 		return nil, err
@@ -122,6 +119,8 @@ func (s *Server) finalize(up *upload, tenant string) (*wire.Object, error) {
 
 // content is what up holds, as received (not copied), with its checksums;
 // sum is its MD5, nil if none.
-func (up *upload) content(sum *[store.MD5Len]byte) store.Content {
-	return store.Content{Parts: up.chunks, Size: up.Size, CRC32C: up.CRC, MD5: sum}
+func (up *upload) content(sum []byte) store.Content {
+	c := store.Content{Parts: up.chunks, Size: up.Size, CRC32C: up.CRC}
+	c.HasMD5 = copy(c.MD5[:], sum) == store.MD5Len
+	return c
 }

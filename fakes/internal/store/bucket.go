@@ -86,10 +86,7 @@ func (b *Bucket) retire(o *Object, now int64) {
 // a's metadata map and Extra: the caller must not change them afterwards.
 func (b *Bucket) Put(name string, a Attrs, c Content, cond *Conditions, tenant string) (*Object, error) {
 	o := newObject(name, a, c)
-	o.hasMD5 = c.MD5 != nil
-	if o.hasMD5 {
-		o.md5 = *c.MD5
-	}
+	o.md5, o.hasMD5 = c.MD5, c.HasMD5
 	return b.add(o, cond, tenant)
 }
 

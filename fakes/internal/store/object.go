@@ -52,7 +52,8 @@ type Content struct {
 	Parts  [][]byte
 	Size   int64
 	CRC32C uint32
-	MD5    *[MD5Len]byte // nil: no MD5 (appendable and composed objects)
+	MD5    [MD5Len]byte
+	HasMD5 bool // false: no MD5 (appendable and composed objects)
 }
 
 // Live reports whether o is its name's live generation.
@@ -169,8 +170,14 @@ func (o *Object) Size() int64 { return o.size }
 // CRC32C is the CRC32C of the object's content.
 func (o *Object) CRC32C() uint32 { return o.crc32c }
 
-// MD5 is the MD5 of the object's content; zero when HasMD5 is false.
-func (o *Object) MD5() [MD5Len]byte { return o.md5 }
+// MD5 is the MD5 of the object's content, nil when HasMD5 is false. The
+// bytes are the store's: the caller must not change them.
+func (o *Object) MD5() []byte {
+	if !o.hasMD5 {
+		return nil
+	}
+	return o.md5[:]
+}
 
 // HasMD5 reports whether the object has an MD5: appendable and composed
 // objects have none.

@@ -2,7 +2,6 @@ package writes
 
 import (
 	"bytes"
-	"crypto/md5"
 	"hash"
 
 	"google.golang.org/grpc/codes"
@@ -90,15 +89,16 @@ func (s *State) CheckSize() error {
 }
 
 // Finish checks a complete write: its declared size and its declared
-// checksums. It returns the MD5 of the content, nil if not hashed. A
-// checksum that does not match is data loss: nothing may be stored.
-func (s *State) Finish() ([]byte, error) {
+// checksums. It returns the MD5 of the content appended to dst, nil if not
+// hashed. A checksum that does not match is data loss: nothing may be
+// stored.
+func (s *State) Finish(dst []byte) ([]byte, error) {
 	if err := s.CheckSize(); err != nil {
 		return nil, err
 	}
 	var sum []byte
 	if s.MD5 != nil {
-		sum = s.MD5.Sum(make([]byte, 0, md5.Size))
+		sum = s.MD5.Sum(dst)
 	}
 	if want := s.Sums; want != nil {
 		if want.Crc32C != nil && *want.Crc32C != s.CRC {

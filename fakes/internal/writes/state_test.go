@@ -76,7 +76,7 @@ func TestFinish(t *testing.T) {
 				t.Fatalf("size %d CRC32C %#08x, want %d %#08x", s.Size, s.CRC, len(content), crc)
 			}
 			s.Declare(tc.sums)
-			got, err := s.Finish()
+			got, err := s.Finish(nil)
 			if code := status.Code(err); code != tc.want {
 				t.Fatalf("Finish: %v, want code %v", err, tc.want)
 			}
