@@ -613,7 +613,7 @@ func (k *Server) finalize(up *upload) (*wire.Object, error) {
 	if err := up.CheckSize(); err != nil {
 		return nil, err
 	}
-	sum, err := up.Finish(make([]byte, 0, md5.Size))
+	sum, err := up.Finish(nil)
 	if err != nil {
 		k.drop(up)
 		return nil, err
