@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -34,6 +35,8 @@ type Server struct {
 	calls  callLog
 	conns  conns
 	retry  retryTests
+
+	httpConns atomic.Int64 // TCP connections the JSON API port accepted
 
 	serving   sync.WaitGroup
 	serveErr  error // first unexpected error of a Serve loop; guarded by mu
@@ -79,7 +82,12 @@ func New(opts ...Option) (*Server, error) {
 		grpc.UnknownServiceHandler(s.serveRaw),
 	}, s.conns.serverOptions(cfg.maxStreams, cfg.link)...)...)
 	wire.RegisterStorageServer(s.grpc, &service{s: s})
-	s.http = &http.Server{Handler: http.HandlerFunc(s.serveHTTP), ReadHeaderTimeout: 30 * time.Second}
+	s.http = &http.Server{Handler: http.HandlerFunc(s.serveHTTP), ReadHeaderTimeout: 30 * time.Second,
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			if st == http.StateNew {
+				s.httpConns.Add(1)
+			}
+		}}
 
 	grpcLis, httpLis = link.Listen(grpcLis, cfg.link), link.Listen(httpLis, cfg.link)
 	s.serving.Add(2)

@@ -323,3 +323,42 @@ func TestEmulatorHost(t *testing.T) {
 		t.Fatalf("calls %v", methods)
 	}
 }
+
+// TestHTTPConns: the JSON API port counts the connections it accepted, so
+// a test can tell a client that reuses its connections from one that
+// opens one per request.
+func TestHTTPConns(t *testing.T) {
+	srv := fakes.NewTest(t, fakes.WithBucket("conns"))
+	get := func(hc *http.Client) {
+		t.Helper()
+		resp, err := hc.Get(srv.HTTPURL() + "/storage/v1/b/conns")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		tr   *http.Transport
+		want int64 // connections added by 3 requests
+	}{
+		{"keep-alive", &http.Transport{}, 1},
+		{"a connection per request", &http.Transport{DisableKeepAlives: true}, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := srv.HTTPConns()
+			hc := &http.Client{Transport: tc.tr}
+			defer tc.tr.CloseIdleConnections()
+			for range 3 {
+				get(hc)
+			}
+			if got := srv.HTTPConns() - before; got != tc.want {
+				t.Fatalf("%d connections for 3 requests, want %d", got, tc.want)
+			}
+		})
+	}
+}

@@ -42,6 +42,15 @@ const HTTPEmulatorEnv = "STORAGE_EMULATOR_HOST"
 // "https://storage.googleapis.com/storage/v1/"), and STORAGE_EMULATOR_HOST is
 // honoured as the official client honours it.
 //
+// Connections: over HTTPS the JSON API speaks HTTP/2, which carries many
+// requests on a connection and opens more as they fill. An emulator named
+// by STORAGE_EMULATOR_HOST speaks HTTP/1.1, one request per connection at a
+// time, and the client keeps as many idle connections as it had requests
+// in flight, so UploadMany at any concurrency reuses them. Another plain
+// HTTP endpoint given with option.WithEndpoint gets google.golang.org/api's
+// transport, which keeps 100 idle connections per host; pass
+// option.WithHTTPClient with a transport of your own to keep more.
+//
 // The JSON API carries no per-request checksum: the whole object's CRC32C
 // (and MD5, when asked) is sent with the last request, and the service
 // verifies it.
@@ -59,6 +68,22 @@ type httpTransport struct {
 
 // newHTTPTransport dials the JSON API with google.golang.org/api's HTTP
 // transport, with the official client's defaults or the emulator's.
+// maxIdleHTTP bounds the idle connections an emulator client keeps: as
+// many as the most requests it had in flight at once, up to this.
+const maxIdleHTTP = 4096
+
+// emulatorTransport is the HTTP transport of a client pointed at an
+// emulator with HTTPEmulatorEnv. An emulator speaks plain HTTP/1.1, one
+// request per connection at a time, so google.golang.org/api's transport,
+// which keeps at most 100 idle connections per host, would close and
+// redial connections for every upload past the hundredth in flight; this
+// one keeps them (HTTPS endpoints use HTTP/2, which multiplexes).
+func emulatorTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns, t.MaxIdleConnsPerHost = maxIdleHTTP, maxIdleHTTP
+	return t
+}
+
 func newHTTPTransport(ctx context.Context, apiOpts []option.ClientOption) (*httpTransport, error) {
 	var opts []option.ClientOption
 	if host := os.Getenv(HTTPEmulatorEnv); host == "" {
@@ -84,6 +109,7 @@ func newHTTPTransport(ctx context.Context, apiOpts []option.ClientOption) (*http
 			internaloption.SkipDialSettingsValidation(),
 			internaloption.WithDefaultEndpointTemplate(u.String()),
 			internaloption.WithDefaultMTLSEndpoint(u.String()),
+			option.WithHTTPClient(&http.Client{Transport: emulatorTransport()}),
 		}
 	}
 	opts = append(opts, option.WithTelemetryDisabled())

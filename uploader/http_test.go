@@ -333,3 +333,41 @@ func TestHTTPEmulatorEnv(t *testing.T) {
 		t.Fatal("CodeOf does not see through a wrap")
 	}
 }
+
+// TestHTTPEmulatorConnectionReuse: through STORAGE_EMULATOR_HOST (plain
+// HTTP/1.1, one request per connection at a time), UploadMany at a
+// concurrency above 100 keeps the connections it opened: a second batch at
+// the same concurrency opens next to none, where a transport that keeps
+// only 100 idle connections closes and redials the rest all along.
+func TestHTTPEmulatorConnectionReuse(t *testing.T) {
+	e := newEnv(t)
+	t.Setenv(uploader.HTTPEmulatorEnv, strings.TrimPrefix(e.srv.HTTPURL(), "http://"))
+	c, err := uploader.NewClient(context.Background(), uploader.WithHTTP())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const conc, n = 200, 1000
+	batch := func(k int) int64 {
+		t.Helper()
+		items := make([]uploader.Item, n)
+		for i := range items {
+			items[i] = uploader.Item{Name: fmt.Sprintf("reuse/%d/%04d", k, i), Data: bytes.Repeat([]byte{byte(i)}, 1<<10)}
+		}
+		before := e.srv.HTTPConns()
+		res, err := c.UploadMany(context.Background(), bucket, items, uploader.WithConcurrency(conc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Err != nil {
+				t.Fatalf("%s: %v", r.Name, r.Err)
+			}
+		}
+		return e.srv.HTTPConns() - before
+	}
+	first := batch(1)
+	if second := batch(2); second > conc/10 {
+		t.Fatalf("the second batch of %d objects at concurrency %d opened %d more connections (the first %d); want next to none", n, conc, second, first)
+	}
+}
