@@ -5,9 +5,10 @@ package integration
 // "quiet" uploads 1 KiB objects one after another, b.N of them. It reports
 // the quiet tenant's p50 and p99 latency (and of that, the time it took to
 // get its one buffer: the rest is the call), the noisy tenant's throughput and
-// the pool's peak bytes in use, with tenants served in turn at the spent
-// budget (fair, objup's default) and first come first served (unfair: each
-// tenant weighs more than it has waiters). The server is fakes/cmd/gcssink in
+// the pool's peak bytes in use, with objup's defaults (fair: tenants served
+// in turn at the spent budget, each holding at most 7/8 of it) and first
+// come first served (unfair: each tenant weighs more than it has waiters
+// and may hold the whole budget). The server is fakes/cmd/gcssink in
 // another process, so the figures are the client's. Run it with a fixed
 // count of quiet uploads:
 //
@@ -81,9 +82,10 @@ func BenchmarkTenants(b *testing.B) {
 			}
 			switch {
 			case !sc.fair:
-				// Every tenant has more places in line than waiters:
-				// first come, first served.
-				opts = append(opts, uploader.WithTenantLimits(uploader.TenantLimits{Weight: func(string) int { return 1 << 20 }}))
+				// Every tenant has more places in line than waiters,
+				// and may hold the whole budget: first come, first
+				// served.
+				opts = append(opts, uploader.WithTenantLimits(uploader.TenantLimits{Bytes: sc.budget, Weight: func(string) int { return 1 << 20 }}))
 			case strings.Contains(sc.name, "noisy-limit"):
 				opts = append(opts, uploader.WithTenantLimits(uploader.TenantLimits{Bytes: sc.budget * 3 / 4}))
 			}

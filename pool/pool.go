@@ -128,8 +128,9 @@ var (
 // budget. A Pool must not be copied after first use. All methods are safe for
 // concurrent use.
 type Pool struct {
-	size int                 // buffer size; 0 means Quantum
-	sem  *semaphore.Weighted // nil without a budget
+	size   int                 // buffer size; 0 means Quantum
+	sem    *semaphore.Weighted // nil without a budget
+	budget int64               // with sem, the bytes it admits
 	pool sync.Pool           // of *[]byte with len 0 and cap size
 
 	gets, news, puts, rejected, budgetWaits atomic.Uint64
@@ -194,6 +195,7 @@ func New(opts ...Option) (*Pool, error) {
 		if c.budget < int64(c.size) {
 			return nil, fmt.Errorf("pool: budget of %d bytes is smaller than one buffer of %d bytes", c.budget, c.size)
 		}
+		p.budget = c.budget / int64(c.size) * int64(c.size)
 		p.sem = semaphore.NewWeighted(c.budget)
 	}
 	return p, nil
@@ -204,6 +206,11 @@ var defaultPool Pool
 // Default returns the process-wide Pool of Quantum-sized buffers, without a
 // budget. It is the zero Pool, so it costs nothing until it is used.
 func Default() *Pool { return &defaultPool }
+
+// Budget returns the bytes of buffers the pool hands out at most at once
+// (WithBudget, rounded down to whole buffers), and false if it has no
+// budget.
+func (p *Pool) Budget() (int64, bool) { return p.budget, p.sem != nil }
 
 // BufferSize returns the length of the buffers that Get returns.
 func (p *Pool) BufferSize() int {

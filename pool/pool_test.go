@@ -63,10 +63,11 @@ func putPanic(t *testing.T, a pool.Allocator, b *[]byte) (err error) {
 
 func TestNewOptions(t *testing.T) {
 	tests := []struct {
-		name     string
-		opts     []pool.Option
-		wantSize int
-		wantErr  bool
+		name       string
+		opts       []pool.Option
+		wantSize   int
+		wantBudget int64 // 0: no budget
+		wantErr    bool
 	}{
 		{name: "default", wantSize: pool.Quantum},
 		{name: "nil option", opts: []pool.Option{nil}, wantSize: pool.Quantum},
@@ -77,8 +78,8 @@ func TestNewOptions(t *testing.T) {
 		{name: "quantum-1", opts: []pool.Option{pool.WithBufferSize(pool.Quantum - 1)}, wantErr: true},
 		{name: "quantum+1", opts: []pool.Option{pool.WithBufferSize(pool.Quantum + 1)}, wantErr: true},
 		{name: "last option wins", opts: []pool.Option{pool.WithBufferSize(1), pool.WithBufferSize(2 * pool.Quantum)}, wantSize: 2 * pool.Quantum},
-		{name: "budget one buffer", opts: []pool.Option{pool.WithBudget(pool.Quantum)}, wantSize: pool.Quantum},
-		{name: "budget not a multiple", opts: []pool.Option{pool.WithBudget(3*pool.Quantum + 7)}, wantSize: pool.Quantum},
+		{name: "budget one buffer", opts: []pool.Option{pool.WithBudget(pool.Quantum)}, wantSize: pool.Quantum, wantBudget: pool.Quantum},
+		{name: "budget not a multiple", opts: []pool.Option{pool.WithBudget(3*pool.Quantum + 7)}, wantSize: pool.Quantum, wantBudget: 3 * pool.Quantum},
 		{name: "budget below one buffer", opts: []pool.Option{pool.WithBudget(pool.Quantum - 1)}, wantErr: true},
 		{name: "budget below a big buffer", opts: []pool.Option{pool.WithBufferSize(2 * pool.Quantum), pool.WithBudget(pool.Quantum)}, wantErr: true},
 		{name: "budget zero", opts: []pool.Option{pool.WithBudget(0)}, wantErr: true},
@@ -101,6 +102,9 @@ func TestNewOptions(t *testing.T) {
 			}
 			if got := p.BufferSize(); got != tt.wantSize {
 				t.Errorf("BufferSize = %d, want %d", got, tt.wantSize)
+			}
+			if got, ok := p.Budget(); got != tt.wantBudget || ok != (tt.wantBudget > 0) {
+				t.Errorf("Budget = %d, %v, want %d", got, ok, tt.wantBudget)
 			}
 			b := mustGet(t, p)
 			if len(*b) != tt.wantSize || cap(*b) != tt.wantSize {

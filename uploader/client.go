@@ -102,6 +102,7 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 	if c.alloc == nil {
 		c.alloc = c.poolFor(cfg.chunkSize)
 	}
+	c.tenants.share0 = defaultShare(c.alloc, c.alloc.BufferSize())
 	tel, err := newTelemetry(cfg.telemetry, c.alloc)
 	if err != nil {
 		return nil, newError("NewClient", "", "", fmt.Errorf("telemetry: %w", err))

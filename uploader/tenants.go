@@ -21,8 +21,15 @@ type TenantLimits struct {
 	// Uploads bounds one tenant's uploads that hold chunk buffers at once
 	// (from their first buffer to their end); 0 is no bound.
 	Uploads int
-	// Bytes bounds the chunk buffers one tenant holds at once; 0 is no
-	// bound. It must hold at least one chunk of the client's chunk size.
+	// Bytes bounds the chunk buffers one tenant holds at once. It must
+	// hold at least one chunk of the client's chunk size. 0 is the default
+	// share: on a client whose pool has a budget (WithPool, pool.WithBudget),
+	// a named tenant holds at most the budget less an eighth of it (rounded
+	// down to whole chunks, when that is at least one chunk), so that a
+	// tenant's burst always leaves buffers free for the others, which would
+	// otherwise wait for buffers that come back only as the service
+	// acknowledges them; without a budget, or for uploads without a tenant,
+	// no bound.
 	Bytes int64
 	// Weight returns a tenant's weight: when the pool's budget is spent,
 	// waiting uploads are served tenant by tenant, and a tenant of weight
@@ -33,7 +40,8 @@ type TenantLimits struct {
 
 // WithTenantLimits sets per-tenant limits and weights (see TenantLimits).
 // Without it, tenants are still served in turn when the pool's budget is
-// spent, each with weight 1, and have no limits.
+// spent, each with weight 1, and hold at most the default share of the
+// budget (see TenantLimits.Bytes).
 func WithTenantLimits(l TenantLimits) option.ClientOption {
 	return newClientOption(func(c *clientConfig) {
 		if (l.Uploads < 0 || l.Bytes < 0) && c.err == nil {
@@ -47,7 +55,29 @@ func WithTenantLimits(l TenantLimits) option.ClientOption {
 // wait (or first upload, with limits): about 200 bytes per tenant seen.
 type tenants struct {
 	limits TenantLimits
+	share0 int64    // the default byte bound of a named tenant (TenantLimits.Bytes); 0: none
 	m      sync.Map // tenant ID -> *tenantShare
+}
+
+// reserveDiv sets the part of a pool's budget that one tenant leaves to
+// the others by default: 1/reserveDiv.
+const reserveDiv = 8
+
+// defaultShare returns the default byte bound of a named tenant on a
+// client whose Writers take chunkSize-byte buffers from a: the budget less
+// its reserve in whole chunks, or 0 (no bound) without a budget or when
+// the reserve is less than a chunk.
+func defaultShare(a pool.Allocator, chunkSize int) int64 {
+	p, ok := a.(*pool.Pool)
+	if !ok {
+		return 0
+	}
+	budget, ok := p.Budget()
+	reserve := budget / reserveDiv / int64(chunkSize) * int64(chunkSize)
+	if !ok || reserve == 0 {
+		return 0
+	}
+	return budget - reserve
 }
 
 // tenantShare is one tenant's part of the client: its turn at the pool's
@@ -74,7 +104,11 @@ func (t *tenants) share(id string) *tenantShare {
 	if n := t.limits.Uploads; n > 0 {
 		s.uploads = semaphore.NewWeighted(int64(n))
 	}
-	if n := t.limits.Bytes; n > 0 {
+	n := t.limits.Bytes
+	if n == 0 && id != "" {
+		n = t.share0
+	}
+	if n > 0 {
 		s.bytes = semaphore.NewWeighted(n)
 	}
 	actual, _ := t.m.LoadOrStore(id, s)
@@ -110,6 +144,7 @@ func fairGet(ctx context.Context, a pool.Allocator, s *tenantShare) (*[]byte, er
 type tenantAlloc struct {
 	pool.Allocator
 	share *tenantShare
+	bytes *semaphore.Weighted // the tenant's byte bound that applies here, or nil
 	ev    *uploadEvents
 	slot  bool // the upload holds one of the tenant's upload slots
 }
@@ -134,14 +169,14 @@ func (a *tenantAlloc) Get(ctx context.Context) (*[]byte, error) {
 		a.slot = true
 	}
 	size := int64(a.BufferSize())
-	if a.share.bytes != nil {
-		if err := a.acquire(ctx, a.share.bytes, size); err != nil {
+	if a.bytes != nil {
+		if err := a.acquire(ctx, a.bytes, size); err != nil {
 			return nil, err
 		}
 	}
 	b, err := fairGet(ctx, a.Allocator, a.share)
-	if err != nil && a.share.bytes != nil {
-		a.share.bytes.Release(size)
+	if err != nil && a.bytes != nil {
+		a.bytes.Release(size)
 	}
 	return b, err
 }
@@ -159,12 +194,12 @@ func (a *tenantAlloc) TryGet() (*[]byte, bool) {
 		a.slot = true
 	}
 	size := int64(a.BufferSize())
-	if a.share.bytes != nil && !a.share.bytes.TryAcquire(size) {
+	if a.bytes != nil && !a.bytes.TryAcquire(size) {
 		return nil, false
 	}
 	b, ok := t.TryGet()
-	if !ok && a.share.bytes != nil {
-		a.share.bytes.Release(size)
+	if !ok && a.bytes != nil {
+		a.bytes.Release(size)
 	}
 	return b, ok
 }
@@ -173,8 +208,8 @@ func (a *tenantAlloc) TryGet() (*[]byte, bool) {
 // net/http call it from their goroutines.
 func (a *tenantAlloc) Put(b *[]byte) {
 	a.Allocator.Put(b)
-	if a.share.bytes != nil {
-		a.share.bytes.Release(int64(a.BufferSize()))
+	if a.bytes != nil {
+		a.bytes.Release(int64(a.BufferSize()))
 	}
 }
 

@@ -198,6 +198,121 @@ func TestTenantLimitWaits(t *testing.T) {
 	}
 }
 
+// TestTenantDefaultShare: on a pool with a budget of 8 buffers, a named
+// tenant holds at most 7 of them by default, so another tenant's upload
+// finds its buffer at once while the first tenant's next one waits (and
+// gives up with context.Canceled when cancelled, storing nothing); uploads
+// without a tenant are not bounded.
+func TestTenantDefaultShare(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		tenant string
+		bound  bool // the 8th buffer of the tenant waits
+	}{
+		{"named tenant", "a", true},
+		{"no tenant", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := pool.New(pool.WithBudget(8 * q))
+			if err != nil {
+				t.Fatal(err)
+			}
+			reader := sdkmetric.NewManualReader()
+			e := newEnv(t, uploader.WithPool(p),
+				uploader.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))),
+				uploader.WithTenantAttribute(func(id string) (string, bool) { return id, true }))
+			ctxA := context.Background()
+			if tc.tenant != "" {
+				ctxA = tenantCtx(t, tc.tenant)
+			}
+			var holders []*uploader.Writer
+			for i := range 7 {
+				w, err := e.c.NewWriter(ctxA, bucket, "hold/"+sizeName(i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := w.Write([]byte{1}); err != nil {
+					t.Fatal(err)
+				}
+				holders = append(holders, w)
+			}
+			cctx, cancel := context.WithCancel(ctxA)
+			defer cancel()
+			eighth, err := e.c.NewWriter(cctx, bucket, "eighth")
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := eighth.Write([]byte("eighth"))
+				done <- err
+			}()
+			if !tc.bound {
+				if err := returns(t, "the eighth Write", func() error { return <-done }); err != nil {
+					t.Fatal(err)
+				}
+				if err := eighth.Close(); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				// The eighth Write waits at the tenant's share: a limit
+				// wait is recorded, and no buffer comes.
+				for start := time.Now(); limitWaits(t, reader) == 0; time.Sleep(5 * time.Millisecond) {
+					select {
+					case err := <-done:
+						t.Fatalf("the tenant's eighth buffer came (%v) while it held its share", err)
+					default:
+					}
+					if time.Since(start) > hangLimit {
+						t.Fatal("the eighth Write neither waits at the tenant's share nor returns")
+					}
+				}
+				// Another tenant's upload takes the buffer left free.
+				if err := returns(t, "tenant b's upload", func() error {
+					_, err := e.c.Upload(tenantCtx(t, "b"), bucket, "b/runs", bytes.NewReader([]byte("runs")))
+					return err
+				}); err != nil {
+					t.Fatalf("tenant b: %v", err)
+				}
+				cancel()
+				if err := returns(t, "the waiting Write", func() error { return <-done }); !errors.Is(err, context.Canceled) {
+					t.Fatalf("waiting Write: %v, want context.Canceled", err)
+				}
+				eighth.Close()
+				e.absent("eighth")
+			}
+			for _, w := range holders {
+				if err := w.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n := p.Stats().InUseBytes; n != 0 {
+				t.Fatalf("%d bytes of buffers still in use", n)
+			}
+		})
+	}
+}
+
+// limitWaits returns the waits at a tenant's limit recorded in reader.
+func limitWaits(t *testing.T, reader *sdkmetric.ManualReader) int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if d, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == "objup.tenant.limit_waits" {
+				for _, pt := range d.DataPoints {
+					n += pt.Value
+				}
+			}
+		}
+	}
+	return n
+}
+
 // TestTenantWaitMetrics: with WithTenantAttribute, a wait at the pool's
 // budget is recorded in objup.buffer.wait and a wait at a tenant's limit in
 // objup.tenant.limit_waits, under the tenant's attribute; without it,

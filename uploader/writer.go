@@ -130,11 +130,20 @@ func (w *Writer) init(ctx context.Context, bucket, object string, opts []WriterO
 	if err := w.ch.Reset(alloc.BufferSize(), chOpts...); err != nil {
 		return invalid("NewWriter", bucket, object, "%w", err)
 	}
-	if !w.cfg.hasBuffer && w.c.tenants.limited() {
-		if b := w.c.tenants.limits.Bytes; b > 0 && b < int64(alloc.BufferSize()) {
+	if t := &w.c.tenants; !w.cfg.hasBuffer && (t.limited() || t.share0 > 0 && alloc == w.c.alloc) {
+		if b := t.limits.Bytes; b > 0 && b < int64(alloc.BufferSize()) {
 			return invalid("NewWriter", bucket, object, "chunk size %d is over the tenant byte limit of %d", alloc.BufferSize(), b)
 		}
-		alloc = &tenantAlloc{Allocator: alloc, share: w.c.tenants.share(tenantOf(ctx)), ev: &w.ev}
+		if id := tenantOf(ctx); t.limited() || id != "" {
+			s := t.share(id)
+			ta := &tenantAlloc{Allocator: alloc, share: s, ev: &w.ev}
+			if t.limits.Bytes > 0 || alloc == w.c.alloc {
+				// The default share bounds the buffers of the
+				// client's pool only.
+				ta.bytes = s.bytes
+			}
+			alloc = ta
+		}
 	}
 	w.life.alloc = alloc
 	w.scratch.noCRC = w.cfg.noCRC32C

@@ -297,9 +297,13 @@ func uploadAndVerify(ctx context.Context, cfg *config, stderr io.Writer) (*summa
 		opts = append(opts, uploader.WithPool(p))
 	}
 	if !cfg.fair {
-		// Each tenant has more places in line than it has waiters: first
-		// come, first served.
-		opts = append(opts, uploader.WithTenantLimits(uploader.TenantLimits{Weight: func(string) int { return 1 << 30 }}))
+		// Each tenant has more places in line than it has waiters, and
+		// may hold the whole budget: first come, first served.
+		l := uploader.TenantLimits{Weight: func(string) int { return 1 << 30 }}
+		if cfg.budget > 0 {
+			l.Bytes = cfg.budget
+		}
+		opts = append(opts, uploader.WithTenantLimits(l))
 	}
 	client, err := uploader.NewClient(ctx, append(opts, clientTelemetry(mp)...)...)
 	if err != nil {
