@@ -29,7 +29,7 @@ type TenantLimits struct {
 	// tenant's burst always leaves buffers free for the others, which would
 	// otherwise wait for buffers that come back only as the service
 	// acknowledges them; without a budget, or for uploads without a tenant,
-	// no bound.
+	// no bound. math.MaxInt64 is no bound at all.
 	Bytes int64
 	// Weight returns a tenant's weight: when the pool's budget is spent,
 	// waiting uploads are served tenant by tenant, and a tenant of weight

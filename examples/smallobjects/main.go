@@ -112,6 +112,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/signal"
@@ -299,11 +300,7 @@ func uploadAndVerify(ctx context.Context, cfg *config, stderr io.Writer) (*summa
 	if !cfg.fair {
 		// Each tenant has more places in line than it has waiters, and
 		// may hold the whole budget: first come, first served.
-		l := uploader.TenantLimits{Weight: func(string) int { return 1 << 30 }}
-		if cfg.budget > 0 {
-			l.Bytes = cfg.budget
-		}
-		opts = append(opts, uploader.WithTenantLimits(l))
+		opts = append(opts, uploader.WithTenantLimits(uploader.TenantLimits{Bytes: math.MaxInt64, Weight: func(string) int { return 1 << 30 }}))
 	}
 	client, err := uploader.NewClient(ctx, append(opts, clientTelemetry(mp)...)...)
 	if err != nil {
