@@ -88,9 +88,11 @@
 //
 // When the pool's budget is spent, uploads waiting for a buffer are served
 // tenant by tenant (the tenant of header.WithTenant or Item.Tenant), so one
-// tenant's burst does not push the others to the back; WithTenantLimits adds
-// per-tenant limits of uploads and buffer bytes, and weights. A tenant at a
-// limit waits, as its context allows, and never fails for it.
+// tenant's burst does not push the others to the back, and by default one
+// tenant holds at most 7/8 of the budget, so the others find a buffer at
+// once; WithTenantLimits sets per-tenant limits of uploads and buffer
+// bytes, and weights. A tenant at a limit waits, as its context allows, and
+// never fails for it.
 //
 // # Errors
 //
