@@ -314,16 +314,24 @@ func TestHTTPCancelAbandonsTheSession(t *testing.T) {
 	}
 }
 
-// TestHTTPEmulatorEnv: STORAGE_EMULATOR_HOST points a WithHTTP client at an
-// emulator, as it does the official client.
-func TestHTTPEmulatorEnv(t *testing.T) {
-	e := newEnv(t)
+// emulatorClient is a WithHTTP client pointed at e's fake through
+// STORAGE_EMULATOR_HOST alone.
+func emulatorClient(t *testing.T, e *env) *uploader.Client {
+	t.Helper()
 	t.Setenv(uploader.HTTPEmulatorEnv, strings.TrimPrefix(e.srv.HTTPURL(), "http://"))
 	c, err := uploader.NewClient(context.Background(), uploader.WithHTTP())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestHTTPEmulatorEnv: STORAGE_EMULATOR_HOST points a WithHTTP client at an
+// emulator, as it does the official client.
+func TestHTTPEmulatorEnv(t *testing.T) {
+	e := newEnv(t)
+	c := emulatorClient(t, e)
 	data := []byte("through the emulator variable")
 	if _, err := c.Upload(context.Background(), bucket, "http-emu", bytes.NewReader(data)); err != nil {
 		t.Fatal(err)
@@ -341,12 +349,7 @@ func TestHTTPEmulatorEnv(t *testing.T) {
 // only 100 idle connections closes and redials the rest all along.
 func TestHTTPEmulatorConnectionReuse(t *testing.T) {
 	e := newEnv(t)
-	t.Setenv(uploader.HTTPEmulatorEnv, strings.TrimPrefix(e.srv.HTTPURL(), "http://"))
-	c, err := uploader.NewClient(context.Background(), uploader.WithHTTP())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := emulatorClient(t, e)
 	const conc, n = 200, 1000
 	batch := func(k int) int64 {
 		t.Helper()

@@ -44,6 +44,24 @@ func settle(p *pool.Pool) {
 	}
 }
 
+// holdBuffers opens n Writers under ctx that each hold one buffer (their
+// first chunk) until they are closed.
+func holdBuffers(t *testing.T, c *uploader.Client, ctx context.Context, n int) []*uploader.Writer {
+	t.Helper()
+	var ws []*uploader.Writer
+	for i := range n {
+		w, err := c.NewWriter(ctx, bucket, "hold/"+sizeName(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write([]byte{1}); err != nil {
+			t.Fatal(err)
+		}
+		ws = append(ws, w)
+	}
+	return ws
+}
+
 // TestTenantsTakeTurns: with the pool's budget of 4 buffers spent, tenant A
 // with 100 uploads waiting and tenant B with one: B's upload gets a buffer
 // within the next two releases, not after A's hundred.
@@ -56,17 +74,7 @@ func TestTenantsTakeTurns(t *testing.T) {
 	ctxA, ctxB := tenantCtx(t, "a"), tenantCtx(t, "b")
 
 	// Four Writers of A hold the whole budget.
-	var holders []*uploader.Writer
-	for i := range 4 {
-		w, err := e.c.NewWriter(ctxA, bucket, "hold/"+sizeName(i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.Write([]byte{1}); err != nil {
-			t.Fatal(err)
-		}
-		holders = append(holders, w)
-	}
+	holders := holdBuffers(t, e.c, ctxA, 4)
 
 	// Each waiter takes a buffer (its first Write), says so, and keeps it
 	// until the test lets it go.
@@ -225,17 +233,7 @@ func TestTenantDefaultShare(t *testing.T) {
 			if tc.tenant != "" {
 				ctxA = tenantCtx(t, tc.tenant)
 			}
-			var holders []*uploader.Writer
-			for i := range 7 {
-				w, err := e.c.NewWriter(ctxA, bucket, "hold/"+sizeName(i))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := w.Write([]byte{1}); err != nil {
-					t.Fatal(err)
-				}
-				holders = append(holders, w)
-			}
+			holders := holdBuffers(t, e.c, ctxA, 7)
 			cctx, cancel := context.WithCancel(ctxA)
 			defer cancel()
 			eighth, err := e.c.NewWriter(cctx, bucket, "eighth")
