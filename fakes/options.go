@@ -37,6 +37,7 @@ type config struct {
 	maxSessions   int
 	maxStreams    int
 	link          link.Config
+	commitDelay   time.Duration
 }
 
 func newConfig(opts []Option) (*config, error) {
@@ -46,6 +47,16 @@ func newConfig(opts []Option) (*config, error) {
 		o.apply(c)
 	}
 	return c, c.validate()
+}
+
+// WithCommitDelay makes every write that finishes (a finish_write, or the
+// last request of a JSON upload) wait d before it stores its object, as a
+// backend slow to commit does. The object is stored even if the client
+// went away in the meantime, as GCS may store an object whose last message
+// it received: a test of what a client leaves behind when it gives up on
+// a write whose end is out. d must not be negative.
+func WithCommitDelay(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.commitDelay = d })
 }
 
 // WithBucket creates the bucket name when the server starts. Give it once per
@@ -85,6 +96,9 @@ func (c *config) validate() error {
 		if err := store.CheckBucketName(b); err != nil {
 			errs = append(errs, err.Error())
 		}
+	}
+	if c.commitDelay < 0 {
+		errs = append(errs, fmt.Sprintf("commit delay %v is negative", c.commitDelay))
 	}
 	if c.callLog < 0 {
 		errs = append(errs, fmt.Sprintf("call log size %d is negative", c.callLog))

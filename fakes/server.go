@@ -36,7 +36,8 @@ type Server struct {
 	conns  conns
 	retry  retryTests
 
-	httpConns atomic.Int64 // TCP connections the JSON API port accepted
+	httpConns   atomic.Int64  // TCP connections the JSON API port accepted
+	commitDelay time.Duration // WithCommitDelay
 
 	serving   sync.WaitGroup
 	serveErr  error // first unexpected error of a Serve loop; guarded by mu
@@ -66,6 +67,7 @@ func New(opts ...Option) (*Server, error) {
 		grpcAddr: api.DialAddr(grpcLis.Addr()),
 		httpURL:  "http://" + api.DialAddr(httpLis.Addr()),
 	}
+	s.commitDelay = cfg.commitDelay
 	s.calls.init(cfg.callLog)
 	s.sessions.Init(cfg.sessionExpiry, cfg.maxSessions)
 	for _, b := range cfg.buckets {

@@ -82,11 +82,11 @@ func TestOptions(t *testing.T) {
 		}
 	})
 	t.Run("invalid", func(t *testing.T) {
-		_, err := fakes.New(fakes.WithBucket("Bad"), fakes.WithBucket("x"), fakes.WithGRPCAddr("no-port"), fakes.WithHTTPAddr(""), fakes.WithCallLog(-1))
+		_, err := fakes.New(fakes.WithBucket("Bad"), fakes.WithBucket("x"), fakes.WithGRPCAddr("no-port"), fakes.WithHTTPAddr(""), fakes.WithCallLog(-1), fakes.WithCommitDelay(-time.Second))
 		if err == nil {
 			t.Fatal("New accepted invalid options")
 		}
-		for _, want := range []string{`"Bad"`, `"x"`, `gRPC address "no-port"`, `HTTP address ""`, "call log size -1"} {
+		for _, want := range []string{`"Bad"`, `"x"`, `gRPC address "no-port"`, `HTTP address ""`, "call log size -1", "commit delay -1s"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("error %q does not mention %s", err, want)
 			}

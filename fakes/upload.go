@@ -5,6 +5,7 @@ import (
 	"crypto/md5"
 	"hash/crc32"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -100,6 +101,9 @@ func (up *upload) addUnchecked(content []byte) {
 func (s *Server) finalize(up *upload, tenant string) (*wire.Object, error) {
 	if err := up.CheckSize(); err != nil {
 		return nil, err
+	}
+	if s.commitDelay > 0 {
+		time.Sleep(s.commitDelay) // a slow commit, not cut short by the client's leaving
 	}
 	var buf [store.MD5Len]byte
 	md5, err := up.Finish(buf[:0])

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/objup/objup/fakes"
 	"github.com/objup/objup/internal/wire"
 )
 
@@ -315,5 +316,22 @@ func TestObjectNames(t *testing.T) {
 			_, err = getObject(ctxT(t), cc, &wire.GetObjectRequest{Bucket: bucketRes, Object: tc.name})
 			wantCode(t, err, codes.InvalidArgument)
 		})
+	}
+}
+
+// TestCommitDelay: with WithCommitDelay, a write is answered only once its
+// object is stored, after the delay, over both APIs.
+func TestCommitDelay(t *testing.T) {
+	const delay = 100 * time.Millisecond
+	srv, cc := start(t, fakes.WithCommitDelay(delay))
+	data := payload(3000, 5)
+	t0 := time.Now()
+	put(t, cc, "slow-grpc", data)
+	httpPut(t, srv, "slow-json", data)
+	if d := time.Since(t0); d < 2*delay {
+		t.Fatalf("two writes answered in %v, before their commit delays of %v each", d, delay)
+	}
+	for _, name := range []string{"slow-grpc", "slow-json"} {
+		sameBytes(t, name, get(t, cc, name), data)
 	}
 }

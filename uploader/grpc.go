@@ -1,6 +1,7 @@
 package uploader
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -140,7 +141,7 @@ func (g *grpcTransport) invoke(u *upload, method string, req, resp any, timeout 
 
 // invokeOn is invoke on c, which pick or use counted.
 func (g *grpcTransport) invokeOn(c *grpcConn, u *upload, method string, req, resp any, timeout time.Duration) error {
-	u.attempt.arm(u.outgoing(u.ctx), timeout)
+	u.attempt.arm(u.outgoing(u.attemptCtx()), timeout)
 	err := c.Invoke(&u.attempt, method, req, resp, g.callOpts...)
 	u.attempt.disarm()
 	c.done()
@@ -183,8 +184,25 @@ func (g *grpcTransport) writeUnary(u *upload, r *chunkRef, timeout time.Duration
 // writeStream makes one attempt of a WriteObject client stream of several
 // messages, each of up to 2 MiB of consecutive pieces of rs.
 func (g *grpcTransport) writeStream(u *upload, rs []*chunkRef, timeout time.Duration) (o *wire.Object, sent bool, err error) {
-	ctx, cancel := context.WithTimeout(u.ctx, timeout)
+	ctx, cancel := context.WithTimeout(u.attemptCtx(), timeout)
 	defer cancel()
+	// A settled stream (see attemptCtx) is cancelled with the upload only
+	// until its last message is handed to gRPC; the lock orders the two.
+	var fin struct {
+		sync.Mutex
+		final, cancelled bool
+	}
+	if u.scratch.settle {
+		stop := context.AfterFunc(u.ctx, func() {
+			fin.Lock()
+			if !fin.final {
+				fin.cancelled = true
+				cancel()
+			}
+			fin.Unlock()
+		})
+		defer stop()
+	}
 	c := g.pick(true)
 	defer c.doneData()
 	st, err := wire.NewWriteObjectStream(u.outgoing(ctx), c.ClientConn, g.callOpts...)
@@ -225,6 +243,14 @@ func (g *grpcTransport) writeStream(u *upload, rs []*chunkRef, timeout time.Dura
 		}
 		if i == len(rs) {
 			req.FinishWrite, req.ObjectChecksums = true, u.checksums()
+			fin.Lock()
+			fin.final = !fin.cancelled
+			fin.Unlock()
+			if !fin.final {
+				u.life.sent(msg)
+				_, err = st.CloseAndRecv()
+				return nil, sent, cmp.Or(u.ctx.Err(), err)
+			}
 		}
 		msg.CRC32C, msg.HasCRC = crc, !u.noCRC()
 		err = st.SendMsg(&msg.WriteMsg)

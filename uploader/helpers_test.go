@@ -74,8 +74,14 @@ func testLink(t *testing.T) link.Config {
 // leaks checked, when the test ends.
 func newEnv(t *testing.T, opts ...option.ClientOption) *env {
 	t.Helper()
+	return newEnvFake(t, nil, opts...)
+}
+
+// newEnvFake is newEnv with options for the fake.
+func newEnvFake(t *testing.T, fopts []fakes.Option, opts ...option.ClientOption) *env {
+	t.Helper()
 	ignore := goleak.IgnoreCurrent()
-	srv, err := fakes.New(fakes.WithBucket(bucket), fakes.WithLink(testLink(t)))
+	srv, err := fakes.New(append([]fakes.Option{fakes.WithBucket(bucket), fakes.WithLink(testLink(t))}, fopts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func (t *httpTransport) writeObject(u *upload, rs []*chunkRef, timeout time.Dura
 	meta := metadataJSON(spec, u.checksums())
 	prefix, suffix := t.multipartBody(meta, spec.GetResource().GetContentType())
 	body := u.bodyOver(prefix, rs, rs[0].Offset, suffix)
-	resp, cancel, err := t.do(u.ctx, u, timeout, http.MethodPost, t.uploadURL(u.bucket, u.query("multipart")),
+	resp, cancel, err := t.do(u.attemptCtx(), u, timeout, http.MethodPost, t.uploadURL(u.bucket, u.query("multipart")),
 		body, body.size(), http.Header{"Content-Type": {"multipart/related; boundary=" + t.boundary}})
 	if err != nil {
 		return nil, true, err

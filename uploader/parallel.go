@@ -67,8 +67,11 @@ type ParallelUpload struct {
 // joins them with ComposeObject (in rounds of at most 32), checks the final
 // object's size and CRC32C against what was written, and deletes the
 // temporary objects, whatever the outcome. Close returns once they are
-// deleted. The final object gets the Writer's attributes and
-// preconditions; it is never visible partially.
+// deleted. When the upload fails or its context ends, no part starts, and
+// a part whose last request is already out is awaited (bounded by the
+// attempt timeout) rather than abandoned: the service could store such a
+// part after a delete had found nothing. The final object gets the
+// Writer's attributes and preconditions; it is never visible partially.
 //
 // A parallel upload costs, for an object of N parts: N writes, about
 // N/31+1 composes and N+N/32 deletes, instead of one upload (operations
@@ -235,6 +238,7 @@ func (u *upload) initSpec(w *Writer) {
 	u.scratch.object.Name, u.scratch.object.Bucket = u.object, w.resource()
 	u.scratch.object.ContentType = "application/octet-stream"
 	u.scratch.spec.IfGenerationMatch = new(int64)
+	u.scratch.settle = true
 }
 
 // dispatch hands the part being filled to a goroutine of its own. It waits
@@ -271,6 +275,11 @@ func (p *parallel) send(pt *part) error {
 	names := p.tr.names()
 	var o *wire.Object
 	err := pt.retry.do(&pt.target, names.write, true, nil, func() (string, bool, error) {
+		if err := p.ctx.Err(); err != nil {
+			// No attempt starts once the upload is cancelled; one
+			// that started runs to its answer (see attemptCtx).
+			return "", false, err
+		}
 		var sent bool
 		var err error
 		o, sent, err = p.tr.writeObject(&pt.upload, pt.refs, pt.retry.attemptTimeout())

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/objup/objup/fakes"
 	"github.com/objup/objup/header"
 	"github.com/objup/objup/pool"
 	"github.com/objup/objup/uploader"
@@ -111,8 +113,9 @@ func TestParallelUpload(t *testing.T) {
 // part that fails for good, or a compose that fails for good, fails the
 // upload with that cause; a final compose whose precondition fails fails
 // with it. Whatever happens, nothing is stored under the object's name
-// (but what was there before), no temporary object is left, and every
-// buffer is back.
+// (but what was there before), no temporary object is left, not even one
+// whose write was out when another part failed and that the service stored
+// late, and every buffer is back.
 func TestParallelUploadFaults(t *testing.T) {
 	const part = 2 * q
 	for _, tc := range []struct {
@@ -120,16 +123,19 @@ func TestParallelUploadFaults(t *testing.T) {
 		exists              bool // the object exists before
 		ifNew               bool // WithDoesNotExist, which makes the compose safe to retry
 		code                codes.Code
+		commit              time.Duration // the fake's commit delay (fakes.WithCommitDelay)
 	}{
-		{"part 503 once", "storage.objects.insert", "return-503", false, false, codes.OK},
-		{"part 400", "storage.objects.insert", "return-400", false, false, codes.InvalidArgument},
-		{"part broken mid-stream", "storage.objects.insert", "return-reset-connection", false, false, codes.OK},
+		{"part 503 once", "storage.objects.insert", "return-503", false, false, codes.OK, 0},
+		{"part 400", "storage.objects.insert", "return-400", false, false, codes.InvalidArgument, 0},
+		// The part in flight beside the failed one is stored late.
+		{"part 400, slow commit", "storage.objects.insert", "return-400", false, false, codes.InvalidArgument, 300 * time.Millisecond},
+		{"part broken mid-stream", "storage.objects.insert", "return-reset-connection", false, false, codes.OK, 0},
 		// Without a precondition a compose is not idempotent, and is not
 		// retried, as a one-shot write is not.
-		{"compose 503 once", "storage.objects.compose", "return-503", false, false, codes.Unavailable},
-		{"compose 503 once, if new", "storage.objects.compose", "return-503", false, true, codes.OK},
-		{"compose 400", "storage.objects.compose", "return-400", false, false, codes.InvalidArgument},
-		{"object exists", "", "", true, true, codes.FailedPrecondition},
+		{"compose 503 once", "storage.objects.compose", "return-503", false, false, codes.Unavailable, 0},
+		{"compose 503 once, if new", "storage.objects.compose", "return-503", false, true, codes.OK, 0},
+		{"compose 400", "storage.objects.compose", "return-400", false, false, codes.InvalidArgument, 0},
+		{"object exists", "", "", true, true, codes.FailedPrecondition, 0},
 	} {
 		for _, tr := range []string{"gRPC", "JSON"} {
 			t.Run(tr+"/"+tc.name, func(t *testing.T) {
@@ -137,7 +143,7 @@ func TestParallelUploadFaults(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				e := newEnv(t)
+				e := newEnvFake(t, []fakes.Option{fakes.WithCommitDelay(tc.commit)})
 				c := parallelClients(t, e, p)[tr]
 				ctx := context.Background()
 				var before []byte
@@ -172,6 +178,13 @@ func TestParallelUploadFaults(t *testing.T) {
 				default:
 					e.absent("big")
 				}
+				if tc.commit > 0 {
+					// Close lets every write the fake still serves end,
+					// and store what it would.
+					if err := e.srv.Close(); err != nil {
+						t.Fatal(err)
+					}
+				}
 				e.noTemporaries()
 				if n := p.Stats().InUseBytes; n != 0 {
 					t.Errorf("%d bytes of buffers in use after the upload", n)
@@ -183,16 +196,21 @@ func TestParallelUploadFaults(t *testing.T) {
 
 // TestParallelUploadCancelled: an upload whose context ends while parts
 // are uploading fails with Canceled; nothing is stored, the parts already
-// written are deleted, and every buffer is back.
+// written are deleted, even those the service stores late (a slow commit),
+// and every buffer is back.
 func TestParallelUploadCancelled(t *testing.T) {
 	const part = 2 * q
-	for _, tr := range []string{"gRPC", "JSON"} {
-		t.Run(tr, func(t *testing.T) {
+	for _, tc := range []struct {
+		tr     string
+		commit time.Duration
+	}{{"gRPC", 0}, {"JSON", 0}, {"gRPC", 200 * time.Millisecond}, {"JSON", 200 * time.Millisecond}} {
+		tr := tc.tr
+		t.Run(fmt.Sprintf("%s/commit=%v", tr, tc.commit), func(t *testing.T) {
 			p, err := pool.New(pool.WithBudget(16 * q))
 			if err != nil {
 				t.Fatal(err)
 			}
-			e := newEnv(t)
+			e := newEnvFake(t, []fakes.Option{fakes.WithCommitDelay(tc.commit)})
 			c := parallelClients(t, e, p)[tr]
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -214,6 +232,11 @@ func TestParallelUploadCancelled(t *testing.T) {
 				}
 			}
 			e.absent("big")
+			if tc.commit > 0 {
+				if err := e.srv.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
 			e.noTemporaries()
 			if n := p.Stats().InUseBytes; n != 0 {
 				t.Errorf("%d bytes of buffers in use after the upload", n)

@@ -83,6 +83,20 @@ func (w *Writer) checksums() *wire.ObjectChecksums {
 	return cs
 }
 
+// attemptCtx is the context of one attempt's call: the upload's, except
+// for a parallel upload's temporary objects. Once the request that would
+// finish one of those (the finish_write, or the whole request) may have
+// left, the call is not cancelled with the upload: it runs to its answer,
+// bounded by its timeout, so the upload knows whether the object exists
+// and deletes it. Cancelled, the service could still store the object
+// after the upload's delete had found nothing.
+func (u *upload) attemptCtx() context.Context {
+	if u.scratch.settle {
+		return context.WithoutCancel(u.ctx)
+	}
+	return u.ctx
+}
+
 // scratch holds the request messages of one upload inside the Writer, so a
 // one-shot upload does not allocate each of them. They are built once and
 // read-only once sent: a retried call sends them again.
@@ -93,6 +107,7 @@ type scratch struct {
 	crc       uint32
 	noCRC     bool // messages carry no CRC32C (WithoutCRC32C); here, where it costs no room
 	hasSums   bool // checksums holds the whole-object checksums the finish carries (see upload.checksums)
+	settle    bool // a parallel upload's temporary object: see upload.attemptCtx
 	size      int64
 	// The one-shot call's request and response.
 	req   wire.WriteObjectRequest
