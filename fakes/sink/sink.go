@@ -220,10 +220,15 @@ func New(opts ...Option) (*Server, error) {
 	return k, nil
 }
 
+// TB is the part of testing.TB that [NewTest] uses; *testing.T, *testing.B
+// and *testing.F satisfy it, and programs that import the sink do not link
+// the testing package.
+type TB = api.TB
+
 // NewTest starts a sink like [New] and registers its Close with
 // tb.Cleanup, reporting an error from Close with tb.Errorf. It stops the test
 // with tb.Fatalf if the sink cannot start.
-func NewTest(tb api.TB, opts ...Option) *Server {
+func NewTest(tb TB, opts ...Option) *Server {
 	tb.Helper()
 	k, err := New(opts...)
 	if err != nil {
