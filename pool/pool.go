@@ -131,7 +131,7 @@ type Pool struct {
 	size   int                 // buffer size; 0 means Quantum
 	sem    *semaphore.Weighted // nil without a budget
 	budget int64               // with sem, the bytes it admits
-	pool sync.Pool           // of *[]byte with len 0 and cap size
+	pool   sync.Pool           // of *[]byte with len 0 and cap size
 
 	gets, news, puts, rejected, budgetWaits atomic.Uint64
 	inUse                                   atomic.Int64
