@@ -104,7 +104,7 @@ func (w *writeStream) handle(m *api.WriteMsg) (*wire.Object, int64, error) {
 			return nil, 0, err
 		}
 	} else if m.First {
-		return nil, 0, status.Error(codes.InvalidArgument, "upload_id or write_object_spec is allowed only in the first message of a stream")
+		return nil, 0, api.ErrLateFirst
 	}
 	up := w.up
 	up.mu.Lock()

@@ -13,15 +13,5 @@ type TB = api.TB
 // with tb.Fatalf if the server cannot start.
 func NewTest(tb TB, opts ...Option) *Server {
 	tb.Helper()
-	s, err := New(opts...)
-	if err != nil {
-		tb.Fatalf("fakes.NewTest: %v", err)
-		return nil
-	}
-	tb.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			tb.Errorf("fakes.NewTest: Close: %v", err)
-		}
-	})
-	return s
+	return api.StartTest(tb, "fakes.NewTest", func() (*Server, error) { return New(opts...) })
 }

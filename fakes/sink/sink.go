@@ -230,17 +230,7 @@ type TB = api.TB
 // with tb.Fatalf if the sink cannot start.
 func NewTest(tb TB, opts ...Option) *Server {
 	tb.Helper()
-	k, err := New(opts...)
-	if err != nil {
-		tb.Fatalf("sink.NewTest: %v", err)
-		return nil
-	}
-	tb.Cleanup(func() {
-		if err := k.Close(); err != nil {
-			tb.Errorf("sink.NewTest: Close: %v", err)
-		}
-	})
-	return k
+	return api.StartTest(tb, "sink.NewTest", func() (*Server, error) { return New(opts...) })
 }
 
 // GRPCAddr returns the sink's host:port, e.g. "127.0.0.1:40123". It speaks
@@ -510,7 +500,7 @@ func (st *writeStream) handle(m *sinkMsg, f *api.WriteMsg) (*wire.Object, int64,
 			return nil, 0, err
 		}
 	} else if f.First {
-		return nil, 0, status.Error(codes.InvalidArgument, "upload_id or write_object_spec is allowed only in the first message of a stream")
+		return nil, 0, api.ErrLateFirst
 	}
 	up := st.up
 	up.mu.Lock()

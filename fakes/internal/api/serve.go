@@ -32,13 +32,33 @@ func DialAddr(a net.Addr) string {
 	return ta.String()
 }
 
-// TB is the part of testing.TB that [NewTest] uses; *testing.T, *testing.B
-// and *testing.F satisfy it. fakes takes this interface rather than
-// testing.TB so that programs importing fakes do not link the testing
-// package.
+// TB is the part of testing.TB that the servers' NewTest functions use;
+// *testing.T, *testing.B and *testing.F satisfy it. The servers take this
+// interface rather than testing.TB so that programs importing them do not
+// link the testing package.
 type TB interface {
 	Helper()
 	Cleanup(func())
 	Errorf(format string, args ...any)
 	Fatalf(format string, args ...any)
+}
+
+// StartTest starts a server with start for a test, as the servers'
+// NewTest functions do: it stops the test with tb.Fatalf if the server
+// cannot start, and registers its Close with tb.Cleanup, reporting an
+// error from Close with tb.Errorf. name prefixes the messages.
+func StartTest[S interface{ Close() error }](tb TB, name string, start func() (S, error)) S {
+	tb.Helper()
+	s, err := start()
+	if err != nil {
+		tb.Fatalf("%s: %v", name, err)
+		var zero S
+		return zero
+	}
+	tb.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			tb.Errorf("%s: Close: %v", name, err)
+		}
+	})
+	return s
 }

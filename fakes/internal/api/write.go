@@ -96,3 +96,7 @@ func ReadConditions(genMatch, genNotMatch, metaMatch, metaNotMatch *int64) *stor
 	}
 	return &store.Conditions{GenMatch: genMatch, GenNotMatch: genNotMatch, MetaMatch: metaMatch, MetaNotMatch: metaNotMatch}
 }
+
+// ErrLateFirst answers a write message after a stream's first that names
+// the write again (upload_id or write_object_spec).
+var ErrLateFirst = status.Error(codes.InvalidArgument, "upload_id or write_object_spec is allowed only in the first message of a stream")
