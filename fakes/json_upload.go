@@ -377,10 +377,21 @@ func (s *Server) startResumable(w http.ResponseWriter, r *http.Request, rt *http
 type contentRange struct {
 	first, last int64 // the bytes of this request; first < 0: none
 	total       int64 // the object's size; < 0: not known yet
+	// open: "bytes A-*/T" or "bytes A-*/*", the request's bytes run from A
+	// to the end of its body (last is set once the body is read, or from
+	// Content-Length). With a total of "*" the body is the object's last
+	// bytes: the upload completes where it ends.
+	open bool
 }
 
-// parseContentRange reads "bytes A-B/T", "bytes A-B/*", "bytes */T" or
-// "bytes */*". Without the header, the body is the whole object.
+// parseContentRange reads the Content-Range forms GCS accepts on a
+// resumable session: "bytes A-B/T" and "bytes A-B/*" (a chunk, with the
+// object's size or not yet), "bytes */T" and "bytes */*" (no bytes: a
+// status query, or the completion at T bytes), and "bytes A-*/T" and
+// "bytes A-*/*" (the rest of the object from A, to the end of the body,
+// as the Node.js client sends a whole upload in one request). Without the
+// header, the body is the whole object. bodyLen is the request's
+// Content-Length, -1 if not known.
 func parseContentRange(h string, bodyLen int64) (contentRange, error) {
 	if h == "" {
 		if bodyLen <= 0 {
@@ -388,7 +399,7 @@ func parseContentRange(h string, bodyLen int64) (contentRange, error) {
 		}
 		return contentRange{first: 0, last: bodyLen - 1, total: bodyLen}, nil
 	}
-	bad := store.Errorf(store.KindInvalid, "Content-Range %q is not bytes A-B/T, A-B/*, */T or */*", h)
+	bad := store.Errorf(store.KindInvalid, "Content-Range %q is not bytes A-B/T, A-B/*, A-*/T, A-*/*, */T or */*", h)
 	spec, ok := strings.CutPrefix(h, "bytes ")
 	rng, tot, ok2 := strings.Cut(strings.TrimSpace(spec), "/")
 	if !ok || !ok2 {
@@ -407,11 +418,26 @@ func parseContentRange(h string, bodyLen int64) (contentRange, error) {
 	}
 	a, b, ok := strings.Cut(rng, "-")
 	first, err1 := strconv.ParseInt(a, 10, 64)
-	last, err2 := strconv.ParseInt(b, 10, 64)
-	if !ok || err1 != nil || err2 != nil || first < 0 || last < first || cr.total >= 0 && last >= cr.total {
+	if !ok || err1 != nil || first < 0 || cr.total >= 0 && first > cr.total {
 		return contentRange{}, bad
 	}
-	cr.first, cr.last = first, last
+	cr.first = first
+	if b == "*" {
+		cr.open = true
+		cr.last = first - 1 // no bytes yet
+		if bodyLen >= 0 {
+			cr.last = first + bodyLen - 1
+		}
+		if cr.total >= 0 && cr.last >= cr.total {
+			return contentRange{}, bad
+		}
+		return cr, nil
+	}
+	last, err2 := strconv.ParseInt(b, 10, 64)
+	if err2 != nil || last < first || cr.total >= 0 && last >= cr.total {
+		return contentRange{}, bad
+	}
+	cr.last = last
 	return cr, nil
 }
 
@@ -430,8 +456,8 @@ func (s *Server) jsonSession(id string) (*upload, error) {
 const cutQuantum = 256 << 10
 
 // uploadChunk serves a request to a resumable session: a chunk of content
-// (bytes A-B), the completion (a known total reached), or a status query
-// (no bytes). A chunk that starts before the bytes already persisted is
+// (bytes A-B, or A-* to the end of its body), the completion (a known
+// total reached), or a status query (no bytes). A chunk that starts before the bytes already persisted is
 // accepted and its overlap dropped, as GCS does for a retried chunk; one that
 // starts after them is refused. A chunk whose request ends early (before its
 // Content-Length or the end of its chunked body) is refused, and its session
@@ -458,10 +484,15 @@ func (s *Server) uploadChunk(w http.ResponseWriter, r *http.Request, id string) 
 	)
 	if cr.first >= 0 {
 		n := cr.last + 1 - cr.first
-		if r.ContentLength >= 0 && r.ContentLength != n {
+		switch {
+		case cr.open:
+			// To the end of the body: Content-Length bytes, or up to
+			// the clean end of a chunked body.
+			n = r.ContentLength
+		case r.ContentLength >= 0 && r.ContentLength != n:
 			return store.Errorf(store.KindInvalid, "Content-Range %q announces %d bytes, the body has %d", r.Header.Get("Content-Range"), n, r.ContentLength)
 		}
-		if parts, cut = readParts(r.Body, n); cut == nil {
+		if parts, cut = readParts(r.Body, n); cut == nil && n >= 0 {
 			cut = bodyEnd(r.Body)
 		}
 		if errors.Is(cut, errBodyTooLong) {
@@ -481,11 +512,7 @@ func (s *Server) uploadChunk(w http.ResponseWriter, r *http.Request, id string) 
 		// Cut short: the session keeps what arrived in whole units of
 		// 256 KiB, as GCS does, short of the object's end, for the
 		// client to resume from.
-		var got int64
-		for _, p := range parts {
-			got += int64(len(p))
-		}
-		end := (cr.first + got) / cutQuantum * cutQuantum
+		end := (cr.first + partsLen(parts)) / cutQuantum * cutQuantum
 		for _, size := range []*int64{&cr.total, up.Limit} {
 			if size != nil && *size >= 0 {
 				end = min(end, max(*size-1, 0)/cutQuantum*cutQuantum)
@@ -496,10 +523,15 @@ func (s *Server) uploadChunk(w http.ResponseWriter, r *http.Request, id string) 
 		}
 		return store.Errorf(store.KindInvalid, "%v; the session has %d bytes", cut, up.Size)
 	}
-	if cr.first >= 0 {
-		if cr.first > up.Size {
-			return store.Errorf(store.KindInvalid, "the chunk starts at byte %d, but the session has %d bytes: a gap", cr.first, up.Size)
+	if cr.open {
+		if err := cr.close(partsLen(parts), up); err != nil {
+			return err
 		}
+	}
+	if cr.first > up.Size {
+		return store.Errorf(store.KindInvalid, "the chunk starts at byte %d, but the session has %d bytes: a gap", cr.first, up.Size)
+	}
+	if cr.first >= 0 && cr.last >= cr.first {
 		// A chunk that starts before the persisted bytes (a retry) has
 		// its overlap dropped.
 		up.addFrom(parts, cr.first, cr.last+1)
@@ -523,6 +555,33 @@ func (s *Server) uploadChunk(w http.ResponseWriter, r *http.Request, id string) 
 		w.WriteHeader(http.StatusOK)
 	} else {
 		w.WriteHeader(http.StatusPermanentRedirect)
+	}
+	return nil
+}
+
+// partsLen is the number of bytes in parts.
+func partsLen(parts [][]byte) int64 {
+	var n int64
+	for _, p := range parts {
+		n += int64(len(p))
+	}
+	return n
+}
+
+// close sets the last byte of an open range ("bytes A-*/...") once its body
+// of got bytes is read. Its total, if "*", is where the body ends: the
+// size the session declared (X-Upload-Content-Length), else the body's
+// end, which makes the request the upload's last. up.mu is held.
+func (cr *contentRange) close(got int64, up *upload) error {
+	cr.last = cr.first + got - 1
+	if cr.total < 0 {
+		cr.total = cr.last + 1
+		if up.Limit != nil {
+			cr.total = *up.Limit
+		}
+	}
+	if cr.last >= cr.total {
+		return store.Errorf(store.KindInvalid, "the request has bytes %d to %d, past the total of %d", cr.first, cr.last, cr.total)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package fakes
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -169,6 +170,13 @@ func (s *Server) retryUpload(id, raw string, in instruction, take func() bool, s
 		persisted, done := up.Size, up.stored != nil || up.gone
 		up.mu.Unlock()
 		at := in.bytes
+		if cr.open && r.ContentLength < 0 && !done && cr.first <= min(persisted, at) {
+			// The bytes of "bytes A-*/..." in a body of unknown length
+			// run to its end: read as far as byte at, to learn whether
+			// the request reaches it, and serve the body from there.
+			r.Body, cr.last = peekBody(r.Body, at+1-cr.first)
+			cr.last += cr.first - 1
+		}
 		switch {
 		case done || cr.first > persisted:
 			return serve(w, r) // the handler answers
@@ -204,6 +212,33 @@ func (s *Server) retryUpload(id, raw string, in instruction, take func() bool, s
 		return nil
 	}
 }
+
+// peekBody reads up to n bytes of body and returns a body that reads them
+// again, then the rest (or the error that ended body early), and how many
+// it read.
+func peekBody(body io.ReadCloser, n int64) (io.ReadCloser, int64) {
+	buf := make([]byte, n)
+	k := 0
+	var err error
+	for k < len(buf) && err == nil {
+		var m int
+		m, err = body.Read(buf[k:])
+		k += m
+	}
+	rest := io.Reader(body)
+	if err != nil {
+		rest = errReader{err}
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(buf[:k]), rest), body}, int64(k)
+}
+
+// errReader is a reader that fails with its error.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 // discardWriter is a ResponseWriter that drops the response.
 type discardWriter struct{ h http.Header }
