@@ -22,6 +22,7 @@ import (
 
 	"github.com/objup/objup/internal/wire"
 	"github.com/objup/objup/pool"
+	"github.com/objup/objup/uploader/internal/netcut"
 )
 
 // EmulatorEnv names the environment variable that points the client at a GCS
@@ -47,6 +48,9 @@ type Client struct {
 	conns       int       // the connections that carry data (gRPC's pool; DefaultConnectionPool for HTTP)
 	tenants     tenants
 	closed      atomic.Bool
+	cut         *netcut.Dialer // dials the client's connections, so an abandoned attempt can be cut
+	bgMu        sync.Mutex     // orders background's Add with Close's Wait
+	bg          sync.WaitGroup // work that outlives an upload's call: deleting temporary objects, cancelling sessions
 }
 
 // NewClient dials GCS over gRPC (or, WithHTTP, sets up the JSON API's HTTP
@@ -98,6 +102,7 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 		retry:       cfg.retry,
 		chunkSize:   cfg.chunkSize,
 		alloc:       cfg.alloc,
+		cut:         new(netcut.Dialer),
 	}
 	if c.alloc == nil {
 		c.alloc = c.poolFor(cfg.chunkSize)
@@ -109,7 +114,7 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 	}
 	c.tel = tel
 	if cfg.http {
-		t, err := newHTTPTransport(ctx, apiOpts)
+		t, err := newHTTPTransport(ctx, apiOpts, c.cut)
 		if err != nil {
 			tel.close()
 			return nil, newError("NewClient", "", "", fmt.Errorf("HTTP transport: %w", err))
@@ -120,7 +125,9 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 	dial := append(defaultDialOptions(), option.WithGRPCDialOption(grpc.WithConnectParams(grpc.ConnectParams{
 		Backoff:           backoff.DefaultConfig,
 		MinConnectTimeout: cfg.keepalive.connect,
-	})))
+	})),
+		// Connections that can be cut: see grpcTransport.abandoned.
+		option.WithGRPCDialOption(grpc.WithContextDialer(c.cut.DialGRPC)))
 	if !cfg.keepalive.off {
 		dial = append(dial, option.WithGRPCDialOption(grpc.WithKeepaliveParams(keepalive.ClientParameters{
 			Time:    cfg.keepalive.time,
@@ -148,7 +155,7 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 		// objup retries itself, resuming sessions; gRPC's own replay
 		// buffer would only hold chunk references longer.
 		grpc.MaxRetryRPCBufferSize(0),
-	})
+	}, c.cut)
 	return c, nil
 }
 
@@ -250,12 +257,38 @@ func emulatorOptions(host string) []option.ClientOption {
 // option.WithGRPCConn, as the official clients do), or the JSON API
 // client's idle connections. Writers still open fail, and NewWriter returns
 // an error. A second Close returns nil.
+//
+// Close first waits for the work that uploads left running when their
+// context ended: deleting a parallel upload's temporary objects and
+// cancelling abandoned sessions, each bounded (see WithParallelUpload).
 func (c *Client) Close() error {
+	c.bgMu.Lock()
 	if c.closed.Swap(true) {
+		c.bgMu.Unlock()
 		return nil
 	}
+	c.bgMu.Unlock()
+	c.bg.Wait()
 	c.tel.close()
 	return c.tr.close()
+}
+
+// background runs f after the call that started it returned, until f
+// ends; Close waits for it. Once Close began, f runs at once on the
+// caller's goroutine (it is bounded, and the connections are closing).
+func (c *Client) background(f func()) {
+	c.bgMu.Lock()
+	if c.closed.Load() {
+		c.bgMu.Unlock()
+		f()
+		return
+	}
+	c.bg.Add(1)
+	c.bgMu.Unlock()
+	go func() {
+		defer c.bg.Done()
+		f()
+	}()
 }
 
 func (c *Client) closedErr() error {

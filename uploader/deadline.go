@@ -25,7 +25,7 @@ type attemptCtx struct {
 	context.Context // the call's context; its values and cancellation
 
 	mu    sync.Mutex
-	at    time.Time
+	at    mono          // the attempt's deadline
 	armed bool          // an attempt is running
 	fired bool          // the attempt's deadline passed
 	done  chan struct{} // made on first Done, closed when fired; nil until then
@@ -38,7 +38,7 @@ type attemptCtx struct {
 // arm starts an attempt of at most d on ctx.
 func (a *attemptCtx) arm(ctx context.Context, d time.Duration) {
 	a.mu.Lock()
-	a.Context, a.at, a.armed, a.fired, a.f, a.pstop = ctx, time.Now().Add(d), true, false, nil, nil
+	a.Context, a.at, a.armed, a.fired, a.f, a.pstop = ctx, now()+mono(d), true, false, nil, nil
 	if a.done != nil {
 		select {
 		case <-a.done: // closed by an earlier attempt
@@ -53,6 +53,15 @@ func (a *attemptCtx) arm(ctx context.Context, d time.Duration) {
 		a.timer.Reset(d)
 	}
 	a.mu.Unlock()
+}
+
+// timedOut reports whether the attempt's own deadline ended it while the
+// call's context is still alive.
+func (a *attemptCtx) timedOut() bool {
+	a.mu.Lock()
+	fired, parent := a.fired, a.Context
+	a.mu.Unlock()
+	return fired && parent.Err() == nil
 }
 
 // disarm ends the attempt.
@@ -88,7 +97,7 @@ func (a *attemptCtx) fire() {
 // Deadline returns the attempt's deadline, or the parent's if earlier.
 func (a *attemptCtx) Deadline() (time.Time, bool) {
 	a.mu.Lock()
-	at, parent := a.at, a.Context
+	at, parent := epoch.Add(time.Duration(a.at)), a.Context
 	a.mu.Unlock()
 	if d, ok := parent.Deadline(); ok && d.Before(at) {
 		return d, true

@@ -34,6 +34,10 @@ type Error struct {
 	Code codes.Code
 	// Err is the cause.
 	Err error
+
+	// unknown says that the object may have been stored although the
+	// upload failed: see IsOutcomeUnknown.
+	unknown bool
 }
 
 // Error implements error. Names that are not valid UTF-8 or hold control
@@ -43,6 +47,9 @@ func (e *Error) Error() string {
 	obj := ""
 	if e.Bucket != "" || e.Object != "" {
 		obj = " gs://" + printable(e.Bucket) + "/" + printable(e.Object)
+	}
+	if e.unknown {
+		return fmt.Sprintf("objup: %s%s: outcome unknown, the object may have been stored: %v", e.Op, obj, e.Err)
 	}
 	return fmt.Sprintf("objup: %s%s: %v", e.Op, obj, e.Err)
 }
@@ -146,6 +153,20 @@ func IsPermissionDenied(err error) bool {
 // was sent), or a request the service refused.
 func IsInvalidArgument(err error) bool {
 	return hasCode(err, codes.InvalidArgument) || hasCode(err, codes.OutOfRange)
+}
+
+// IsOutcomeUnknown reports whether err is the failure of an upload that
+// may nevertheless have been stored: a request that could finish the object
+// went out whole, its answer was lost (a broken connection, the context
+// ending while it was awaited), and neither a retry nor a look-up of the
+// object could tell before the context ended or the retries ran out. The
+// error keeps its code (often Canceled or DeadlineExceeded, or the last
+// attempt's Unavailable). Read the object to find out; objup never
+// reports a plain failure for an object it knows it stored, and an error
+// for which IsOutcomeUnknown is false means nothing was stored.
+func IsOutcomeUnknown(err error) bool {
+	var oe *Error
+	return errors.As(err, &oe) && oe.unknown
 }
 
 // IsDataLoss reports whether the service found the data corrupted: a CRC32C or

@@ -6,17 +6,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	gtransport "google.golang.org/api/transport/grpc"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/objup/objup/chunker"
 	"github.com/objup/objup/internal/crc32c"
 	"github.com/objup/objup/internal/wire"
+	"github.com/objup/objup/uploader/internal/netcut"
 )
 
 // grpcTransport sends uploads over storage v2 gRPC: a one-shot WriteObject,
@@ -36,7 +41,8 @@ type grpcTransport struct {
 	conns    []*grpcConn // the data's
 	lane     *grpcConn   // the small calls', or nil
 	callOpts []grpc.CallOption
-	mu       sync.Mutex // orders the picks of data calls
+	mu       sync.Mutex     // orders the picks of data calls
+	cut      *netcut.Dialer // dialled the connections, unless the caller passed its own: resets them (see abandoned)
 }
 
 // closer closes a pool of connections.
@@ -51,8 +57,8 @@ type grpcConn struct {
 }
 
 // newGRPCTransport takes the pool's connections: Conn returns them in turn.
-func newGRPCTransport(p gtransport.ConnPool, lane *grpc.ClientConn, callOpts []grpc.CallOption) *grpcTransport {
-	g := &grpcTransport{pool: p, callOpts: callOpts}
+func newGRPCTransport(p gtransport.ConnPool, lane *grpc.ClientConn, callOpts []grpc.CallOption, cut *netcut.Dialer) *grpcTransport {
+	g := &grpcTransport{pool: p, callOpts: callOpts, cut: cut}
 	if lane != nil {
 		g.lane = &grpcConn{ClientConn: lane}
 	}
@@ -141,11 +147,38 @@ func (g *grpcTransport) invoke(u *upload, method string, req, resp any, timeout 
 
 // invokeOn is invoke on c, which pick or use counted.
 func (g *grpcTransport) invokeOn(c *grpcConn, u *upload, method string, req, resp any, timeout time.Duration) error {
+	u.via = c
 	u.attempt.arm(u.outgoing(u.attemptCtx()), timeout)
 	err := c.Invoke(&u.attempt, method, req, resp, g.callOpts...)
+	timedOut := u.attempt.timedOut()
 	u.attempt.disarm()
 	c.done()
+	if err != nil {
+		g.abandoned(u, timedOut, timeout, nil)
+	}
 	return err
+}
+
+// abandoned handles an attempt that failed. If no answer came within the
+// attempt timeout, the connection that carried it is presumed dead and is
+// reset, so that what the kernel still holds of the attempt never reaches
+// the service after a retry or a cleanup (see netcut), and the retry goes
+// out on a new connection: the connection at local when the stream said
+// where it went, else every connection that has received nothing for the
+// whole attempt (a live one always hears something: answers, window
+// updates, keepalive). An attempt that the upload's context ended was
+// cancelled, which resets its stream, not the connection other uploads
+// share: behind a stalled path that reset waits too, so the attempt stays
+// open until fenced.
+func (g *grpcTransport) abandoned(u *upload, timedOut bool, timeout time.Duration, local net.Addr) {
+	switch {
+	case u.ctx.Err() != nil && !u.scratch.settle:
+		u.scratch.open = true
+	case timedOut && local != nil:
+		g.cut.Cut(local)
+	case timedOut:
+		g.cut.CutSilent(timeout)
+	}
 }
 
 // writeObject sends rs as one WriteObject call.
@@ -205,9 +238,19 @@ func (g *grpcTransport) writeStream(u *upload, rs []*chunkRef, timeout time.Dura
 	}
 	c := g.pick(true)
 	defer c.doneData()
+	u.via = c
+	var local net.Addr
+	defer func() {
+		if err != nil {
+			g.abandoned(u, ctx.Err() == context.DeadlineExceeded && u.ctx.Err() == nil, timeout, local)
+		}
+	}()
 	st, err := wire.NewWriteObjectStream(u.outgoing(ctx), c.ClientConn, g.callOpts...)
 	if err != nil {
 		return nil, false, err
+	}
+	if p, ok := peer.FromContext(st.Context()); ok {
+		local = p.LocalAddr
 	}
 	base := rs[0].Offset
 	i, rel := 0, 0 // the chunk and the offset in it where the next message starts
@@ -294,6 +337,48 @@ func (g *grpcTransport) deleteObject(u *upload, name string, gen int64, timeout 
 	return g.invoke(u, wire.MethodDeleteObject, req, new(emptypb.Empty), timeout)
 }
 
+// getObject makes one attempt of GetObject.
+func (g *grpcTransport) getObject(u *upload, name string, timeout time.Duration) (*wire.Object, error) {
+	req := &wire.GetObjectRequest{Bucket: u.resource(), Object: name}
+	o := new(wire.Object)
+	if err := g.invoke(u, wire.MethodGetObject, req, o, timeout); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// fence asks, on the connection of u's last attempt, for the object's
+// attributes: any answer of the service proves that it handled what the
+// connection carried before, the abandoned attempt's stream and its reset
+// included. Without an answer within timeout the connection is reset.
+func (g *grpcTransport) fence(u *upload, timeout time.Duration) bool {
+	if !u.scratch.open {
+		return true
+	}
+	c := u.via
+	if c == nil {
+		return false
+	}
+	c.active.Add(1)
+	req := &wire.GetObjectRequest{Bucket: u.resource(), Object: u.object}
+	err := g.invokeOn(c, u, wire.MethodGetObject, req, new(wire.Object), timeout)
+	if err == nil || fromService(err) || g.cut.CutSilent(timeout) > 0 {
+		u.scratch.open = false
+		return true
+	}
+	return false
+}
+
+// fromService reports whether err is a status the service sent rather
+// than one gRPC made up for a failed connection or an expired deadline.
+func fromService(err error) bool {
+	switch status.Code(err) {
+	case codes.OK, codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Unknown, codes.Internal:
+		return false
+	}
+	return true
+}
+
 func (g *grpcTransport) startUpload(u *upload, timeout time.Duration) (string, error) {
 	req := &wire.StartResumableWriteRequest{WriteObjectSpec: u.spec()}
 	var resp wire.StartResumableWriteResponse
@@ -358,6 +443,9 @@ type grpcStream struct {
 	recvDone chan struct{}
 	timer    *time.Timer
 	timeout  time.Duration
+	local    net.Addr // the TCP connection's local address, which the cut dialer knows it by
+
+	cut *netcut.Dialer
 
 	// Owned by the Writer's goroutine.
 	fresh   bool        // the next message is the stream's first: it names the upload
@@ -387,6 +475,10 @@ func (g *grpcTransport) openStream(u *upload, s *resumable) (stream, error) {
 	}
 	gs := &grpcStream{s: s, u: u, conn: c, stream: st, ctx: ctx, cancel: cancel, fresh: true,
 		recvDone: make(chan struct{}), timeout: s.retry.cfg.attemptTimeout}
+	if p, ok := peer.FromContext(st.Context()); ok {
+		gs.local = p.LocalAddr
+	}
+	gs.cut = g.cut
 	gs.sentTo = s.persistedNow()
 	gs.timer = time.AfterFunc(gs.timeout, func() { cancel(errChunkTimeout) })
 	gs.timer.Stop()
@@ -537,7 +629,10 @@ func (g *grpcStream) startRequest(req *wire.BidiWriteObjectRequest, offset int64
 // as a plain Canceled), or the stream's status when a send only saw io.EOF.
 func (g *grpcStream) teardown(cause error) error {
 	if errors.Is(context.Cause(g.ctx), errChunkTimeout) {
+		// No acknowledgement within the attempt timeout: the connection
+		// is presumed dead, and reset (see grpcTransport.abandoned).
 		cause = errChunkTimeout
+		g.cut.Cut(g.local)
 	} else if cause == io.EOF {
 		// SendMsg reports a broken stream as io.EOF; the reason is the
 		// stream's status, which the receiver gets.
@@ -549,6 +644,12 @@ func (g *grpcStream) teardown(cause error) error {
 	g.timer.Stop()
 	g.cancel(cause)
 	<-g.recvDone
+	if g.u.ctx.Err() != nil && g.conn != nil {
+		// Cancelled with the upload: its reset may wait behind a stalled
+		// path, and the stream stays open until fenced.
+		g.u.via = g.conn
+		g.u.scratch.open = true
+	}
 	if g.conn != nil {
 		g.conn.doneData()
 		g.conn = nil

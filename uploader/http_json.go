@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -136,12 +137,25 @@ type jsonObject struct {
 	} `json:"contexts"`
 }
 
+// decodeError classifies a failure to read an answer's JSON: a body that
+// is not the JSON of an object is the service's fault (Internal); one that
+// broke off (a reset, a cut, a truncated body) is the network's
+// (Unavailable), as every other network failure.
+func decodeError(err error) error {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &syntax) || errors.As(err, &typ) {
+		return status.Errorf(codes.Internal, "the service's object resource does not decode: %v", err)
+	}
+	return status.Errorf(codes.Unavailable, "the service's answer broke off: %v", err)
+}
+
 // readObject decodes the object resource of a finished upload into the
 // storage v2 form the Writer checks.
 func readObject(r io.Reader) (*wire.Object, error) {
 	var j jsonObject
 	if err := json.NewDecoder(r).Decode(&j); err != nil {
-		return nil, status.Errorf(codes.Internal, "the service's object resource does not decode: %v", err)
+		return nil, decodeError(err)
 	}
 	o := &wire.Object{
 		Name: j.Name, Bucket: bucketPrefix + j.Bucket, Generation: j.Generation, Metageneration: j.Metageneration,

@@ -305,6 +305,10 @@ func TestHTTPCancelAbandonsTheSession(t *testing.T) {
 		t.Fatalf("Close = %v, want context.Canceled", err)
 	}
 	e.absent("http-cancel")
+	// The cancel goes out in the background; Close waits for it.
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
 	deleted := false
 	for _, r := range p.requests() {
 		deleted = deleted || strings.HasPrefix(r, "DELETE")

@@ -280,6 +280,21 @@ func (t *httpTransport) composeObject(u *upload, srcs []source, timeout time.Dur
 	return objectOf(resp)
 }
 
+// getObject makes one attempt of objects.get.
+func (t *httpTransport) getObject(u *upload, name string, timeout time.Duration) (*wire.Object, error) {
+	resp, cancel, err := t.do(u.ctx, u, timeout, http.MethodGet, t.objectURL(u.bucket, name), nil, 0, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	return objectOf(resp)
+}
+
+// fence: net/http closes the connection of a request abandoned before its
+// answer, which over HTTP/1.1 (the emulator's transport, see netcut) cuts
+// it; over HTTP/2 it resets the request's stream. Nothing is left to do.
+func (t *httpTransport) fence(*upload, time.Duration) bool { return true }
+
 // deleteObject makes one attempt of objects.delete.
 func (t *httpTransport) deleteObject(u *upload, name string, gen int64, timeout time.Duration) error {
 	uri := t.objectURL(u.bucket, name)

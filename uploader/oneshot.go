@@ -1,10 +1,19 @@
 package uploader
 
-import "github.com/objup/objup/internal/wire"
+import (
+	"time"
+
+	"github.com/objup/objup/internal/wire"
+)
 
 // oneShot sends the whole object, r, in one request of the client's
 // transport, retried while the retrier allows, and checks what the service
 // stored. It drops the Writer's reference on r.
+//
+// An attempt whose answer was lost may have stored the object: a retry
+// that then meets a precondition it set itself (WithDoesNotExist) looks
+// the object up, and so does a failure after such an attempt, so that a
+// stored object is reported as stored (see upload.settled).
 func (w *Writer) oneShot(r *chunkRef) error {
 	defer r.unref()
 	size := int64(len(r.Data))
@@ -14,14 +23,35 @@ func (w *Writer) oneShot(r *chunkRef) error {
 	w.one[0] = r
 	defer func() { w.one[0] = nil }()
 	var o *wire.Object
+	lost := false
 	err := w.retry.do(&w.target, tr.names().write, w.idempotent(), nil, func() (string, bool, error) {
 		var sent bool
 		var err error
 		o, sent, err = tr.writeObject(&w.upload, w.one[:], w.retry.attemptTimeout())
+		switch {
+		case err == nil:
+		case lost && IsPreconditionFailed(err):
+			// Perhaps the precondition met this upload's own earlier
+			// attempt, applied although its answer was lost.
+			if stored, _ := w.resolve(tr, w.expect(), w.retry.attemptTimeout()); stored != nil {
+				o = stored
+				return "", sent, nil
+			}
+		case sent && answerLost(err):
+			lost = true
+		}
 		return "", sent, err
 	})
 	if err != nil {
-		return err
+		if o, err = w.settled(tr, w.expect(), lost, w.retry.attemptTimeout(), err); err != nil {
+			return err
+		}
 	}
 	return w.finished(o, size)
+}
+
+// expect describes the object the Writer wrote, once its last chunk is
+// known.
+func (w *Writer) expect() *expect {
+	return &expect{size: w.ch.Size(), crc: w.ch.CRC32C(), hasCRC: !w.cfg.noCRC32C, since: epoch.Add(time.Duration(w.ev.start))}
 }

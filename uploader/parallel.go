@@ -140,10 +140,18 @@ type parallel struct {
 	parts    []*part // the parts handed to goroutines, in order
 	inflight atomic.Int32
 	temps    []source // intermediate composes' objects
-	waited   bool     // g.Wait ran
+
+	waitOnce sync.Once
+	allDone  chan struct{} // closed once every part's goroutine ended
+	err      error         // the first part's failure, once allDone is closed
 
 	mu   sync.Mutex // orders progress reports
 	done int64      // bytes of parts stored
+
+	// life holds the parts' chunks, apart from the Writer's: they go back
+	// when the parts end, which may be after the Writer's call returned
+	// (see cleanup).
+	life lifetime
 }
 
 // part is one temporary object of a parallel upload: its chunks (whose
@@ -184,6 +192,7 @@ func (p *parallel) start(w *Writer) {
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	p.w, p.tr, p.partSize, p.id = w, w.c.tr, size, hex.EncodeToString(rnd[:])
+	p.life.alloc, p.life.ev = w.life.alloc, &w.ev
 	p.prefix = cfg.TempPrefix + p.id + "/"
 	ctx, cancel := context.WithCancel(w.ctx)
 	p.g, p.ctx = errgroup.WithContext(ctx)
@@ -209,7 +218,7 @@ func (p *parallel) add(c chunker.Chunk) error {
 		p.cur = p.newPart(len(p.parts))
 	}
 	pt := p.cur
-	r := p.w.life.newRef(c)
+	r := p.life.newRef(c)
 	pt.refs = append(pt.refs, r)
 	pt.scratch.crc = crc32c.Combine(pt.scratch.crc, r.CRC32C, int64(len(r.Data)))
 	pt.size += int64(len(r.Data))
@@ -274,10 +283,11 @@ func (p *parallel) send(pt *part) error {
 	start := time.Now()
 	names := p.tr.names()
 	var o *wire.Object
+	lost := false
+	want := &expect{size: pt.size, crc: pt.scratch.crc, hasCRC: true, since: epoch.Add(time.Duration(p.w.ev.start))}
 	err := pt.retry.do(&pt.target, names.write, true, nil, func() (string, bool, error) {
 		if err := p.ctx.Err(); err != nil {
-			// No attempt starts once the upload is cancelled; one
-			// that started runs to its answer (see attemptCtx).
+			// No attempt starts once the upload is cancelled.
 			return "", false, err
 		}
 		var sent bool
@@ -285,6 +295,18 @@ func (p *parallel) send(pt *part) error {
 		o, sent, err = p.tr.writeObject(&pt.upload, pt.refs, pt.retry.attemptTimeout())
 		if sent {
 			pt.sent.Store(true)
+		}
+		switch {
+		case err == nil:
+		case lost && IsPreconditionFailed(err):
+			// The part's own earlier attempt, applied although its
+			// answer was lost, is what the precondition met.
+			if stored, _ := pt.resolve(p.tr, want, pt.retry.attemptTimeout()); stored != nil {
+				o = stored
+				return "", sent, nil
+			}
+		case sent && answerLost(err):
+			lost = true
 		}
 		return "", sent, err
 	})
@@ -403,23 +425,34 @@ func (p *parallel) failure(err error) error {
 	return err
 }
 
-// wait waits for every part's goroutine and returns the first failure.
+// wait waits for every part's goroutine and returns the first failure,
+// or the context's error if w's context ends first: a part whose
+// finishing request went out runs to its answer (see attemptCtx), and the
+// Writer does not wait for that past its context (cleanup does).
 func (p *parallel) wait() error {
-	err := p.g.Wait()
-	if !p.waited {
-		p.waited = true
-		// What gRPC still holds of the parts' messages is the Writer's to
-		// release when the upload ends (see lifetime.wait).
-		for _, pt := range p.parts {
-			for _, h := range pt.life.holds {
-				if !h.done.Load() {
-					p.w.life.holds = append(p.w.life.holds, h)
+	p.waitOnce.Do(func() {
+		p.allDone = make(chan struct{})
+		go func() {
+			p.err = p.g.Wait()
+			// What gRPC still holds of the parts' messages is released
+			// with the parts' chunks (see lifetime.wait).
+			for _, pt := range p.parts {
+				for _, h := range pt.life.holds {
+					if !h.done.Load() {
+						p.life.holds = append(p.life.holds, h)
+					}
 				}
+				pt.life.holds = nil
 			}
-			pt.life.holds = nil
-		}
+			close(p.allDone)
+		}()
+	})
+	select {
+	case <-p.allDone:
+		return p.err
+	case <-p.w.ctx.Done():
+		return p.w.ctx.Err()
 	}
-	return err
 }
 
 // finish uploads the last part, waits for every part and composes them
@@ -456,12 +489,26 @@ func (p *parallel) finish(last chunker.Chunk) (*wire.Object, error) {
 	w.scratch.hasSums = w.checksums() != nil
 	var o *wire.Object
 	names := p.tr.names()
+	lost := false
 	err := w.retry.do(&w.target, names.compose, w.idempotent(), nil, func() (string, bool, error) {
 		var err error
 		o, err = p.tr.composeObject(&w.upload, srcs, w.retry.attemptTimeout())
+		switch {
+		case err == nil:
+		case lost && IsPreconditionFailed(err):
+			if stored, _ := w.resolve(p.tr, w.expect(), w.retry.attemptTimeout()); stored != nil {
+				o = stored
+				return "", true, nil
+			}
+		case answerLost(err):
+			lost = true
+		}
 		return "", true, err
 	})
-	return o, err
+	if err != nil {
+		return w.settled(p.tr, w.expect(), lost, w.retry.attemptTimeout(), err)
+	}
+	return o, nil
 }
 
 // composeRound joins srcs 32 at a time into temporary objects, all at
@@ -502,54 +549,66 @@ func (p *parallel) composeRound(round int, srcs []source) ([]source, error) {
 	return next, err
 }
 
-// cleanup ends a parallel upload: it stops the parts still uploading,
-// waits for them, releases the part being filled and deletes every
-// temporary object that may exist, with a context of its own (the
-// upload's may have ended), maxDeletes at a time.
+// cleanup ends a parallel upload, in the background: it stops the parts
+// still uploading and waits for them (a part whose finishing request went
+// out runs to its answer, see attemptCtx), releases their chunks and the
+// part being filled, and deletes every temporary object that may exist,
+// maxDeletes at a time, with a context of its own bounded by
+// cleanupTimeout. The Writer waits for it while the upload's context
+// lasts; Client.Close waits for it in any case.
 func (p *parallel) cleanup() {
 	p.cancel()
-	_ = p.wait()
-	if p.cur != nil {
-		for _, r := range p.cur.refs {
-			r.unref()
-		}
-		p.cur = nil
-	}
-	var doomed []source
-	for _, pt := range p.parts {
-		if pt.gen != 0 || pt.sent.Load() {
-			doomed = append(doomed, source{name: pt.object, gen: pt.gen})
-		}
-	}
-	doomed = append(doomed, p.temps...)
-	if len(doomed) == 0 {
-		return
-	}
 	w := p.w
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), cleanupTimeout)
-	defer cancel()
-	var g errgroup.Group
-	g.SetLimit(maxDeletes)
-	for _, s := range doomed {
-		g.Go(func() error {
-			u := &part{}
-			u.target = target{c: w.c, ctx: ctx, bucket: w.bucket, object: s.name, params: w.params}
-			u.retry.init(w.cfg.retry, &u.ev)
-			u.ev = uploadEvents{tg: &u.target, span: w.ev.span, start: now()}
-			err := u.retry.do(&u.target, p.tr.names().delete, true, nil, func() (string, bool, error) {
-				err := p.tr.deleteObject(&u.upload, s.name, s.gen, u.retry.attemptTimeout())
-				if IsNotFound(err) {
-					err = nil
-				}
-				return "", true, err
-			})
-			if err != nil {
-				p.leftBehind(s.name, err)
+	tr, cfg := p.tr, w.cfg.retry
+	base := w.upload.detached(context.WithoutCancel(w.ctx))
+	done := make(chan struct{})
+	w.c.background(func() {
+		defer close(done)
+		p.wait() // starts the wait, if no one did
+		<-p.allDone
+		if p.cur != nil {
+			for _, r := range p.cur.refs {
+				r.unref()
 			}
-			return nil
-		})
+			p.cur = nil
+		}
+		var doomed []source
+		for _, pt := range p.parts {
+			if pt.gen != 0 || pt.sent.Load() {
+				doomed = append(doomed, source{name: pt.object, gen: pt.gen})
+			}
+		}
+		doomed = append(doomed, p.temps...)
+		ctx, cancel := context.WithTimeout(base.ctx, cleanupTimeout)
+		defer cancel()
+		var g errgroup.Group
+		g.SetLimit(maxDeletes)
+		for _, d := range doomed {
+			g.Go(func() error {
+				u := &part{}
+				u.target = target{c: base.c, ctx: ctx, bucket: base.bucket, object: d.name, params: base.params}
+				u.ev = uploadEvents{tg: &u.target, span: w.ev.span, start: now()}
+				u.retry.init(cfg, &u.ev)
+				err := u.retry.do(&u.target, tr.names().delete, true, nil, func() (string, bool, error) {
+					err := tr.deleteObject(&u.upload, d.name, d.gen, u.retry.attemptTimeout())
+					if IsNotFound(err) {
+						err = nil
+					}
+					return "", true, err
+				})
+				if err != nil {
+					p.leftBehind(d.name, err)
+				}
+				return nil
+			})
+		}
+		_ = g.Wait()
+		p.life.wait()
+	})
+	select {
+	case <-done:
+	case <-w.ctx.Done():
 	}
-	_ = g.Wait()
 }
 
 // leftBehind reports a temporary object that could not be deleted.

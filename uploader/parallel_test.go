@@ -232,6 +232,11 @@ func TestParallelUploadCancelled(t *testing.T) {
 				}
 			}
 			e.absent("big")
+			// The deletes of the temporary objects go on in the
+			// background once the context ended; Close waits for them.
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
 			if tc.commit > 0 {
 				if err := e.srv.Close(); err != nil {
 					t.Fatal(err)

@@ -34,6 +34,7 @@ type blackhole struct {
 	ln     net.Listener
 	target string
 	limit  int64
+	every  bool // every connection dies, not only the first
 	accept atomic.Int32
 	wg     sync.WaitGroup
 	mu     sync.Mutex
@@ -71,7 +72,7 @@ func (p *blackhole) serve() {
 		p.conns = append(p.conns, c, up)
 		p.mu.Unlock()
 		limit := int64(-1)
-		if p.accept.Add(1) == 1 {
+		if p.accept.Add(1) == 1 || p.every {
 			limit = p.limit
 		}
 		var dead atomic.Bool
@@ -192,13 +193,15 @@ func TestSilentHandshakeIsAbandoned(t *testing.T) {
 	}
 }
 
-// TestRetryDeadlineHoldsOnDeadConnection: without keepalive nothing replaces
-// the dead connection, but every attempt has a deadline, so both the
-// resumable and the one-shot upload give up when the retry deadline is spent
-// (not at their context's), with the last attempt's code, and store nothing.
+// TestRetryDeadlineHoldsOnDeadConnection: every connection dies after its
+// first MiB, and without keepalive nothing but the attempts' deadlines
+// notices, so both the resumable and the one-shot upload give up when the
+// retry deadline is spent (not at their context's), with the last
+// attempt's code, and store nothing.
 func TestRetryDeadlineHoldsOnDeadConnection(t *testing.T) {
 	e := newEnv(t)
 	p := newBlackhole(t, e.srv.GRPCAddr(), 1*mib)
+	p.every = true
 	// One connection: a pool would route around the dead one.
 	c := clientVia(t, p.addr(), uploader.WithoutKeepalive(), option.WithGRPCConnectionPool(1),
 		retryWith(uploader.WithAttemptTimeout(300*time.Millisecond), uploader.WithRetryDeadline(2*time.Second), uploader.WithPolicy(uploader.RetryAlways)))
@@ -207,8 +210,13 @@ func TestRetryDeadlineHoldsOnDeadConnection(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		size int
-	}{{"resumable", 4 * mib}, {"one-shot", kib}} {
-		_, err := c.Upload(ctx, bucket, "dead/"+tc.name, bytes.NewReader(payload(tc.size, 13)))
+		opts []uploader.WriterOption
+	}{
+		{"resumable", 4 * mib, nil},
+		// Over the MiB a connection lives for: a new connection dies too.
+		{"one-shot", 2 * mib, []uploader.WriterOption{uploader.WithChunkSize(4 * mib)}},
+	} {
+		_, err := c.Upload(ctx, bucket, "dead/"+tc.name, bytes.NewReader(payload(tc.size, 13)), tc.opts...)
 		if err == nil {
 			t.Fatalf("%s: upload over a dead connection succeeded", tc.name)
 		}

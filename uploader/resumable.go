@@ -403,7 +403,10 @@ func (s *resumable) abort(cause error) {
 	finished := s.resource != nil
 	s.mu.Unlock()
 	if !finished && s.id != "" {
-		s.tr.cancelUpload(s.u, s.id, s.retry.cfg.attemptTimeout)
+		// The cancel goes out even when the upload's context ended, in
+		// the background so that the caller does not wait for it.
+		u, tr, id, timeout := s.u.detached(s.u.ctx), s.tr, s.id, s.retry.cfg.attemptTimeout
+		u.c.background(func() { tr.cancelUpload(u, id, timeout) })
 		s.id = ""
 	}
 }

@@ -29,6 +29,16 @@ type transport interface {
 	composeObject(u *upload, srcs []source, timeout time.Duration) (*wire.Object, error)
 	// deleteObject deletes generation gen of object name in u's bucket.
 	deleteObject(u *upload, name string, gen int64, timeout time.Duration) error
+	// getObject returns the live object name of u's bucket (its
+	// attributes), or a NotFound error.
+	getObject(u *upload, name string, timeout time.Duration) (*wire.Object, error)
+	// fence makes sure that no attempt of u that was abandoned without
+	// being cut (see scratch.open) can still reach the service: gRPC sends
+	// a call on the connection that carried it and waits up to timeout
+	// for the answer (the connection delivers in order, so the abandoned
+	// stream's reset came first), and resets the connection if none
+	// comes. It reports whether it could make sure.
+	fence(u *upload, timeout time.Duration) bool
 	// startUpload opens a resumable session for the upload and returns its
 	// id (an upload id, or the session's URI).
 	startUpload(u *upload, timeout time.Duration) (id string, err error)
@@ -112,6 +122,8 @@ type upload struct {
 	life    lifetime
 	scratch scratch      // also says whether messages carry a CRC32C
 	one     [1]*chunkRef // a one-shot upload's chunk, as writeObject takes it
+	// via is the gRPC connection of the last attempt, for fence.
+	via *grpcConn
 }
 
 // checksums returns the whole-object checksums the finish carries (in

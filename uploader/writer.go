@@ -425,7 +425,14 @@ func (w *Writer) Close() error {
 	} else {
 		var o *wire.Object
 		w.scratch.hasSums = w.checksums() != nil
-		if o, err = w.sess.finish(r); err == nil {
+		o, err = w.sess.finish(r)
+		if err != nil && answerLost(err) {
+			// The finish may have gone out and been applied: find out
+			// before reporting a failure.
+			err = w.sess.teardown(err)
+			o, err = w.settled(w.c.tr, w.expect(), true, w.retry.attemptTimeout(), err)
+		}
+		if err == nil {
 			err = w.finished(o, w.ch.Size())
 		}
 	}
