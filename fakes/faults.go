@@ -22,6 +22,7 @@ type faults struct {
 	brk     map[string][]breakRule
 	corrupt map[string]int
 	delay   map[string]time.Duration
+	lose    map[string]int
 }
 
 type failRule struct {
@@ -42,6 +43,7 @@ func (f *faults) lock() {
 		f.brk = make(map[string][]breakRule)
 		f.corrupt = make(map[string]int)
 		f.delay = make(map[string]time.Duration)
+		f.lose = make(map[string]int)
 	}
 }
 
@@ -138,13 +140,44 @@ func (s *Server) Delay(method string, d time.Duration) {
 	f.mu.Unlock()
 }
 
+// LoseAnswer makes the next write of method (WriteObject or
+// BidiWriteObject) that finishes an object lose its answer: the object is
+// stored, and the call fails with codes.Unavailable instead of returning
+// it, as when the connection breaks after the service committed. Several
+// calls lose several answers.
+//
+// LoseAnswer panics if method is not a write stream.
+func (s *Server) LoseAnswer(method string) {
+	m := mustMethod("LoseAnswer", method, true)
+	f := &s.faults
+	f.lock()
+	f.lose[m]++
+	f.armed.Store(true)
+	f.mu.Unlock()
+}
+
+// lost returns the error that replaces the answer of a finished write of
+// method, if a LoseAnswer rule takes it, else nil.
+func (f *faults) lost(method string) error {
+	if !f.armed.Load() {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.lose[method] == 0 {
+		return nil
+	}
+	f.lose[method]--
+	return status.Errorf(codes.Unavailable, "fakes: the answer of %s was lost (the object is stored)", method)
+}
+
 // ClearFaults removes every fault rule, spent or not. Calls already past a
 // rule are not affected.
 func (s *Server) ClearFaults() {
 	f := &s.faults
 	f.mu.Lock()
 	f.armed.Store(false)
-	f.fail, f.brk, f.corrupt, f.delay = nil, nil, nil, nil
+	f.fail, f.brk, f.corrupt, f.delay, f.lose = nil, nil, nil, nil, nil
 	f.mu.Unlock()
 }
 

@@ -275,6 +275,9 @@ func (v *service) WriteObject(stream grpc.ClientStreamingServer[wire.WriteObject
 			if err != nil {
 				return err
 			}
+			if err := v.s.faults.lost(MethodWriteObject); err != nil {
+				return err
+			}
 			return stream.SendAndClose(api.WriteResponse(obj, size))
 		}
 		if err != nil {
@@ -286,6 +289,9 @@ func (v *service) WriteObject(stream grpc.ClientStreamingServer[wire.WriteObject
 			return err
 		}
 		if obj != nil {
+			if err := v.s.faults.lost(MethodWriteObject); err != nil {
+				return err
+			}
 			return stream.SendAndClose(api.WriteResponse(obj, 0))
 		}
 	}
@@ -306,6 +312,11 @@ func (v *service) BidiWriteObject(stream grpc.BidiStreamingServer[wire.BidiWrite
 			if err != nil {
 				return err
 			}
+			if obj != nil {
+				if err := v.s.faults.lost(MethodBidiWriteObject); err != nil {
+					return err
+				}
+			}
 			return stream.Send(api.BidiResponse(obj, size))
 		}
 		if err != nil {
@@ -319,6 +330,9 @@ func (v *service) BidiWriteObject(stream grpc.BidiStreamingServer[wire.BidiWrite
 		var resp *wire.BidiWriteObjectResponse
 		switch {
 		case obj != nil:
+			if err := v.s.faults.lost(MethodBidiWriteObject); err != nil {
+				return err
+			}
 			return stream.Send(api.BidiResponse(obj, 0))
 		case w.up.appendable && (first || m.Lookup):
 			resp = w.appendResponse(first)

@@ -33,7 +33,7 @@ func (w *Writer) oneShot(r *chunkRef) error {
 		case lost && IsPreconditionFailed(err):
 			// Perhaps the precondition met this upload's own earlier
 			// attempt, applied although its answer was lost.
-			if stored, _ := w.resolve(tr, w.expect(), w.retry.attemptTimeout()); stored != nil {
+			if stored := w.resolve(tr, w.expect(), w.retry.attemptTimeout()); stored != nil {
 				o = stored
 				return "", sent, nil
 			}

@@ -67,12 +67,12 @@ func (e *expect) ours(o *wire.Object) bool {
 }
 
 // resolve finds out whether an attempt of u whose answer was lost stored
-// the object e describes: it first fences u's abandoned attempts (see
-// transport.fence), then looks the object up. It returns the object if it
-// is u's, and whether the outcome is known: found, or surely absent. Once
-// u's context ended, the look-up runs on a context of its own, bounded by
+// the object e describes, and returns the object if so. It first fences
+// u's abandoned attempts (see transport.fence), so that one stuck behind a
+// stalled path cannot land long after, then looks the object up. Once u's
+// context ended, both run on a context of their own, bounded by
 // outcomeGrace.
-func (u *upload) resolve(tr transport, e *expect, timeout time.Duration) (o *wire.Object, known bool) {
+func (u *upload) resolve(tr transport, e *expect, timeout time.Duration) *wire.Object {
 	ctx := u.ctx
 	if ctx.Err() != nil {
 		var cancel context.CancelFunc
@@ -82,39 +82,30 @@ func (u *upload) resolve(tr transport, e *expect, timeout time.Duration) (o *wir
 	}
 	lu := u.detached(ctx)
 	lu.via, lu.scratch.open = u.via, u.scratch.open
-	fenced := tr.fence(lu, timeout)
-	o, err := tr.getObject(lu, u.object, timeout)
-	switch {
-	case err == nil && e.ours(o):
-		return o, true
-	case err == nil || status.Code(err) == codes.NotFound:
-		return nil, fenced
+	tr.fence(lu, timeout)
+	if o, err := tr.getObject(lu, u.object, timeout); err == nil && e.ours(o) {
+		return o
 	}
-	return nil, false
+	return nil
 }
 
-// settled is the end of a call of an upload that may have stored an
-// object although the call failed with err: lost says an attempt's answer
-// was lost. It returns the object when the upload's object is stored after
-// all, and otherwise err, marked as of unknown outcome (IsOutcomeUnknown)
-// unless the object is surely absent.
+// settled is the end of a call of an upload that failed with err: lost
+// says that an attempt went out whole, or may have, and its answer was
+// lost, so the service may have stored the object anyway, or may still
+// store it (a commit in progress when the answer was lost). It returns the
+// object when the upload's object is found stored; otherwise err, marked
+// IsOutcomeUnknown when an answer was lost: an object not found may still
+// be on its way, and only the service knows.
 func (u *upload) settled(tr transport, e *expect, lost bool, timeout time.Duration, err error) (*wire.Object, error) {
 	if err == nil || !lost {
 		return nil, err
 	}
-	o, known := u.resolve(tr, e, timeout)
-	if o != nil {
+	if o := u.resolve(tr, e, timeout); o != nil {
 		return o, nil
 	}
-	if !known {
-		oe := u.err("", err)
-		if oe.Op == "" {
-			oe.Op = tr.names().write
-		}
-		oe.unknown = true
-		return nil, oe
-	}
-	return nil, err
+	oe := u.err(tr.names().write, err)
+	oe.unknown = true
+	return nil, oe
 }
 
 // detached returns an upload to the same object in ctx, for calls made

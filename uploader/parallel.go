@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
 	"google.golang.org/grpc/codes"
 
 	"github.com/objup/objup/chunker"
@@ -133,7 +134,8 @@ type parallel struct {
 	prefix   string // TempPrefix + id + "/"
 
 	g      *errgroup.Group
-	ctx    context.Context // ends when a part failed for good, or the upload's context ends
+	slots  *semaphore.Weighted // Parts at once
+	ctx    context.Context     // ends when a part failed for good, or the upload's context ends
 	cancel context.CancelFunc
 
 	cur      *part   // the part being filled; nil before its first chunk
@@ -197,7 +199,7 @@ func (p *parallel) start(w *Writer) {
 	ctx, cancel := context.WithCancel(w.ctx)
 	p.g, p.ctx = errgroup.WithContext(ctx)
 	p.cancel = cancel
-	p.g.SetLimit(parts)
+	p.slots = semaphore.NewWeighted(int64(parts))
 }
 
 // addPart takes a full chunk into a parallel upload, starting it with the
@@ -251,15 +253,24 @@ func (u *upload) initSpec(w *Writer) {
 }
 
 // dispatch hands the part being filled to a goroutine of its own. It waits
-// while Parts parts are uploading.
+// while Parts parts are uploading, as the upload's context allows: a part
+// that does not get its turn is dropped, and the upload fails.
 func (p *parallel) dispatch() error {
 	pt := p.cur
 	p.cur = nil
+	if err := p.slots.Acquire(p.ctx, 1); err != nil {
+		for _, r := range pt.refs {
+			r.unref()
+		}
+		pt.refs = nil
+		return p.failure(err)
+	}
 	pt.scratch.checksums.Crc32C = &pt.scratch.crc
 	pt.scratch.hasSums = true
 	p.parts = append(p.parts, pt)
 	p.inflight.Add(1)
 	p.g.Go(func() error {
+		defer p.slots.Release(1)
 		defer p.inflight.Add(-1)
 		return p.send(pt)
 	})
@@ -301,7 +312,7 @@ func (p *parallel) send(pt *part) error {
 		case lost && IsPreconditionFailed(err):
 			// The part's own earlier attempt, applied although its
 			// answer was lost, is what the precondition met.
-			if stored, _ := pt.resolve(p.tr, want, pt.retry.attemptTimeout()); stored != nil {
+			if stored := pt.resolve(p.tr, want, pt.retry.attemptTimeout()); stored != nil {
 				o = stored
 				return "", sent, nil
 			}
@@ -496,7 +507,7 @@ func (p *parallel) finish(last chunker.Chunk) (*wire.Object, error) {
 		switch {
 		case err == nil:
 		case lost && IsPreconditionFailed(err):
-			if stored, _ := w.resolve(p.tr, w.expect(), w.retry.attemptTimeout()); stored != nil {
+			if stored := w.resolve(p.tr, w.expect(), w.retry.attemptTimeout()); stored != nil {
 				o = stored
 				return "", true, nil
 			}

@@ -279,7 +279,7 @@ func isNetworkCode(c codes.Code) bool {
 // an exhausted episode wraps the last cause, so its code and message survive
 // (status.Code and codeOf read them).
 func (r *retrier) retry(ctx context.Context, op string, err error, sent, idempotent bool) error {
-	if cerr := ctx.Err(); cerr != nil {
+	if ctxEnded(ctx) != nil {
 		return contextError(ctx, err)
 	}
 	if !r.retryable(err, sent, idempotent) {
@@ -345,9 +345,23 @@ func (r *retrier) do(t *target, op string, idempotent bool, cause error, attempt
 // retrying cause: the context's error, with the cause named.
 func contextError(ctx context.Context, cause error) error {
 	if cause == nil {
-		return ctx.Err()
+		return ctxEnded(ctx)
 	}
-	return fmt.Errorf("%w (while retrying: %v)", ctx.Err(), cause)
+	return fmt.Errorf("%w (while retrying: %v)", ctxEnded(ctx), cause)
+}
+
+// ctxEnded returns ctx's error, or context.DeadlineExceeded once its
+// deadline has passed: gRPC's own timer for the deadline may end a call a
+// moment before the context's timer marks the context done, and the call's
+// failure is then the context's.
+func ctxEnded(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // mono is a point in time as the monotonic time since the process started

@@ -1,0 +1,197 @@
+package uploader_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/objup/objup/fakes"
+	"github.com/objup/objup/pool"
+	"github.com/objup/objup/uploader"
+)
+
+// overrunLimit is how long past its context a call may run in these tests:
+// uploader.AfterContext, and room for a loaded machine. The faults they
+// inject last several times longer, so a call that waits for them fails.
+const overrunLimit = uploader.AfterContext + 1500*time.Millisecond
+
+// TestLostAnswerIsResolved: the service stores the object and the answer
+// is lost (the connection breaks after the commit). The upload finds out
+// before it reports anything: it succeeds, with the stored object's
+// attributes, whether or not a precondition made it retry (a retry then
+// meets its own object: 412), for one-shot, resumable and parallel
+// uploads (a part's retried write meets the part's own first write).
+func TestLostAnswerIsResolved(t *testing.T) {
+	const part = 2 * q
+	for _, tc := range []struct {
+		name   string
+		method string
+		size   int
+		opts   []uploader.WriterOption
+	}{
+		{"one-shot", fakes.MethodWriteObject, kib, nil},
+		{"one-shot, does not exist", fakes.MethodWriteObject, kib, []uploader.WriterOption{uploader.WithDoesNotExist()}},
+		{"one-shot, retry always", fakes.MethodWriteObject, kib, []uploader.WriterOption{uploader.WithRetry(uploader.WithPolicy(uploader.RetryAlways))}},
+		{"resumable", fakes.MethodBidiWriteObject, 3 * mib, nil},
+		{"resumable, does not exist", fakes.MethodBidiWriteObject, 3 * mib, []uploader.WriterOption{uploader.WithDoesNotExist()}},
+		{"parallel, a part's answer", fakes.MethodWriteObject, 5*part + 7, []uploader.WriterOption{uploader.WithParallelUpload(uploader.ParallelUpload{PartSize: part, Parts: 1})}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.srv.LoseAnswer(tc.method)
+			data := payload(tc.size, 41)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			attrs, err := e.c.Upload(ctx, bucket, "lost", bytes.NewReader(data), tc.opts...)
+			if err != nil {
+				t.Fatalf("Upload: %v (code %v, outcome unknown %v); the object is stored: %v", err, uploader.CodeOf(err), uploader.IsOutcomeUnknown(err), e.exists("lost"))
+			}
+			sameBytes(t, "stored", e.content("lost"), data)
+			if o, _ := e.srv.Object(bucket, "lost"); attrs == nil || attrs.Generation != o.Generation || attrs.Size != int64(len(data)) {
+				t.Fatalf("attributes %+v, want those of the stored object (generation %d)", attrs, o.Generation)
+			}
+			if err := e.c.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if n := e.count(); n != 1 {
+				t.Fatalf("%d objects in the bucket, want the one uploaded", n)
+			}
+		})
+	}
+}
+
+// TestStalledPartReturnsByItsContext: a parallel upload whose parts' writes
+// are in the service's hands (a commit that takes seconds) when the
+// context ends returns by its context, not when the parts are answered;
+// the parts are awaited and deleted in the background, and Client.Close
+// waits for that: nothing is stored, no temporary object is left, and
+// every buffer is back.
+func TestStalledPartReturnsByItsContext(t *testing.T) {
+	const part = 2 * q
+	for _, tr := range []string{"gRPC", "JSON"} {
+		t.Run(tr, func(t *testing.T) {
+			t.Parallel()
+			p, err := pool.New(pool.WithBudget(16 * q))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := newEnvFake(t, []fakes.Option{fakes.WithCommitDelay(5 * time.Second)})
+			c := parallelClients(t, e, p)[tr]
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			_, err = c.Upload(ctx, bucket, "big", bytes.NewReader(payload(6*part, 42)),
+				uploader.WithParallelUpload(uploader.ParallelUpload{PartSize: part, Parts: 2}))
+			overrun := time.Since(deadlineOf(ctx))
+			if uploader.CodeOf(err) != uploader.CodeOf(context.DeadlineExceeded) {
+				t.Fatalf("Upload: %v, want DeadlineExceeded", err)
+			}
+			if overrun > overrunLimit {
+				t.Fatalf("Upload returned %v after its context's deadline", overrun)
+			}
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+			e.absent("big")
+			e.noTemporaries()
+			if n := p.Stats().InUseBytes; n != 0 {
+				t.Errorf("%d bytes of buffers in use after Client.Close", n)
+			}
+		})
+	}
+}
+
+func deadlineOf(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
+}
+
+// TestLastAnswerPastTheContext: the context ends while the service commits
+// the finished object (its last answer comes after the deadline). Close
+// returns by its context, and its error never claims a plain failure for
+// what the service stores: it is nil (the object was found stored) or an
+// error for which IsOutcomeUnknown holds.
+func TestLastAnswerPastTheContext(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		size int
+		opts []uploader.WriterOption
+	}{
+		{"one-shot", kib, nil},
+		{"one-shot, does not exist", kib, []uploader.WriterOption{uploader.WithDoesNotExist()}},
+		{"resumable", 3 * mib, nil},
+	} {
+		for _, tr := range []string{"gRPC", "JSON"} {
+			t.Run(tr+"/"+tc.name, func(t *testing.T) {
+				e := newEnvFake(t, []fakes.Option{fakes.WithCommitDelay(2 * time.Second)})
+				c := e.c
+				if tr == "JSON" {
+					c = httpClient(t, e.srv.HTTPURL())
+				}
+				data := payload(tc.size, 43)
+				ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+				defer cancel()
+				_, err := c.Upload(ctx, bucket, "late", bytes.NewReader(data), tc.opts...)
+				if overrun := time.Since(deadlineOf(ctx)); overrun > overrunLimit {
+					t.Fatalf("Upload returned %v after its context's deadline", overrun)
+				}
+				// The fake's Close lets the commit finish.
+				if err := e.srv.Close(); err != nil {
+					t.Fatal(err)
+				}
+				stored := e.exists("late")
+				switch {
+				case err == nil && !stored:
+					t.Fatal("Upload succeeded, nothing is stored")
+				case err == nil:
+					sameBytes(t, "stored", e.content("late"), data)
+				case stored && !uploader.IsOutcomeUnknown(err):
+					t.Fatalf("Upload: %v (code %v), a plain failure, and the object is stored", err, uploader.CodeOf(err))
+				case !errors.Is(err, context.DeadlineExceeded):
+					t.Fatalf("Upload: %v, want the context's DeadlineExceeded", err)
+				}
+			})
+		}
+	}
+}
+
+// TestOutcomeUnknownIsNarrow: errors that leave nothing behind are never
+// of unknown outcome: a refusal, a cancellation before anything was sent.
+func TestOutcomeUnknownIsNarrow(t *testing.T) {
+	e := newEnv(t)
+	if _, err := e.c.Upload(context.Background(), bucket, "x", bytes.NewReader([]byte("x"))); err != nil {
+		t.Fatal(err)
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name string
+		run  func() error
+	}{
+		{"precondition", func() error {
+			_, err := e.c.Upload(context.Background(), bucket, "x", bytes.NewReader([]byte("y")), uploader.WithDoesNotExist())
+			return err
+		}},
+		{"cancelled before sending", func() error {
+			_, err := e.c.Upload(cancelled, bucket, "y", bytes.NewReader([]byte("y")))
+			return err
+		}},
+		{"missing bucket", func() error {
+			_, err := e.c.Upload(context.Background(), "no-such-bucket", "y", bytes.NewReader([]byte("y")))
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.run()
+			if err == nil || uploader.IsOutcomeUnknown(err) {
+				t.Fatalf("%v: want a failure of known outcome", err)
+			}
+		})
+	}
+	if uploader.IsOutcomeUnknown(nil) || uploader.IsOutcomeUnknown(io.EOF) {
+		t.Fatal("IsOutcomeUnknown holds for an error that is not objup's")
+	}
+	e.absent("y")
+}
