@@ -13,9 +13,10 @@ import (
 	"github.com/objup/objup/internal/wire"
 )
 
-// predefinedACLs are the ACLs the predefined_acl names stand for, with the
-// fake's project number 0 and no object owner entity.
-var predefinedACLs = map[string][]store.ACLEntry{
+// predefinedObjectACLs are the object ACLs the predefined ACL names
+// (predefined_acl, predefinedAcl, predefinedDefaultObjectAcl) stand for,
+// with the fake's project number 0 and no object owner entity.
+var predefinedObjectACLs = map[string][]store.ACLEntry{
 	"authenticatedRead":      {{Entity: "allAuthenticatedUsers", Role: "READER"}},
 	"bucketOwnerFullControl": {{Entity: "project-owners-0", Role: "OWNER"}},
 	"bucketOwnerRead":        {{Entity: "project-owners-0", Role: "READER"}},
@@ -34,7 +35,7 @@ func specExtra(spec *wire.WriteObjectSpec) (*store.Extra, error) {
 		EventBasedHold: res.EventBasedHold,
 	}
 	if p := spec.GetPredefinedAcl(); p != "" {
-		acl, ok := predefinedACLs[p]
+		acl, ok := predefinedObjectACLs[p]
 		if !ok {
 			return nil, status.Errorf(codes.InvalidArgument, "predefined_acl %q is not a predefined ACL", p)
 		}
@@ -98,13 +99,6 @@ func setExtra(x *store.Extra, w *wire.Object) {
 
 // JSON forms of the extra attributes.
 type (
-	aclResource struct {
-		Kind   string `json:"kind"`
-		Entity string `json:"entity"`
-		Role   string `json:"role"`
-		Bucket string `json:"bucket"`
-		Object string `json:"object"`
-	}
 	retentionResource struct {
 		Mode            string `json:"mode"`
 		RetainUntilTime string `json:"retainUntilTime"`
@@ -117,8 +111,10 @@ type (
 	}
 )
 
-// setJSON puts x's attributes into a JSON object resource.
-func setJSON(x *store.Extra, r *objectResource, bucket, object string) {
+// setJSON puts x's attributes into a JSON object resource: that of
+// generation gen and metageneration meta of object in bucket; base is the
+// server's URL as the client reached it.
+func setJSON(x *store.Extra, r *objectResource, bucket, object string, gen, meta int64, base string) {
 	if x == nil {
 		return
 	}
@@ -127,7 +123,7 @@ func setJSON(x *store.Extra, r *objectResource, bucket, object string) {
 	r.TemporaryHold = x.TemporaryHold
 	r.EventBasedHold = x.EventBasedHold
 	for _, a := range x.ACL {
-		r.ACL = append(r.ACL, aclResource{Kind: "storage#objectAccessControl", Entity: a.Entity, Role: a.Role, Bucket: bucket, Object: object})
+		r.ACL = append(r.ACL, objectACLJSON(bucket, object, gen, meta, a, base))
 	}
 	if x.RetentionMode != 0 {
 		mode := "Unlocked"

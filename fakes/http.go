@@ -101,8 +101,8 @@ func segment(path string) (seg, rest string, ok bool) {
 }
 
 // objectActions are the object methods named by a path segment after the
-// object name; the fake implements objects.compose (POST) and none of the
-// others.
+// object name; the fake implements all but objects.restore and
+// objects.move.
 var objectActions = map[string]string{
 	"compose":   "objects.compose",
 	"copyTo":    "objects.copy",
@@ -114,16 +114,19 @@ var objectActions = map[string]string{
 
 // bucketMethods are the bucket sub-resources the fake does not implement.
 var bucketMethods = map[string]string{
-	"acl":                 "bucketAccessControls",
-	"defaultObjectAcl":    "defaultObjectAccessControls",
-	"iam":                 "buckets.iam",
-	"notificationConfigs": "notifications",
-	"lockRetentionPolicy": "buckets.lockRetentionPolicy",
-	"storageLayout":       "buckets.getStorageLayout",
-	"operations":          "operations",
-	"anywhereCaches":      "anywhereCaches",
-	"managedFolders":      "managedFolders",
-	"folders":             "folders",
+	"storageLayout":  "buckets.getStorageLayout",
+	"operations":     "operations",
+	"anywhereCaches": "anywhereCaches",
+	"managedFolders": "managedFolders",
+	"folders":        "folders",
+}
+
+// handler is a route's handler.
+type handler = func(w http.ResponseWriter, r *http.Request) error
+
+// to returns the route of a request served by fn.
+func to(method, bucket, object string, fn handler) *httpRoute {
+	return &httpRoute{method: method, bucket: bucket, object: object, serve: fn}
 }
 
 // routeJSON routes a JSON API request; path follows "/storage/v1/". With
@@ -132,6 +135,9 @@ func (s *Server) routeJSON(r *http.Request, path string, download bool) *httpRou
 	m := r.Method
 	whole := m + " " + r.URL.Path
 	first, rest, _ := strings.Cut(path, "/")
+	if first == "projects" && !download {
+		return s.routeProjects(r, rest)
+	}
 	if first != "b" {
 		return unimplemented(m+" "+first, whole)
 	}
@@ -148,42 +154,67 @@ func (s *Server) routeJSON(r *http.Request, path string, download bool) *httpRou
 	if !ok || bkt == "" {
 		return unimplemented(m+" buckets", whole)
 	}
-	sub, objPath, hasSub := strings.Cut(rest, "/")
-	switch {
-	case !hasSub && sub == "" && !download:
-		rt := &httpRoute{bucket: bkt}
+	sub, subPath, hasSub := strings.Cut(rest, "/")
+	if download && sub != "o" {
+		return unimplemented(m+" download", whole)
+	}
+	switch sub {
+	case "":
+		if hasSub {
+			break
+		}
 		switch m {
 		case http.MethodGet:
-			rt.method, rt.serve = "buckets.get", func(w http.ResponseWriter, r *http.Request) error { return s.getBucket(w, r, bkt) }
+			return to("buckets.get", bkt, "", func(w http.ResponseWriter, r *http.Request) error { return s.getBucket(w, r, bkt) })
 		case http.MethodDelete:
-			rt.method, rt.serve = "buckets.delete", func(w http.ResponseWriter, r *http.Request) error { return s.deleteBucket(w, r, bkt) }
-		case http.MethodPatch, http.MethodPut:
-			rt = unimplemented("buckets.patch", "buckets.patch and buckets.update")
+			return to("buckets.delete", bkt, "", func(w http.ResponseWriter, r *http.Request) error { return s.deleteBucket(w, r, bkt) })
+		case http.MethodPatch:
+			return to("buckets.patch", bkt, "", func(w http.ResponseWriter, r *http.Request) error { return s.updateBucket(w, r, bkt, true) })
+		case http.MethodPut:
+			return to("buckets.update", bkt, "", func(w http.ResponseWriter, r *http.Request) error { return s.updateBucket(w, r, bkt, false) })
+		}
+	case "acl", "defaultObjectAcl":
+		return s.routeBucketACL(r, bkt, sub == "defaultObjectAcl", subPath, hasSub)
+	case "iam":
+		return s.routeIAM(r, bkt, subPath, hasSub)
+	case "notificationConfigs":
+		return s.routeNotifications(r, bkt, subPath, hasSub)
+	case "lockRetentionPolicy":
+		if m == http.MethodPost && !hasSub {
+			return to("buckets.lockRetentionPolicy", bkt, "", func(w http.ResponseWriter, r *http.Request) error { return s.lockRetention(w, r, bkt) })
+		}
+	case "o":
+		return s.routeObjects(r, bkt, subPath, hasSub, download)
+	default:
+		if name := bucketMethods[sub]; name != "" {
+			rt := unimplemented(name, whole)
 			rt.bucket = bkt
-		default:
-			return unimplemented(m+" bucket", whole)
+			return rt
 		}
-		return rt
-	case sub != "o":
-		name := bucketMethods[sub]
-		if name == "" {
-			name = m + " " + sub
-		}
-		rt := unimplemented(name, whole)
-		rt.bucket = bkt
-		return rt
-	case !hasSub && !download: // "b/BUCKET/o"
-		rt := &httpRoute{bucket: bkt}
+	}
+	name := m + " " + sub
+	if sub == "" {
+		name = m + " bucket"
+	}
+	rt := unimplemented(name, whole)
+	rt.bucket = bkt
+	return rt
+}
+
+// routeObjects routes a request under "b/BUCKET/o"; objPath follows it.
+func (s *Server) routeObjects(r *http.Request, bkt, objPath string, hasSub, download bool) *httpRoute {
+	m := r.Method
+	whole := m + " " + r.URL.Path
+	if !hasSub && !download { // "b/BUCKET/o"
 		switch m {
 		case http.MethodGet:
-			rt.method, rt.serve = "objects.list", func(w http.ResponseWriter, r *http.Request) error { return s.listObjects(w, r, bkt) }
+			return to("objects.list", bkt, "", func(w http.ResponseWriter, r *http.Request) error { return s.listObjects(w, r, bkt) })
 		case http.MethodPost:
-			rt = unimplemented("objects.insert", "objects.insert outside the upload path (use /upload/storage/v1/b/BUCKET/o)")
+			rt := unimplemented("objects.insert", "objects.insert outside the upload path (use /upload/storage/v1/b/BUCKET/o)")
 			rt.bucket = bkt
-		default:
-			return unimplemented(m+" objects", whole)
+			return rt
 		}
-		return rt
+		return unimplemented(m+" objects", whole)
 	}
 	if objPath == "" {
 		return unimplemented(m+" objects", whole)
@@ -193,21 +224,33 @@ func (s *Server) routeJSON(r *http.Request, path string, download bool) *httpRou
 		rt.bucket = bkt
 		return rt
 	}
-	name, action := objectName(objPath)
+	name, action, rest := objectName(objPath)
 	rt := &httpRoute{bucket: bkt, object: name}
-	if action == "objects.compose" && m == http.MethodPost && !download {
+	if download {
+		if action != "" {
+			return unimplemented(m+" download", whole)
+		}
+		rt.method = "objects.get"
+		rt.serve = func(w http.ResponseWriter, r *http.Request) error { return s.getObject(w, r, bkt, name, true) }
+		return rt
+	}
+	switch {
+	case action == "objects.compose" && m == http.MethodPost && rest == "":
 		rt.method = action
 		rt.serve = func(w http.ResponseWriter, r *http.Request) error { return s.composeObject(w, r, bkt, name) }
 		return rt
-	}
-	if action != "" {
+	case (action == "objects.copy" || action == "objects.rewrite") && m == http.MethodPost:
+		rewrite := action == "objects.rewrite"
+		rt.method = action
+		rt.serve = func(w http.ResponseWriter, r *http.Request) error {
+			return s.copyObject(w, r, bkt, name, rest, rewrite)
+		}
+		return rt
+	case action == "objectAccessControls":
+		return s.routeObjectACL(r, bkt, name, rest)
+	case action != "":
 		rt.method = action
 		rt.serve = unimplemented(action, action).serve
-		return rt
-	}
-	if download {
-		rt.method = "objects.get"
-		rt.serve = func(w http.ResponseWriter, r *http.Request) error { return s.getObject(w, r, bkt, name, true) }
 		return rt
 	}
 	switch m {
@@ -232,23 +275,24 @@ func (s *Server) routeJSON(r *http.Request, path string, download bool) *httpRou
 
 // objectName reads the object name of an escaped path that follows "/o/".
 // Clients escape the slashes of a name, so a name is one segment; a second
-// segment names an action (compose, copyTo, acl, ...) unless it is none
-// of those, in which case the unescaped slashes are taken as part of the
-// name, as some tools send them.
-func objectName(objPath string) (name, action string) {
-	first, rest, more := strings.Cut(objPath, "/")
+// segment names an action (compose, copyTo, acl, ...), and rest is the
+// escaped path after it, unless it is none of those, in which case the
+// unescaped slashes are taken as part of the name, as some tools send
+// them.
+func objectName(objPath string) (name, action, rest string) {
+	first, after, more := strings.Cut(objPath, "/")
 	if more {
-		verb, _, _ := strings.Cut(rest, "/")
+		verb, rest, _ := strings.Cut(after, "/")
 		if a, ok := objectActions[verb]; ok {
 			n, _ := url.PathUnescape(first)
-			return n, a
+			return n, a, rest
 		}
 	}
 	n, err := url.PathUnescape(objPath)
 	if err != nil {
-		return objPath, ""
+		return objPath, "", ""
 	}
-	return n, ""
+	return n, "", ""
 }
 
 // jsonError is the GCS JSON API's error body.

@@ -1,9 +1,15 @@
 package fakes
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
+	"maps"
 	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
 
 	"github.com/objup/objup/fakes/internal/store"
 )
@@ -36,7 +42,7 @@ func (s *Server) listBuckets(w http.ResponseWriter, r *http.Request) error {
 	out := &bucketList{Kind: "storage#buckets"}
 	base := baseURL(r)
 	for _, b := range bs {
-		out.Items = append(out.Items, bucketJSON(b, base))
+		out.Items = append(out.Items, bucketJSON(b, b.Attrs(), base))
 	}
 	if more {
 		out.NextPageToken = store.PageToken(bs[len(bs)-1].Name(), 0)
@@ -45,42 +51,431 @@ func (s *Server) listBuckets(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// insertBucket serves buckets.insert. Of the bucket resource it takes the
-// name and versioning.enabled.
+// insertBucket serves buckets.insert: the bucket resource gives the name
+// and the attributes buckets.patch sets; predefinedAcl and
+// predefinedDefaultObjectAcl, or the default (projectPrivate), give its
+// ACLs.
 func (s *Server) insertBucket(w http.ResponseWriter, r *http.Request) error {
-	if r.URL.Query().Get("project") == "" {
+	q := r.URL.Query()
+	if q.Get("project") == "" {
 		return store.Errorf(store.KindInvalid, "required parameter: project")
 	}
-	var in struct {
-		Name       string      `json:"name"`
-		Versioning *versioning `json:"versioning"`
-	}
-	if err := json.NewDecoder(io.LimitReader(r.Body, maxMetadataBody)).Decode(&in); err != nil {
-		return store.Errorf(store.KindInvalid, "the request body is not a JSON bucket resource: %v", err)
-	}
-	b, err := s.store.CreateBucket(in.Name, in.Versioning != nil && in.Versioning.Enabled, false)
+	m, err := readBucketMetadata(r)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, bucketJSON(b, baseURL(r)))
+	name, _, _, err := objectMetadata(m).str("name")
+	if err != nil {
+		return err
+	}
+	a := store.BucketAttrs{ACL: store.DefaultBucketACL(), DefaultObjectACL: store.DefaultObjectACL()}
+	if err := m.apply(&a, q, true); err != nil {
+		return err
+	}
+	b, err := s.store.CreateBucketAttrs(name, a, false)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, bucketJSON(b, b.Attrs(), baseURL(r)))
 	return nil
+}
+
+// bucketAttrs returns bucket name and its attributes, once the request's
+// metageneration preconditions held.
+func (s *Server) bucketAttrs(r *http.Request, name string) (*store.Bucket, *store.BucketAttrs, error) {
+	cond, err := queryConditions(r.URL.Query())
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := s.store.Bucket(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	a := b.Attrs()
+	if err := store.CheckBucket(cond, a.Metageneration); err != nil {
+		return nil, nil, err
+	}
+	return b, a, nil
 }
 
 // getBucket serves buckets.get.
 func (s *Server) getBucket(w http.ResponseWriter, r *http.Request, name string) error {
-	b, err := s.store.Bucket(name)
+	b, a, err := s.bucketAttrs(r, name)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, bucketJSON(b, baseURL(r)))
+	writeJSON(w, http.StatusOK, bucketJSON(b, a, baseURL(r)))
 	return nil
 }
 
 // deleteBucket serves buckets.delete: only an empty bucket can go.
-func (s *Server) deleteBucket(w http.ResponseWriter, _ *http.Request, name string) error {
+func (s *Server) deleteBucket(w http.ResponseWriter, r *http.Request, name string) error {
+	if _, _, err := s.bucketAttrs(r, name); err != nil {
+		return err
+	}
 	if err := s.store.DeleteBucket(name); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// updateBucket serves buckets.patch (patch) and buckets.update: the body's
+// fields replace the bucket's (with patch, absent fields are kept, null
+// ones cleared and labels merged), predefinedAcl and
+// predefinedDefaultObjectAcl replace its ACLs, under the metageneration
+// preconditions; the metageneration goes up by one.
+func (s *Server) updateBucket(w http.ResponseWriter, r *http.Request, name string, patch bool) error {
+	q := r.URL.Query()
+	cond, err := queryConditions(q)
+	if err != nil {
+		return err
+	}
+	m, err := readBucketMetadata(r)
+	if err != nil {
+		return err
+	}
+	b, err := s.store.Bucket(name)
+	if err != nil {
+		return err
+	}
+	a, err := b.UpdateAttrs(cond, func(a *store.BucketAttrs) error { return m.apply(a, q, patch) })
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, bucketJSON(b, a, baseURL(r)))
+	return nil
+}
+
+// lockRetention serves buckets.lockRetentionPolicy: the bucket's retention
+// policy is locked, under ifMetagenerationMatch, which GCS requires. The
+// fake stores the lock (the policy can no longer be removed or shortened)
+// and does not hold objects back.
+func (s *Server) lockRetention(w http.ResponseWriter, r *http.Request, name string) error {
+	q := r.URL.Query()
+	if !q.Has("ifMetagenerationMatch") {
+		return store.Errorf(store.KindInvalid, "required parameter: ifMetagenerationMatch")
+	}
+	cond, err := queryConditions(q)
+	if err != nil {
+		return err
+	}
+	b, err := s.store.Bucket(name)
+	if err != nil {
+		return err
+	}
+	a, err := b.UpdateAttrs(cond, func(a *store.BucketAttrs) error {
+		if a.Retention == nil {
+			return store.Errorf(store.KindInvalid, "bucket %q has no retention policy to lock", name)
+		}
+		a.Retention.Locked = true
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, bucketJSON(b, a, baseURL(r)))
+	return nil
+}
+
+// bucketResource is the JSON API's bucket resource. Other holds the fields
+// the fake keeps without reading them, as JSON, which MarshalJSON adds.
+type bucketResource struct {
+	Kind                  string            `json:"kind"`
+	ID                    string            `json:"id"`
+	SelfLink              string            `json:"selfLink"`
+	Name                  string            `json:"name"`
+	ProjectNumber         string            `json:"projectNumber"`
+	Metageneration        string            `json:"metageneration"`
+	Location              string            `json:"location"`
+	LocationType          string            `json:"locationType"`
+	StorageClass          string            `json:"storageClass"`
+	Etag                  string            `json:"etag"`
+	TimeCreated           string            `json:"timeCreated"`
+	Updated               string            `json:"updated"`
+	Owner                 *aclOwner         `json:"owner,omitempty"`
+	Versioning            *versioning       `json:"versioning,omitempty"`
+	Labels                map[string]string `json:"labels,omitempty"`
+	DefaultEventBasedHold bool              `json:"defaultEventBasedHold,omitempty"`
+	RetentionPolicy       *retentionPolicy  `json:"retentionPolicy,omitempty"`
+	ACL                   []*aclResource    `json:"acl,omitempty"`
+	DefaultObjectACL      []*aclResource    `json:"defaultObjectAcl,omitempty"`
+	Other                 map[string]string `json:"-"`
+}
+
+type versioning struct {
+	Enabled bool `json:"enabled"`
+}
+
+type aclOwner struct {
+	Entity string `json:"entity"`
+}
+
+type retentionPolicy struct {
+	RetentionPeriod string `json:"retentionPeriod"`
+	EffectiveTime   string `json:"effectiveTime,omitempty"`
+	IsLocked        bool   `json:"isLocked,omitempty"`
+}
+
+// MarshalJSON writes the resource's fields, then those of Other, in key
+// order.
+func (b *bucketResource) MarshalJSON() ([]byte, error) {
+	type plain bucketResource
+	out, err := json.Marshal((*plain)(b))
+	if err != nil || len(b.Other) == 0 {
+		return out, err
+	}
+	out = bytes.TrimSuffix(out, []byte("}"))
+	for _, k := range slices.Sorted(maps.Keys(b.Other)) {
+		key, _ := json.Marshal(k)
+		out = append(out, ',')
+		out = append(out, key...)
+		out = append(out, ':')
+		out = append(out, b.Other[k]...)
+	}
+	return append(out, '}'), nil
+}
+
+// bucketJSON returns bucket b with the attributes a as the JSON API's
+// bucket resource; base is the server's URL as the client reached it.
+func bucketJSON(b *store.Bucket, a *store.BucketAttrs, base string) *bucketResource {
+	r := &bucketResource{
+		Kind:                  "storage#bucket",
+		ID:                    b.Name(),
+		SelfLink:              base + "/storage/v1/b/" + url.PathEscape(b.Name()),
+		Name:                  b.Name(),
+		ProjectNumber:         store.ProjectNumber,
+		Metageneration:        strconv.FormatInt(a.Metageneration, 10),
+		Location:              "US",
+		LocationType:          "multi-region",
+		StorageClass:          a.StorageClass,
+		Etag:                  store.MetaEtag(a.Metageneration),
+		TimeCreated:           formatTime(b.Created()),
+		Updated:               formatTime(a.Updated),
+		Owner:                 &aclOwner{Entity: "project-owners-" + store.ProjectNumber},
+		Labels:                a.Labels,
+		DefaultEventBasedHold: a.DefaultEventBasedHold,
+		Other:                 a.Other,
+	}
+	if a.Versioning {
+		r.Versioning = &versioning{Enabled: true}
+	}
+	if p := a.Retention; p != nil {
+		r.RetentionPolicy = &retentionPolicy{RetentionPeriod: strconv.FormatInt(p.Period, 10), EffectiveTime: formatTime(p.Effective), IsLocked: p.Locked}
+	}
+	for _, e := range a.ACL {
+		r.ACL = append(r.ACL, bucketACLJSON(b, a, e, base))
+	}
+	for _, e := range a.DefaultObjectACL {
+		r.DefaultObjectACL = append(r.DefaultObjectACL, defaultACLJSON(b, a, e, base))
+	}
+	return r
+}
+
+// bucketList is the JSON API's buckets.list response.
+type bucketList struct {
+	Kind          string            `json:"kind"`
+	NextPageToken string            `json:"nextPageToken,omitempty"`
+	Items         []*bucketResource `json:"items,omitempty"`
+}
+
+// bucketMetadata is a bucket resource as a client sends it: absent fields
+// are nil, null ones "null".
+type bucketMetadata map[string]json.RawMessage
+
+// readBucketMetadata reads a request's bucket resource; an empty body is
+// an empty resource.
+func readBucketMetadata(r *http.Request) (bucketMetadata, error) {
+	var m bucketMetadata
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxMetadataBody)).Decode(&m); err != nil && !errors.Is(err, io.EOF) {
+		return nil, store.Errorf(store.KindInvalid, "the request body is not a JSON bucket resource: %v", err)
+	}
+	return m, nil
+}
+
+// bucketOutputFields are the bucket fields a client cannot set: they are
+// ignored in a request, as GCS does (location and the others fixed at
+// creation included).
+var bucketOutputFields = map[string]bool{
+	"kind": true, "id": true, "selfLink": true, "name": true, "projectNumber": true,
+	"metageneration": true, "location": true, "locationType": true, "etag": true,
+	"timeCreated": true, "updated": true, "owner": true, "satisfiesPZS": true,
+	"satisfiesPZI": true, "generation": true, "hardDeleteTime": true, "softDeleteTime": true,
+}
+
+// apply sets a's fields from m: storageClass, versioning, labels, acl,
+// defaultObjectAcl, defaultEventBasedHold and retentionPolicy, and keeps
+// any other field that is not output only, as given. With patch, absent
+// fields keep their values, null ones are cleared and labels merge (a null
+// value removes its label); without, absent fields are cleared, but for
+// the ACLs, which are kept. Then the predefinedAcl and
+// predefinedDefaultObjectAcl parameters of q replace the ACLs.
+func (m bucketMetadata) apply(a *store.BucketAttrs, q url.Values, patch bool) error {
+	om := objectMetadata(m)
+	if v, present, _, err := om.str("storageClass"); err != nil {
+		return err
+	} else if present || !patch {
+		a.StorageClass = v
+		if v == "" {
+			a.StorageClass = store.DefaultStorageClass
+		}
+	}
+	if raw, present := m["versioning"]; present || !patch {
+		var v versioning
+		if !isNull(raw) {
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return store.Errorf(store.KindInvalid, "field versioning: %v", err)
+			}
+		}
+		a.Versioning = v.Enabled
+	}
+	if raw, present := m["defaultEventBasedHold"]; present || !patch {
+		var v bool
+		if !isNull(raw) {
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return store.Errorf(store.KindInvalid, "field defaultEventBasedHold: %v", err)
+			}
+		}
+		a.DefaultEventBasedHold = v
+	}
+	if err := m.applyLabels(a, patch); err != nil {
+		return err
+	}
+	if err := m.applyRetention(a, patch); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		key    string
+		bucket bool
+		dst    *[]store.ACLEntry
+	}{{"acl", true, &a.ACL}, {"defaultObjectAcl", false, &a.DefaultObjectACL}} {
+		raw, present := m[f.key]
+		if !present {
+			continue
+		}
+		acl, err := parseACL(raw, f.key, f.bucket)
+		if err != nil {
+			return err
+		}
+		*f.dst = acl
+	}
+	if !patch {
+		a.Other = nil
+	}
+	for k, raw := range m {
+		if bucketOutputFields[k] || knownBucketFields[k] {
+			continue
+		}
+		if isNull(raw) {
+			delete(a.Other, k)
+			continue
+		}
+		if a.Other == nil {
+			a.Other = make(map[string]string)
+		}
+		var c bytes.Buffer
+		if err := json.Compact(&c, raw); err != nil {
+			return store.Errorf(store.KindInvalid, "field %s: %v", k, err)
+		}
+		a.Other[k] = c.String()
+	}
+	if len(a.Other) == 0 {
+		a.Other = nil
+	}
+	if p := q.Get("predefinedAcl"); p != "" {
+		acl, ok := predefinedBucketACLs[p]
+		if !ok {
+			return store.Errorf(store.KindInvalid, "predefinedAcl %q is not a predefined bucket ACL", p)
+		}
+		a.ACL = slices.Clone(acl)
+	}
+	if p := q.Get("predefinedDefaultObjectAcl"); p != "" {
+		acl, ok := predefinedObjectACLs[p]
+		if !ok {
+			return store.Errorf(store.KindInvalid, "predefinedDefaultObjectAcl %q is not a predefined object ACL", p)
+		}
+		a.DefaultObjectACL = slices.Clone(acl)
+	}
+	return nil
+}
+
+// knownBucketFields are the fields apply reads itself.
+var knownBucketFields = map[string]bool{
+	"storageClass": true, "versioning": true, "defaultEventBasedHold": true, "labels": true,
+	"retentionPolicy": true, "acl": true, "defaultObjectAcl": true,
+}
+
+// applyLabels sets a's labels from m's.
+func (m bucketMetadata) applyLabels(a *store.BucketAttrs, patch bool) error {
+	raw, present := m["labels"]
+	switch {
+	case !present && patch:
+		return nil
+	case !present || isNull(raw):
+		a.Labels = nil
+		return nil
+	}
+	var kv map[string]*string
+	if err := json.Unmarshal(raw, &kv); err != nil {
+		return store.Errorf(store.KindInvalid, "field labels: %v", err)
+	}
+	if !patch {
+		a.Labels = nil
+	}
+	for k, v := range kv {
+		if v == nil {
+			delete(a.Labels, k)
+			continue
+		}
+		if a.Labels == nil {
+			a.Labels = make(map[string]string, len(kv))
+		}
+		a.Labels[k] = *v
+	}
+	if len(a.Labels) == 0 {
+		a.Labels = nil
+	}
+	return nil
+}
+
+// applyRetention sets a's retention policy from m's retentionPolicy: a
+// period in seconds (a string or a number), which takes effect now. A
+// locked policy can be lengthened, not shortened nor removed: 403.
+func (m bucketMetadata) applyRetention(a *store.BucketAttrs, patch bool) error {
+	raw, present := m["retentionPolicy"]
+	if !present && patch {
+		return nil
+	}
+	if !present || isNull(raw) {
+		if a.Retention != nil && a.Retention.Locked {
+			return store.Errorf(store.KindForbidden, "the bucket's retention policy is locked: it cannot be removed")
+		}
+		a.Retention = nil
+		return nil
+	}
+	var in struct {
+		RetentionPeriod json.RawMessage `json:"retentionPeriod"`
+	}
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return store.Errorf(store.KindInvalid, "field retentionPolicy: %v", err)
+	}
+	period, err := jsonInt(in.RetentionPeriod, "retentionPolicy.retentionPeriod")
+	if err != nil {
+		return err
+	}
+	if period <= 0 || period > 3155760000 {
+		return store.Errorf(store.KindInvalid, "retentionPolicy.retentionPeriod %d is not 1 second to 100 years", period)
+	}
+	if old := a.Retention; old != nil {
+		if old.Locked && period < old.Period {
+			return store.Errorf(store.KindForbidden, "the bucket's retention policy is locked: its period of %d s cannot be shortened to %d s", old.Period, period)
+		}
+		if old.Period == period {
+			return nil
+		}
+		a.Retention = &store.Retention{Period: period, Effective: store.NowMicro(), Locked: old.Locked}
+		return nil
+	}
+	a.Retention = &store.Retention{Period: period, Effective: store.NowMicro()}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -208,34 +209,66 @@ func (s *Server) deleteObject(w http.ResponseWriter, r *http.Request, bkt, name 
 }
 
 // updateObject serves objects.patch (patch) and objects.update: a metadata
-// change, which bumps the metageneration.
+// change, which bumps the metageneration. The predefinedAcl parameter
+// replaces the object's ACL, after the body's acl.
 func (s *Server) updateObject(w http.ResponseWriter, r *http.Request, bkt, name string, patch bool) error {
-	if err := api.CheckObjectName(name); err != nil {
-		return err
-	}
-	q := r.URL.Query()
-	gen, err := queryInt(q, "generation")
-	if err != nil {
-		return err
-	}
-	cond, err := queryConditions(q)
-	if err != nil {
-		return err
-	}
 	var m objectMetadata
 	if err := json.NewDecoder(io.LimitReader(r.Body, maxMetadataBody)).Decode(&m); err != nil {
 		return store.Errorf(store.KindInvalid, "the request body is not a JSON object resource: %v", err)
 	}
-	b, err := s.store.Bucket(bkt)
-	if err != nil {
-		return err
-	}
-	o, err := b.Update(name, gen, cond, func(a *store.Attrs) error { return m.apply(a, patch) })
+	predefined := r.URL.Query().Get("predefinedAcl")
+	b, o, err := s.editObject(r, bkt, name, func(a *store.Attrs) error {
+		if err := m.apply(a, patch); err != nil {
+			return err
+		}
+		return applyPredefinedACL(a, predefined)
+	})
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, resource(b, o, baseURL(r)))
 	return nil
+}
+
+// applyPredefinedACL sets the ACL of the attributes a to the predefined
+// object ACL named p, if p is not "".
+func applyPredefinedACL(a *store.Attrs, p string) error {
+	if p == "" {
+		return nil
+	}
+	acl, ok := predefinedObjectACLs[p]
+	if !ok {
+		return store.Errorf(store.KindInvalid, "predefinedAcl %q is not a predefined object ACL", p)
+	}
+	setObjectACL(a, slices.Clone(acl))
+	return nil
+}
+
+// editObject changes the attributes of the object a request names (the
+// live one, or the generation parameter's) with edit, under the request's
+// preconditions, and returns it: the metageneration goes up by one.
+func (s *Server) editObject(r *http.Request, bkt, name string, edit func(*store.Attrs) error) (*store.Bucket, *store.Object, error) {
+	if err := api.CheckObjectName(name); err != nil {
+		return nil, nil, err
+	}
+	q := r.URL.Query()
+	gen, err := queryInt(q, "generation")
+	if err != nil {
+		return nil, nil, err
+	}
+	cond, err := queryConditions(q)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := s.store.Bucket(bkt)
+	if err != nil {
+		return nil, nil, err
+	}
+	o, err := b.Update(name, gen, cond, edit)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b, o, nil
 }
 
 // listObjects serves objects.list.

@@ -48,7 +48,7 @@ type objectResource struct {
 	TimeDeleted             string             `json:"timeDeleted,omitempty"`
 	CustomTime              string             `json:"customTime,omitempty"`
 	Metadata                map[string]string  `json:"metadata,omitempty"`
-	ACL                     []aclResource      `json:"acl,omitempty"`
+	ACL                     []*aclResource     `json:"acl,omitempty"`
 	KMSKeyName              string             `json:"kmsKeyName,omitempty"`
 	TemporaryHold           bool               `json:"temporaryHold,omitempty"`
 	EventBasedHold          *bool              `json:"eventBasedHold,omitempty"`
@@ -89,7 +89,7 @@ func resource(b *store.Bucket, o *store.Object, base string) *objectResource {
 		CustomTime:              formatTime(o.Attrs().CustomTime),
 		Metadata:                o.Attrs().Metadata,
 	}
-	setJSON(o.Attrs().Extra, r, b.Name(), o.Name())
+	setJSON(o.Attrs().Extra, r, b.Name(), o.Name(), o.Generation(), o.Metageneration(), base)
 	return r
 }
 
@@ -107,55 +107,6 @@ type objectList struct {
 	NextPageToken string            `json:"nextPageToken,omitempty"`
 	Prefixes      []string          `json:"prefixes,omitempty"`
 	Items         []*objectResource `json:"items,omitempty"`
-}
-
-// bucketResource is the JSON API's bucket resource.
-type bucketResource struct {
-	Kind           string      `json:"kind"`
-	ID             string      `json:"id"`
-	SelfLink       string      `json:"selfLink"`
-	Name           string      `json:"name"`
-	ProjectNumber  string      `json:"projectNumber"`
-	Metageneration string      `json:"metageneration"`
-	Location       string      `json:"location"`
-	LocationType   string      `json:"locationType"`
-	StorageClass   string      `json:"storageClass"`
-	Etag           string      `json:"etag"`
-	TimeCreated    string      `json:"timeCreated"`
-	Updated        string      `json:"updated"`
-	Versioning     *versioning `json:"versioning,omitempty"`
-}
-
-type versioning struct {
-	Enabled bool `json:"enabled"`
-}
-
-func bucketJSON(b *store.Bucket, base string) *bucketResource {
-	r := &bucketResource{
-		Kind:           "storage#bucket",
-		ID:             b.Name(),
-		SelfLink:       base + "/storage/v1/b/" + url.PathEscape(b.Name()),
-		Name:           b.Name(),
-		ProjectNumber:  "0",
-		Metageneration: "1",
-		Location:       "US",
-		LocationType:   "multi-region",
-		StorageClass:   store.DefaultStorageClass,
-		Etag:           "CAE=",
-		TimeCreated:    formatTime(b.Created()),
-		Updated:        formatTime(b.Created()),
-	}
-	if b.Versioning() {
-		r.Versioning = &versioning{Enabled: true}
-	}
-	return r
-}
-
-// bucketList is the JSON API's buckets.list response.
-type bucketList struct {
-	Kind          string            `json:"kind"`
-	NextPageToken string            `json:"nextPageToken,omitempty"`
-	Items         []*bucketResource `json:"items,omitempty"`
 }
 
 // objectMetadata is an object resource as a client sends it, to insert an
@@ -198,17 +149,20 @@ var writableFields = []struct {
 
 // unsupportedFields are writable fields the fake does not implement: a
 // request that sets one fails with 501 rather than being half-applied.
-var unsupportedFields = []string{"acl", "temporaryHold", "eventBasedHold", "retention", "kmsKeyName", "contexts"}
+var unsupportedFields = []string{"retention", "kmsKeyName", "contexts"}
 
 // apply sets a's writable fields from m. With patch, absent fields keep
 // their values, null ones are cleared, and metadata keys merge (a null value
 // removes its key); without, as for objects.update and inserts, absent
-// fields are cleared.
+// fields are cleared, but for the ACL, which an absent acl keeps.
 func (m objectMetadata) apply(a *store.Attrs, patch bool) error {
 	for _, f := range unsupportedFields {
 		if raw, ok := m[f]; ok && !isNull(raw) && string(raw) != "false" {
 			return store.Errorf(store.KindUnimplemented, "fakes: setting %s is not implemented by the fake", f)
 		}
+	}
+	if err := m.applyExtra(a, patch); err != nil {
+		return err
 	}
 	for _, f := range writableFields {
 		v, present, _, err := m.str(f.json)
@@ -261,5 +215,53 @@ func (m objectMetadata) apply(a *store.Attrs, patch bool) error {
 			a.Metadata = nil
 		}
 	}
+	return nil
+}
+
+// applyExtra sets the acl, temporaryHold and eventBasedHold of a from m,
+// as apply does.
+func (m objectMetadata) applyExtra(a *store.Attrs, patch bool) error {
+	raw, setACL := m["acl"]
+	var acl []store.ACLEntry
+	if setACL {
+		var err error
+		if acl, err = parseACL(raw, "acl", false); err != nil {
+			return err
+		}
+	}
+	var temp, event *bool
+	for _, f := range []struct {
+		key string
+		dst **bool
+	}{{"temporaryHold", &temp}, {"eventBasedHold", &event}} {
+		raw, present := m[f.key]
+		if !present && (patch || a.Extra == nil) {
+			continue // nothing to change, or nothing to clear
+		}
+		v := false
+		if present && !isNull(raw) {
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return store.Errorf(store.KindInvalid, "field %s: %v", f.key, err)
+			}
+		}
+		*f.dst = &v
+	}
+	if !setACL && temp == nil && event == nil {
+		return nil
+	}
+	editExtra(a, func(x *store.Extra) {
+		if setACL {
+			x.ACL = acl
+		}
+		if temp != nil {
+			x.TemporaryHold = *temp
+		}
+		if event != nil {
+			x.EventBasedHold = event
+			if !*event {
+				x.EventBasedHold = nil
+			}
+		}
+	})
 	return nil
 }

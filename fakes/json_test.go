@@ -551,8 +551,8 @@ func TestJSONPatchAndUpdate(t *testing.T) {
 	}
 	do(t, srv, "PATCH", objPath("missing"), []byte(`{}`)).errorReason(t, 404)
 	do(t, srv, "PATCH", objPath("p"), []byte(`not json`)).errorReason(t, 400)
-	if reason, msg := do(t, srv, "PATCH", objPath("p"), []byte(`{"temporaryHold":true}`)).errorReason(t, 501); reason != "notImplemented" || !strings.Contains(msg, "temporaryHold") {
-		t.Fatalf("hold: %s %s", reason, msg)
+	if reason, msg := do(t, srv, "PATCH", objPath("p"), []byte(`{"kmsKeyName":"k"}`)).errorReason(t, 501); reason != "notImplemented" || !strings.Contains(msg, "kmsKeyName") {
+		t.Fatalf("KMS key: %s %s", reason, msg)
 	}
 }
 
@@ -723,12 +723,10 @@ func TestJSONUnimplemented(t *testing.T) {
 	for _, tc := range []struct {
 		method, path, names string
 	}{
-		{"POST", objPath("src") + "/copyTo/b/" + bucket + "/o/dst", "objects.copy"},
-		{"POST", objPath("src") + "/rewriteTo/b/" + bucket + "/o/dst", "objects.rewrite"},
-		{"GET", objPath("src") + "/acl", "objectAccessControls"},
-		{"GET", "/storage/v1/b/" + bucket + "/iam", "buckets.iam"},
-		{"PATCH", "/storage/v1/b/" + bucket, "buckets.patch"},
-		{"GET", "/storage/v1/projects/p/serviceAccount", "GET projects"},
+		{"POST", objPath("src") + "/restore?generation=1", "objects.restore"},
+		{"POST", objPath("src") + "/moveTo/o/dst", "objects.move"},
+		{"GET", "/storage/v1/b/" + bucket + "/storageLayout", "buckets.getStorageLayout"},
+		{"GET", "/storage/v1/projects/p/other", "GET projects"},
 		{"POST", "/batch/storage/v1", "batch"},
 		{"POST", "/storage/v1/b/" + bucket + "/o/watch", "objects.watchAll"},
 		{"GET", "/storage/v1/b/" + bucket + "/o?softDeleted=true", "softDeleted"},

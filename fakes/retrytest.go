@@ -232,41 +232,61 @@ type retryMethod struct {
 }
 
 // retryMethods are the method names the retry test API knows: those of the
-// testbench. The fake serves some of them.
+// testbench. The fake serves all of them over HTTP but
+// storage.objects.restore, and the object methods over gRPC.
 var retryMethods = func() map[string]retryMethod {
 	m := map[string]retryMethod{
-		"storage.buckets.delete":  {http: true},
-		"storage.buckets.get":     {http: true},
-		"storage.buckets.insert":  {http: true},
-		"storage.buckets.list":    {http: true},
 		"storage.objects.delete":  {http: true, grpc: true},
 		"storage.objects.get":     {http: true, grpc: true, read: true},
 		"storage.objects.insert":  {http: true, grpc: true, insert: true},
 		"storage.objects.list":    {http: true, grpc: true},
 		"storage.objects.patch":   {http: true, grpc: true},
-		"storage.objects.update":  {http: true},
 		"storage.objects.compose": {http: true, grpc: true},
+		"storage.objects.restore": {},
 	}
 	for _, name := range []string{
+		"storage.buckets.delete", "storage.buckets.get", "storage.buckets.insert", "storage.buckets.list",
 		"storage.buckets.patch", "storage.buckets.update", "storage.buckets.getIamPolicy",
 		"storage.buckets.setIamPolicy", "storage.buckets.testIamPermissions",
 		"storage.buckets.lockRetentionPolicy",
-		"storage.objects.copy", "storage.objects.rewrite", "storage.objects.restore",
+		"storage.objects.update", "storage.objects.copy", "storage.objects.rewrite",
 		"storage.notifications.list", "storage.notifications.insert", "storage.notifications.get",
 		"storage.notifications.delete",
 		"storage.hmacKey.create", "storage.hmacKey.delete", "storage.hmacKey.get", "storage.hmacKey.list",
 		"storage.hmacKey.update",
 		"storage.serviceaccount.get",
 	} {
-		m[name] = retryMethod{}
+		m[name] = retryMethod{http: true}
 	}
 	for _, res := range []string{"bucket_acl", "default_object_acl", "object_acl"} {
 		for _, verb := range []string{"list", "insert", "get", "update", "patch", "delete"} {
-			m["storage."+res+"."+verb] = retryMethod{}
+			m["storage."+res+"."+verb] = retryMethod{http: true}
 		}
 	}
 	return m
 }()
+
+// retryResources are the JSON API resources whose retry test method names
+// are not "storage." and the method's: the testbench's names for them.
+var retryResources = map[string]string{
+	"bucketAccessControls.":        "storage.bucket_acl.",
+	"defaultObjectAccessControls.": "storage.default_object_acl.",
+	"objectAccessControls.":        "storage.object_acl.",
+	"projects.hmacKeys.":           "storage.hmacKey.",
+	"projects.serviceAccount.":     "storage.serviceaccount.",
+}
+
+// retryName is the retry test method name of a JSON API method, such as
+// "objects.get" (storage.objects.get) or "bucketAccessControls.list"
+// (storage.bucket_acl.list).
+func retryName(method string) string {
+	for res, name := range retryResources {
+		if verb, ok := strings.CutPrefix(method, res); ok {
+			return name + verb
+		}
+	}
+	return "storage." + method
+}
 
 // grpcRetryMethods maps the gRPC methods that consume instructions to the
 // JSON API method whose instructions they consume, as the testbench does.

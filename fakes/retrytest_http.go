@@ -56,7 +56,7 @@ func retryStatusError(id, raw string, in instruction) *store.Error {
 // "storage.objects.delete", as in the testbench), or "" if the fake does not
 // serve it over HTTP.
 func retryMethodOf(r *http.Request, route string) string {
-	name := "storage." + strings.TrimPrefix(route, "xml.")
+	name := retryName(strings.TrimPrefix(route, "xml."))
 	if name == "storage.objects.insert" && r.Method == http.MethodDelete {
 		name = "storage.objects.delete"
 	}

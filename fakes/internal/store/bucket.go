@@ -14,8 +14,9 @@ type Bucket struct {
 	name       string
 	resName    string // "projects/_/buckets/NAME"
 	created    int64  // Unix microseconds
-	versioning bool
+	versioning bool   // at creation; Attrs().Versioning since
 	store      *Store
+	meta       bucketMeta // attributes, notification configs, IAM policy
 
 	mu      sync.RWMutex
 	deleted bool
@@ -34,7 +35,7 @@ func (b *Bucket) ResName() string { return b.resName }
 func (b *Bucket) Created() int64 { return b.created }
 
 // Versioning reports whether the bucket keeps noncurrent generations.
-func (b *Bucket) Versioning() bool { return b.versioning }
+func (b *Bucket) Versioning() bool { return b.Attrs().Versioning }
 
 // entry is one stored generation in a bucket's index, ordered by name, then
 // generation.
@@ -71,7 +72,7 @@ func (b *Bucket) forget(o *Object) {
 // retire makes the live object o noncurrent, or forgets it in a bucket
 // without versioning. b.mu is held.
 func (b *Bucket) retire(o *Object, now int64) {
-	if !b.versioning {
+	if !b.versioningLocked() {
 		b.forget(o)
 		return
 	}

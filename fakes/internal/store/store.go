@@ -21,6 +21,7 @@ type Store struct {
 	buckets map[string]*Bucket
 
 	lastGen atomic.Int64
+	hmac    hmacKeys // the project's HMAC keys
 }
 
 // New returns an empty store.
@@ -64,6 +65,17 @@ func (s *Store) Bucket(name string) (*Bucket, error) {
 // CreateBucket creates bucket name. With exist set, a bucket that already
 // exists is not an error.
 func (s *Store) CreateBucket(name string, versioning, exist bool) (*Bucket, error) {
+	return s.createBucket(name, versioning, exist, nil)
+}
+
+// CreateBucketAttrs creates bucket name with the attributes a (its
+// metageneration and update time are set here), as CreateBucket does.
+func (s *Store) CreateBucketAttrs(name string, a BucketAttrs, exist bool) (*Bucket, error) {
+	return s.createBucket(name, a.Versioning, exist, &a)
+}
+
+// createBucket creates bucket name, with the attributes a if not nil.
+func (s *Store) createBucket(name string, versioning, exist bool, a *BucketAttrs) (*Bucket, error) {
 	if err := CheckBucketName(name); err != nil {
 		return nil, Errorf(KindInvalid, "%v", err)
 	}
@@ -84,6 +96,14 @@ func (s *Store) CreateBucket(name string, versioning, exist bool) (*Bucket, erro
 		live:       make(map[string]*Object),
 		index:      btree.NewG(32, entryLess),
 		usage:      make(map[string]*usage),
+	}
+	if a != nil {
+		a = a.Clone()
+		a.Metageneration, a.Updated = 1, b.created
+		if a.StorageClass == "" {
+			a.StorageClass = DefaultStorageClass
+		}
+		b.meta.attrs.Store(a)
 	}
 	s.buckets[name] = b
 	return b, nil
