@@ -5,10 +5,16 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/api/option"
+
 	"github.com/objup/objup/fakes"
+	"github.com/objup/objup/fakes/faultproxy"
 	"github.com/objup/objup/pool"
 	"github.com/objup/objup/uploader"
 )
@@ -194,4 +200,135 @@ func TestOutcomeUnknownIsNarrow(t *testing.T) {
 		t.Fatal("IsOutcomeUnknown holds for an error that is not objup's")
 	}
 	e.absent("y")
+}
+
+// proxied is a client of e through a fault proxy in front of one of the
+// fake's ports: its gRPC port, or its JSON port through
+// STORAGE_EMULATOR_HOST (the emulator's HTTP/1.1 transport, whose
+// abandoned requests' connections are cut).
+func proxied(t *testing.T, e *env, tr string, opts ...option.ClientOption) (*uploader.Client, *faultproxy.Proxy) {
+	t.Helper()
+	target := e.srv.GRPCAddr()
+	if tr == "JSON" {
+		target = strings.TrimPrefix(e.srv.HTTPURL(), "http://")
+	}
+	p, err := faultproxy.New(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	opts = append([]option.ClientOption{uploader.WithRetry(fastRetry...)}, opts...)
+	if tr == "JSON" {
+		t.Setenv(uploader.HTTPEmulatorEnv, p.Addr())
+		c, err := uploader.NewClient(context.Background(), append([]option.ClientOption{uploader.WithHTTP()}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c, p
+	}
+	return clientVia(t, p.Addr(), opts...), p
+}
+
+// TestAnswerResetIsResolved: the connection is reset five bytes into the
+// answer of a one-shot upload, which the service stored. The failure is a
+// network failure (Unavailable, never Internal) until the upload looks
+// the object up and finds it stored: the upload succeeds.
+func TestAnswerResetIsResolved(t *testing.T) {
+	for _, tr := range []string{"gRPC", "JSON"} {
+		t.Run(tr, func(t *testing.T) {
+			e := newEnv(t)
+			c, p := proxied(t, e, tr)
+			// Warm the connections, so that the next bytes down are the
+			// answer's.
+			if _, err := c.Upload(context.Background(), bucket, "warm", bytes.NewReader([]byte("w"))); err != nil {
+				t.Fatal(err)
+			}
+			if tr == "gRPC" {
+				// gRPC's answer follows frames of its own: lose the answer
+				// at the service instead.
+				e.srv.LoseAnswer(fakes.MethodWriteObject)
+			} else {
+				p.Inject(faultproxy.Fault{Kind: faultproxy.Reset, Dir: faultproxy.Down, After: 5})
+			}
+			data := payload(kib, 44)
+			if _, err := c.Upload(context.Background(), bucket, "reset", bytes.NewReader(data)); err != nil {
+				t.Fatalf("Upload: %v (code %v); stored: %v", err, uploader.CodeOf(err), e.exists("reset"))
+			}
+			sameBytes(t, "stored", e.content("reset"), data)
+			if tr == "JSON" && p.Stats().Resets == 0 {
+				t.Fatal("the proxy reset nothing")
+			}
+		})
+	}
+}
+
+// TestAbandonedAttemptDoesNotLandLate: the first attempt of an upload
+// stalls in the path past its attempt timeout; the retry succeeds on a
+// new connection; the caller then deletes the object. When the stall ends,
+// the abandoned attempt must not store the object again: its connection
+// was cut (reset), so the path drops what it held. Likewise for a part of
+// a parallel upload, which would be left behind as a temporary object.
+func TestAbandonedAttemptDoesNotLandLate(t *testing.T) {
+	const part = 2 * q
+	for _, tc := range []struct {
+		name string
+		size int
+		opts []uploader.WriterOption
+	}{
+		{"one-shot", kib, []uploader.WriterOption{uploader.WithDoesNotExist()}},
+		{"part", 3 * part, []uploader.WriterOption{uploader.WithParallelUpload(uploader.ParallelUpload{PartSize: part, Parts: 1})}},
+	} {
+		for _, tr := range []string{"gRPC", "JSON"} {
+			t.Run(tr+"/"+tc.name, func(t *testing.T) {
+				e := newEnv(t)
+				c, p := proxied(t, e, tr, retryWith(uploader.WithAttemptTimeout(500*time.Millisecond)))
+				if _, err := c.Upload(context.Background(), bucket, "warm", bytes.NewReader([]byte("w"))); err != nil {
+					t.Fatal(err)
+				}
+				p.Inject(faultproxy.Fault{Kind: faultproxy.Stall, Dir: faultproxy.Up, Stall: 3 * time.Second})
+				data := payload(tc.size, 45)
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				if _, err := c.Upload(ctx, bucket, "late", bytes.NewReader(data), tc.opts...); err != nil {
+					t.Fatalf("Upload: %v", err)
+				}
+				sameBytes(t, "stored", e.content("late"), data)
+				if p.Stats().Stalls == 0 {
+					t.Fatal("no stall happened")
+				}
+				e.delete("late")
+				if err := c.Close(); err != nil {
+					t.Fatal(err)
+				}
+				sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer scancel()
+				if err := p.Settle(sctx); err != nil {
+					t.Fatal(err)
+				}
+				if err := e.srv.Close(); err != nil {
+					t.Fatal(err)
+				}
+				e.absent("late")
+				e.noTemporaries()
+			})
+		}
+	}
+}
+
+// delete deletes an object through the fake's JSON API, as a user would.
+func (e *env) delete(name string) {
+	e.t.Helper()
+	req, err := http.NewRequest(http.MethodDelete, e.srv.HTTPURL()+"/storage/v1/b/"+bucket+"/o/"+url.PathEscape(name), nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusOK {
+		e.t.Fatalf("DELETE %s: %s", name, resp.Status)
+	}
 }
