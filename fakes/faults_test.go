@@ -369,3 +369,23 @@ func TestCallLogRing(t *testing.T) {
 		})
 	}
 }
+
+// TestLoseAnswer: a write whose answer is lost is stored all the same, and
+// fails with Unavailable; the rule is spent after one write.
+func TestLoseAnswer(t *testing.T) {
+	srv, cc := start(t)
+	srv.LoseAnswer(fakes.MethodWriteObject)
+	_, err := writeObject(ctxT(t), cc, chunks([]byte("stored"), 2*mib, withSpec(spec("lost")))...)
+	wantCode(t, err, codes.Unavailable)
+	if o, err := srv.Object(bucket, "lost"); err != nil || string(o.Content) != "stored" {
+		t.Fatalf("the write whose answer was lost: %v, %q", err, o.Content)
+	}
+	if _, err := writeObject(ctxT(t), cc, chunks([]byte("next"), 2*mib, withSpec(spec("next")))...); err != nil {
+		t.Fatalf("the next write: %v", err)
+	}
+	srv.LoseAnswer(fakes.MethodWriteObject)
+	srv.ClearFaults()
+	if _, err := writeObject(ctxT(t), cc, chunks([]byte("again"), 2*mib, withSpec(spec("again")))...); err != nil {
+		t.Fatalf("a write after ClearFaults: %v", err)
+	}
+}

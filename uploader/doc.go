@@ -74,9 +74,50 @@
 // idempotent, unless WithPolicy(RetryAlways) says otherwise; a resumable
 // upload resumes. gRPC keepalive (WithKeepalive) detects a connection that
 // silently stopped forwarding, so it is replaced and the retry goes out on a
-// new one. An attempt that times out may still have been stored: a one-shot
-// upload retried WithDoesNotExist then fails with FailedPrecondition although
-// the object, whole, is the one it wrote (as with the official client).
+// new one; an attempt that gets no answer within its attempt timeout cuts
+// its connection at once (see below).
+//
+// # The truth about an outcome
+//
+// An object is stored only when Close returns nil, and objup does not
+// report a plain failure for an object it stored:
+//
+//   - A request that went out whole and whose answer was lost (a broken
+//     connection, an attempt timeout, the context ending) may have been
+//     applied. Before it reports a failure, the upload finds out: a
+//     retry that meets its own earlier write (a 412 under
+//     WithDoesNotExist, or a parallel upload's part meeting itself) and a
+//     failure after a lost answer look the object up, and an object of the
+//     upload's size and CRC32C, created since the upload started, is
+//     reported as stored (Close returns nil, Attrs describes it). When that
+//     cannot be known (the look-up found nothing, and the service may still
+//     be committing, or the context ended first), the error says so:
+//     IsOutcomeUnknown holds, and the object may or may not exist. An error
+//     for which IsOutcomeUnknown is false means nothing was stored.
+//   - An abandoned attempt is cut at the transport, so that the service
+//     cannot apply it after a retry succeeded or a cleanup ran. An attempt
+//     with no answer within its attempt timeout resets its TCP connection
+//     (SO_LINGER 0: what the kernel still holds of the request is dropped,
+//     not delivered); over gRPC, with the connections objup dials, that is
+//     the connection of the attempt's stream, or every connection that heard
+//     nothing during the attempt. An attempt the context cancels resets its
+//     gRPC stream (other uploads share the connection); if that attempt's
+//     outcome is then looked up, a call on the same connection proves the
+//     reset arrived, and a connection that stays silent is cut. Over the
+//     JSON API, net/http closes the connection of an abandoned request,
+//     which the emulator's transport (STORAGE_EMULATOR_HOST) turns into a
+//     reset; over HTTPS (HTTP/2) the request's stream is reset. What the
+//     service received whole before the cut it may still apply: no client
+//     can take that back, and such an outcome is reported as unknown.
+//   - No call runs more than about AfterContext past its context. What
+//     must go on after that (a parallel upload's parts whose last request
+//     is out, the deletion of its temporary objects, the cancellation of a
+//     resumable session over the JSON API) runs in the background, bounded
+//     by the attempt timeout and a minute of cleanup, and Client.Close
+//     waits for it.
+//
+// A network failure is Unavailable over both transports (an answer that
+// broke off included); Internal is left for the service's own status.
 //
 // # Tenants and headers
 //
@@ -110,13 +151,15 @@
 //     or CloseWithError abandoned the upload (Canceled);
 //   - codes.DataLoss: the service found a checksum mismatch, or reported a
 //     size or CRC32C other than what was sent;
+//   - codes.Unavailable: the network failed (the retries ran out, or the
+//     upload was not to be retried);
 //   - any other code: the service's status for the named operation (Op), or,
 //     when the retries ran out, the last attempt's status, kept in the cause
 //     so that status.Code(err) and the message still tell what failed.
 //
 // CodeOf reads the code of any error; the predicates IsPreconditionFailed,
 // IsNotFound, IsPermissionDenied, IsInvalidArgument and IsDataLoss classify
-// one; errors.Is matches fs.ErrNotExist (NotFound), fs.ErrPermission
+// one, and IsOutcomeUnknown tells an upload that may have been stored; errors.Is matches fs.ErrNotExist (NotFound), fs.ErrPermission
 // (PermissionDenied, Unauthenticated) and the context errors; and
 // status.FromError gives the service's status.
 //

@@ -33,7 +33,7 @@ func (w *Writer) oneShot(r *chunkRef) error {
 		case lost && IsPreconditionFailed(err):
 			// Perhaps the precondition met this upload's own earlier
 			// attempt, applied although its answer was lost.
-			if stored := w.resolve(tr, w.expect(), w.retry.attemptTimeout()); stored != nil {
+			if stored := w.resolve(tr, w.expect(), w.cfg.retry); stored != nil {
 				o = stored
 				return "", sent, nil
 			}
@@ -43,7 +43,7 @@ func (w *Writer) oneShot(r *chunkRef) error {
 		return "", sent, err
 	})
 	if err != nil {
-		if o, err = w.settled(tr, w.expect(), lost, w.retry.attemptTimeout(), err); err != nil {
+		if o, err = w.settled(tr, w.expect(), lost, w.cfg.retry, err); err != nil {
 			return err
 		}
 	}

@@ -69,21 +69,40 @@ func (e *expect) ours(o *wire.Object) bool {
 // resolve finds out whether an attempt of u whose answer was lost stored
 // the object e describes, and returns the object if so. It first fences
 // u's abandoned attempts (see transport.fence), so that one stuck behind a
-// stalled path cannot land long after, then looks the object up. Once u's
+// stalled path cannot land long after, then looks the object up, retried
+// as cfg says (the look-up meets the same faults as the upload). Once u's
 // context ended, both run on a context of their own, bounded by
 // outcomeGrace.
-func (u *upload) resolve(tr transport, e *expect, timeout time.Duration) *wire.Object {
+func (u *upload) resolve(tr transport, e *expect, cfg *retryConfig) *wire.Object {
 	ctx := u.ctx
 	if ctx.Err() != nil {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), outcomeGrace)
 		defer cancel()
-		timeout = outcomeGrace
 	}
 	lu := u.detached(ctx)
 	lu.via, lu.scratch.open = u.via, u.scratch.open
-	tr.fence(lu, timeout)
-	if o, err := tr.getObject(lu, u.object, timeout); err == nil && e.ours(o) {
+	ev := uploadEvents{tg: &lu.target, start: now()}
+	var r retrier
+	r.init(cfg, &ev)
+	timeout := func() time.Duration {
+		d := r.attemptTimeout()
+		if dl, ok := ctx.Deadline(); ok {
+			d = min(d, time.Until(dl))
+		}
+		return d
+	}
+	tr.fence(lu, timeout())
+	var o *wire.Object
+	err := r.do(&lu.target, "get", true, nil, func() (string, bool, error) {
+		var err error
+		o, err = tr.getObject(lu, u.object, timeout())
+		if status.Code(err) == codes.NotFound {
+			o, err = nil, nil
+		}
+		return "", true, err
+	})
+	if err == nil && e.ours(o) {
 		return o
 	}
 	return nil
@@ -96,11 +115,11 @@ func (u *upload) resolve(tr transport, e *expect, timeout time.Duration) *wire.O
 // object when the upload's object is found stored; otherwise err, marked
 // IsOutcomeUnknown when an answer was lost: an object not found may still
 // be on its way, and only the service knows.
-func (u *upload) settled(tr transport, e *expect, lost bool, timeout time.Duration, err error) (*wire.Object, error) {
+func (u *upload) settled(tr transport, e *expect, lost bool, cfg *retryConfig, err error) (*wire.Object, error) {
 	if err == nil || !lost {
 		return nil, err
 	}
-	if o := u.resolve(tr, e, timeout); o != nil {
+	if o := u.resolve(tr, e, cfg); o != nil {
 		return o, nil
 	}
 	oe := u.err(tr.names().write, err)

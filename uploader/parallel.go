@@ -68,11 +68,16 @@ type ParallelUpload struct {
 // joins them with ComposeObject (in rounds of at most 32), checks the final
 // object's size and CRC32C against what was written, and deletes the
 // temporary objects, whatever the outcome. Close returns once they are
-// deleted. When the upload fails or its context ends, no part starts, and
-// a part whose last request is already out is awaited (bounded by the
-// attempt timeout) rather than abandoned: the service could store such a
-// part after a delete had found nothing. The final object gets the
-// Writer's attributes and preconditions; it is never visible partially.
+// deleted, or, once the upload's context ended, at most about AfterContext
+// later, leaving the rest to the background: Client.Close waits for it.
+// When the upload fails or its context ends, no part starts, and a part
+// whose last request is already out is awaited (bounded by the attempt
+// timeout, at which its connection is cut) rather than abandoned: the
+// service could store such a part after a delete had found nothing; its
+// memory goes back to the pool then. A part whose answer was lost and
+// whose retry meets the part's own write (412) is found stored, not
+// failed. The final object gets the Writer's attributes and
+// preconditions; it is never visible partially.
 //
 // A parallel upload costs, for an object of N parts: N writes, about
 // N/31+1 composes and N+N/32 deletes, instead of one upload (operations
@@ -312,7 +317,7 @@ func (p *parallel) send(pt *part) error {
 		case lost && IsPreconditionFailed(err):
 			// The part's own earlier attempt, applied although its
 			// answer was lost, is what the precondition met.
-			if stored := pt.resolve(p.tr, want, pt.retry.attemptTimeout()); stored != nil {
+			if stored := pt.resolve(p.tr, want, pt.retry.cfg); stored != nil {
 				o = stored
 				return "", sent, nil
 			}
@@ -507,7 +512,7 @@ func (p *parallel) finish(last chunker.Chunk) (*wire.Object, error) {
 		switch {
 		case err == nil:
 		case lost && IsPreconditionFailed(err):
-			if stored := w.resolve(p.tr, w.expect(), w.retry.attemptTimeout()); stored != nil {
+			if stored := w.resolve(p.tr, w.expect(), w.cfg.retry); stored != nil {
 				o = stored
 				return "", true, nil
 			}
@@ -517,7 +522,7 @@ func (p *parallel) finish(last chunker.Chunk) (*wire.Object, error) {
 		return "", true, err
 	})
 	if err != nil {
-		return w.settled(p.tr, w.expect(), lost, w.retry.attemptTimeout(), err)
+		return w.settled(p.tr, w.expect(), lost, w.cfg.retry, err)
 	}
 	return o, nil
 }

@@ -163,9 +163,12 @@ func WithRetryDeadline(d time.Duration) RetryOption {
 // WriteObject, StartResumableWrite, QueryWriteStatus) must complete, and a sent
 // chunk of a resumable stream must be acknowledged, within d, or the attempt
 // is abandoned and retried (like the official Writer's ChunkTransferTimeout,
-// which only covers chunks). A connection that stops answering therefore costs
-// at most d per attempt, never the whole context. Default 32 s; 0 keeps the
-// default; negative is rejected.
+// which only covers chunks). The abandoned attempt's connection is presumed
+// dead and is reset, so that what it still holds of the attempt cannot land
+// after the retry, and the retry goes out on a new connection (see "The
+// truth about an outcome" in the package doc). A connection that stops
+// answering therefore costs at most d per attempt, never the whole context.
+// Default 32 s; 0 keeps the default; negative is rejected.
 func WithAttemptTimeout(d time.Duration) RetryOption {
 	return retryOptionFunc(func(c *retryConfig) error {
 		if d < 0 {

@@ -430,7 +430,7 @@ func (w *Writer) Close() error {
 			// The finish may have gone out and been applied: find out
 			// before reporting a failure.
 			err = w.sess.teardown(err)
-			o, err = w.settled(w.c.tr, w.expect(), true, w.retry.attemptTimeout(), err)
+			o, err = w.settled(w.c.tr, w.expect(), true, w.cfg.retry, err)
 		}
 		if err == nil {
 			err = w.finished(o, w.ch.Size())

@@ -1,0 +1,363 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/googleapis/gax-go/v2"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/objup/objup/fakes"
+	"github.com/objup/objup/fakes/faultproxy"
+	"github.com/objup/objup/pool"
+	"github.com/objup/objup/uploader"
+)
+
+// The size of TestRandomFaults: OBJUP_FAULT_UPLOADS uploads (CI runs the
+// default; thousands make the full run), drawn from OBJUP_FAULT_SEED.
+const (
+	faultUploadsEnv = "OBJUP_FAULT_UPLOADS"
+	faultSeedEnv    = "OBJUP_FAULT_SEED"
+)
+
+// faultOverrun is how long past its context's deadline an upload may
+// return: uploader.AfterContext, and room for a loaded machine running
+// the race detector. The stalls last up to several times longer.
+const faultOverrun = uploader.AfterContext + 1500*time.Millisecond
+
+// faultCase is one upload of TestRandomFaults.
+type faultCase struct {
+	name     string
+	tr       string // "gRPC" or "JSON"
+	short    bool   // the client with a short attempt timeout
+	size     int
+	seed     uint64
+	ifNew    bool
+	parallel bool
+	deadline time.Duration
+}
+
+// faultResult is what became of one upload.
+type faultResult struct {
+	faultCase
+	err     error
+	overrun time.Duration
+}
+
+// TestRandomFaults runs uploads through fault proxies in front of the
+// fake's gRPC and JSON ports that reset, cut and stall connections at
+// random byte offsets and drop them all now and then; 0 B to 16 MiB, some
+// as parallel uploads, gRPC and JSON, with and without WithDoesNotExist,
+// short and long deadlines, default and short attempt timeouts. Every
+// outcome is checked against the fake itself:
+//
+//   - an upload that returned nil stored exactly its bytes (then the test
+//     deletes it, and it must stay deleted: no abandoned attempt lands);
+//   - one that failed with an error of known outcome stored nothing, even
+//     after every stall ended and every commit finished;
+//   - every error is an *uploader.Error, and a network failure is never
+//     reported as Internal;
+//   - no call returns more than faultOverrun after its context's deadline;
+//   - a parallel upload without a precondition never fails with
+//     FailedPrecondition (its parts' retries meeting their own writes);
+//   - no temporary object is left, no buffer is held, no goroutine leaks.
+//
+// It logs the outcomes by code, and fails on any violation.
+func TestRandomFaults(t *testing.T) {
+	n := 120
+	if v := os.Getenv(faultUploadsEnv); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			t.Fatalf("%s=%q: want a positive count", faultUploadsEnv, v)
+		}
+	}
+	seed := uint64(1)
+	if v := os.Getenv(faultSeedEnv); v != "" {
+		var err error
+		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
+			t.Fatalf("%s=%q: %v", faultSeedEnv, v, err)
+		}
+	}
+	t.Logf("%d uploads, seed %d (%s, %s)", n, seed, faultUploadsEnv, faultSeedEnv)
+
+	srv, err := fakes.New(fakes.WithBucket(testBucket))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	random := faultproxy.Random{
+		MeanBytes: 3 << 20,
+		Weights:   [3]int{2, 1, 2},
+		StallMin:  200 * time.Millisecond, StallMax: 3 * time.Second,
+		DropMin: 4 * time.Second, DropMax: 12 * time.Second,
+	}
+	gp, err := faultproxy.New(srv.GRPCAddr(), faultproxy.WithRandom(int64(seed), random))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gp.Close()
+	hp, err := faultproxy.New(strings.TrimPrefix(srv.HTTPURL(), "http://"), faultproxy.WithRandom(int64(seed)+1, random))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hp.Close()
+
+	buffers, err := pool.New(pool.WithBudget(64 << 20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	retry := []uploader.RetryOption{
+		uploader.WithBackoff(gax.Backoff{Initial: 10 * time.Millisecond, Max: 500 * time.Millisecond}),
+		uploader.WithRetryDeadline(20 * time.Second),
+	}
+	short := append(retry[:len(retry):len(retry)], uploader.WithAttemptTimeout(time.Second))
+	common := []option.ClientOption{uploader.WithPool(buffers), option.WithoutAuthentication()}
+	grpcOpts := append(common[:len(common):len(common)], option.WithEndpoint(gp.Addr()),
+		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())))
+	// The JSON clients find the emulator through STORAGE_EMULATOR_HOST, as
+	// users do: its HTTP/1.1 connections are cut when a request is
+	// abandoned.
+	t.Setenv(uploader.HTTPEmulatorEnv, hp.Addr())
+	clients := map[string]*uploader.Client{}
+	for _, v := range []struct {
+		name string
+		opts []option.ClientOption
+	}{
+		{"gRPC", append(grpcOpts, uploader.WithRetry(retry...))},
+		{"gRPC/short", append(grpcOpts, uploader.WithRetry(short...), uploader.WithKeepalive(10*time.Second, time.Second))},
+		{"JSON", append(common, uploader.WithHTTP(), uploader.WithRetry(retry...))},
+		{"JSON/short", append(common, uploader.WithHTTP(), uploader.WithRetry(short...))},
+	} {
+		c, err := uploader.NewClient(context.Background(), v.opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients[v.name] = c
+	}
+
+	rng := rand.New(rand.NewPCG(seed, 0x6f626a7570))
+	cases := make([]faultCase, n)
+	for i := range cases {
+		fc := faultCase{name: fmt.Sprintf("fault/%05d", i), seed: rng.Uint64(), deadline: time.Minute}
+		fc.tr = []string{"gRPC", "JSON"}[rng.IntN(2)]
+		fc.short = rng.IntN(2) == 0
+		switch r := rng.IntN(10); {
+		case r < 5:
+			fc.size = rng.IntN(64 << 10)
+		case r < 8:
+			fc.size = rng.IntN(4 << 20)
+		default:
+			fc.size = 4<<20 + rng.IntN(12<<20)
+			fc.parallel = rng.IntN(2) == 0
+		}
+		fc.ifNew = rng.IntN(2) == 0
+		if rng.IntN(4) == 0 {
+			fc.deadline = 200*time.Millisecond + time.Duration(rng.Int64N(int64(1800*time.Millisecond)))
+		}
+		cases[i] = fc
+	}
+
+	results := make([]faultResult, n)
+	var bad struct {
+		sync.Mutex
+		corrupt []string
+	}
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				fc := cases[i]
+				name := fc.tr
+				if fc.short {
+					name += "/short"
+				}
+				data := faultPayload(fc.size, fc.seed)
+				var opts []uploader.WriterOption
+				if fc.ifNew {
+					opts = append(opts, uploader.WithDoesNotExist())
+				}
+				if fc.parallel {
+					opts = append(opts, uploader.WithParallelUpload(uploader.ParallelUpload{PartSize: 2 << 20}))
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), fc.deadline)
+				_, err := clients[name].Upload(ctx, testBucket, fc.name, bytes.NewReader(data), opts...)
+				d, _ := ctx.Deadline()
+				results[i] = faultResult{faultCase: fc, err: err, overrun: time.Since(d)}
+				cancel()
+				if err != nil {
+					continue
+				}
+				o, oerr := srv.Object(testBucket, fc.name)
+				if oerr != nil || !bytes.Equal(o.Content, data) {
+					bad.Lock()
+					bad.corrupt = append(bad.corrupt, fmt.Sprintf("%s: Upload returned nil; stored: %v", fc.name, oerr))
+					bad.Unlock()
+					continue
+				}
+				deleteObject(t, srv, fc.name)
+			}
+		}()
+	}
+	for i := range cases {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+
+	// Let everything in flight end: the clients' background work, the
+	// stalls (what they held lands now, or was dropped), the commits.
+	for _, c := range clients {
+		if err := c.Close(); err != nil {
+			t.Errorf("Client.Close: %v", err)
+		}
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, p := range []*faultproxy.Proxy{gp, hp} {
+		if err := p.Settle(sctx); err != nil {
+			t.Errorf("proxy settle: %v", err)
+		}
+	}
+	gstats, hstats := gp.Stats(), hp.Stats()
+	gp.Close()
+	hp.Close()
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	var (
+		byCode                                  = map[string]int{}
+		storedAfterError, cameBack, parallel412 []string
+		untyped, internal, overrun              []string
+		maxOverrun                              time.Duration
+		unknown                                 int
+	)
+	for _, r := range results {
+		key := r.tr + " " + uploader.CodeOf(r.err).String()
+		if uploader.IsOutcomeUnknown(r.err) {
+			key += " (outcome unknown)"
+			unknown++
+		}
+		byCode[key]++
+		if r.deadline < time.Minute {
+			maxOverrun = max(maxOverrun, r.overrun)
+		}
+		if r.overrun > faultOverrun {
+			overrun = append(overrun, fmt.Sprintf("%s: returned %v after its deadline (%v, %d bytes, parallel %v)", r.name, r.overrun.Round(time.Millisecond), r.deadline.Round(time.Millisecond), r.size, r.parallel))
+		}
+		_, oerr := srv.Object(testBucket, r.name)
+		stored := oerr == nil
+		switch {
+		case r.err == nil:
+			if stored {
+				cameBack = append(cameBack, r.name)
+			}
+			continue
+		case stored && !uploader.IsOutcomeUnknown(r.err):
+			storedAfterError = append(storedAfterError, fmt.Sprintf("%s: %v", r.name, r.err))
+		}
+		var oe *uploader.Error
+		if !errors.As(r.err, &oe) {
+			untyped = append(untyped, fmt.Sprintf("%s: %T %v", r.name, r.err, r.err))
+		}
+		if uploader.CodeOf(r.err) == codes.Internal {
+			internal = append(internal, fmt.Sprintf("%s: %v", r.name, r.err))
+		}
+		if r.parallel && !r.ifNew && uploader.IsPreconditionFailed(r.err) {
+			parallel412 = append(parallel412, fmt.Sprintf("%s: %v", r.name, r.err))
+		}
+	}
+	temps, err := srv.ListObjects(testBucket, uploader.DefaultTempPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	keys := make([]string, 0, len(byCode))
+	for k := range byCode {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		t.Logf("%-55s %5d", k, byCode[k])
+	}
+	t.Logf("outcome unknown: %d; longest return past a short deadline: %v", unknown, maxOverrun.Round(time.Millisecond))
+	t.Logf("gRPC proxy: %+v", gstats)
+	t.Logf("JSON proxy: %+v", hstats)
+	for _, v := range []struct {
+		what string
+		list []string
+	}{
+		{"returned nil but not stored exactly", bad.corrupt},
+		{"failed (outcome known) but stored", storedAfterError},
+		{"stored, deleted, and there again", cameBack},
+		{"not an *uploader.Error", untyped},
+		{"reported as Internal", internal},
+		{"returned past its context", overrun},
+		{"parallel upload without a precondition failed with FailedPrecondition", parallel412},
+	} {
+		t.Logf("%-72s %d", v.what+":", len(v.list))
+		for _, s := range v.list {
+			t.Errorf("%s: %s", v.what, s)
+		}
+	}
+	t.Logf("%-72s %d", "temporary objects left:", len(temps))
+	for _, o := range temps {
+		t.Errorf("temporary object left: %s", o.Name)
+	}
+	if s := buffers.Stats(); s.InUseBytes != 0 {
+		t.Errorf("%d bytes of buffers in use after every client closed", s.InUseBytes)
+	}
+}
+
+// faultPayload returns n bytes drawn from seed.
+func faultPayload(n int, seed uint64) []byte {
+	b := make([]byte, n)
+	r := rand.New(rand.NewPCG(seed, seed>>1))
+	for i := 0; i+8 <= n; i += 8 {
+		v := r.Uint64()
+		for j := range 8 {
+			b[i+j] = byte(v >> (8 * j))
+		}
+	}
+	return b
+}
+
+// deleteObject deletes an object through the fake's JSON API, straight,
+// not through a proxy.
+func deleteObject(t *testing.T, srv *fakes.Server, name string) {
+	req, err := http.NewRequest(http.MethodDelete, srv.HTTPURL()+"/storage/v1/b/"+testBucket+"/o/"+url.PathEscape(name), nil)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	resp, err := noKeepAlive.Do(req)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusOK {
+		t.Errorf("DELETE %s: %s", name, resp.Status)
+	}
+}
+
+// noKeepAlive is an HTTP client that leaves no connection behind.
+var noKeepAlive = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
