@@ -121,12 +121,10 @@ func (s *Server) setIAMPolicy(w http.ResponseWriter, r *http.Request, bkt string
 }
 
 // testIAMPermissions serves buckets.testIamPermissions: the fake grants
-// every storage permission asked for (permissions, repeated).
+// every storage permission asked for (permissions, repeated; none asked,
+// none granted).
 func (s *Server) testIAMPermissions(w http.ResponseWriter, r *http.Request, bkt string) error {
 	perms := r.URL.Query()["permissions"]
-	if len(perms) == 0 {
-		return store.Errorf(store.KindInvalid, "required parameter: permissions")
-	}
 	for _, p := range perms {
 		if !strings.HasPrefix(p, "storage.") {
 			return store.Errorf(store.KindInvalid, "permission %q is not a storage permission", p)
@@ -135,6 +133,9 @@ func (s *Server) testIAMPermissions(w http.ResponseWriter, r *http.Request, bkt 
 	if _, err := s.store.Bucket(bkt); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"kind": "storage#testIamPermissionsResponse", "permissions": perms})
+	writeJSON(w, http.StatusOK, struct {
+		Kind        string   `json:"kind"`
+		Permissions []string `json:"permissions,omitempty"`
+	}{"storage#testIamPermissionsResponse", perms})
 	return nil
 }
