@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Runs the Python client's retry conformance suite,
+# tests/conformance/test_conformance.py of the google-cloud-storage source
+# distribution on PyPI at the version pinned below, against fakegcs on
+# loopback, and prints pass, fail, skip and error counts, with the reason
+# of every skip and the failures.
+#
+# Usage: conformance/python.sh [-k EXPR] [-n WORKERS] [-keep]
+#
+#   -k     run only the tests pytest's -k expression selects
+#   -n     run the tests in this many pytest-xdist workers (default 4: the
+#          suite mostly waits out its client's retry back-off)
+#   -keep  keep the work directory (fakegcs's log and the test output) and
+#          print its path
+#
+# The suite runs unchanged: its module starts Google's storage testbench
+# with docker, which a stand-in docker command on PATH (one that does
+# nothing) disables, and STORAGE_EMULATOR_HOST points its client at
+# fakegcs. Python packages come from PyPI into a virtualenv, kept with the
+# source distribution in $OBJUP_CACHE (default ~/.cache/objup) for the next
+# run. It needs python3 with its venv module; as root, it installs Debian's
+# python3-venv if that is missing. It exits with status 1 if a test failed
+# or errored, or none passed.
+set -euo pipefail
+
+version=3.10.1        # google-cloud-storage
+pytest_version=9.2.0  # pytest
+xdist_version=3.8.0   # pytest-xdist
+
+filter="" workers=4 keep=false
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -k) shift; filter="${1:-}" ;;
+    -n) shift; workers="${1:-}" ;;
+    -keep) keep=true ;;
+    *) echo "usage: $0 [-k EXPR] [-n WORKERS] [-keep]" >&2; exit 2 ;;
+  esac
+  shift
+done
+case "$workers" in
+  ''|*[!0-9]*) echo "$0: -n takes a number of workers" >&2; exit 2 ;;
+esac
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+python=${PYTHON:-python3}
+cache=${OBJUP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/objup}/python-conformance-$version
+work=$(mktemp -d "${TMPDIR:-/tmp}/objup-pyconformance.XXXXXX")
+fake_pid=""
+cleanup() {
+  if [ -n "$fake_pid" ]; then
+    kill "$fake_pid" 2>/dev/null || true
+    wait "$fake_pid" 2>/dev/null || true
+  fi
+  if $keep; then
+    echo "work directory: $work" >&2
+  else
+    rm -rf "$work"
+  fi
+}
+trap cleanup EXIT
+
+# The virtualenv, the suite's dependencies and the source distribution,
+# once per version.
+if [ ! -f "$cache/ready" ]; then
+  if ! "$python" -c 'import venv, ensurepip' 2>/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+      echo "installing python3-venv"
+      apt-get install -y -qq python3-venv >/dev/null 2>&1 ||
+        { apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null; }
+    else
+      echo "$0: $python has no venv module: install python3-venv" >&2; exit 1
+    fi
+  fi
+  rm -rf "$cache"
+  mkdir -p "$cache"
+  echo "installing google-cloud-storage $version, pytest $pytest_version and pytest-xdist $xdist_version into $cache/venv"
+  "$python" -m venv "$cache/venv"
+  "$cache/venv/bin/python" -m pip install -q --disable-pip-version-check \
+    "google-cloud-storage==$version" "pytest==$pytest_version" "pytest-xdist==$xdist_version"
+  "$cache/venv/bin/python" -m pip download -q --disable-pip-version-check --no-deps --no-binary :all: \
+    -d "$cache/dist" "google-cloud-storage==$version"
+  tar -xzf "$cache"/dist/google_cloud_storage-"$version".tar.gz -C "$cache"
+  touch "$cache/ready"
+fi
+src="$cache/google_cloud_storage-$version"
+if [ ! -f "$src/tests/conformance/test_conformance.py" ]; then
+  echo "$0: no tests/conformance/test_conformance.py in $src" >&2; exit 1
+fi
+
+# The stand-in docker: the suite's "docker pull" and "docker run" of the
+# testbench do nothing.
+mkdir -p "$work/bin"
+printf '#!/bin/sh\nexit 0\n' >"$work/bin/docker"
+chmod +x "$work/bin/docker"
+
+cd "$root"
+go build -o "$work/fakegcs" ./fakes/cmd/fakegcs
+# fakegcs prints "grpc ADDR" and "http URL" once both servers listen.
+"$work/fakegcs" -call-log 0 >"$work/addrs" 2>"$work/fakegcs.log" &
+fake_pid=$!
+for _ in $(seq 1 100); do
+  [ "$(wc -l <"$work/addrs")" -ge 2 ] && break
+  kill -0 "$fake_pid" 2>/dev/null || { cat "$work/fakegcs.log" >&2; exit 1; }
+  sleep 0.1
+done
+http_url=$(sed -n 's/^http //p' "$work/addrs")
+if [ -z "$http_url" ]; then
+  echo "$0: fakegcs did not start" >&2; cat "$work/fakegcs.log" >&2; exit 1
+fi
+
+args=(-p no:cacheprovider -q -rfEs -n "$workers" tests/conformance/test_conformance.py)
+[ -n "$filter" ] && args+=(-k "$filter")
+echo "google-cloud-storage $version tests/conformance/test_conformance.py against fakegcs ($http_url), $workers workers"
+start=$(date +%s)
+status=0
+(cd "$src" && PATH="$work/bin:$PATH" STORAGE_EMULATOR_HOST="$http_url" \
+  timeout 1800 "$cache/venv/bin/python" -m pytest "${args[@]}" >"$work/test.out" 2>&1) || status=$?
+echo "ran in $(( $(date +%s) - start ))s (pytest exit status $status)"
+
+# pytest's last line: "565 passed, 5 skipped in 137.20s (0:02:17)".
+summary=$(grep -E '([0-9]+ (passed|failed|skipped|errors?)|no tests ran).* in [0-9.]+s' "$work/test.out" | tail -1 || true)
+count() { echo "$summary" | grep -oE "[0-9]+ $1" | grep -oE '^[0-9]+' || echo 0; }
+pass=$(count passed) fail=$(count failed) skip=$(count skipped) errors=$(count 'errors?')
+echo "Python: $pass pass, $fail fail, $skip skip, $errors error"
+# The reasons of the skips, and the failures, as pytest's -r report gives them.
+grep -E '^SKIPPED ' "$work/test.out" | sed -E 's/^SKIPPED \[([0-9]+)\] [^:]*:[0-9]+: /  \1 skipped by the suite: /' || true
+grep -E '^(FAILED|ERROR) ' "$work/test.out" | sed 's/^/  /' | head -50 || true
+
+if [ "$fail" -ne 0 ] || [ "$errors" -ne 0 ] || [ "$pass" -eq 0 ] || [ "$status" -ne 0 ]; then
+  echo "FAIL: see the failures above, or the whole output with -keep" >&2
+  [ -z "$summary" ] && tail -20 "$work/test.out" >&2
+  exit 1
+fi
