@@ -121,6 +121,9 @@ var bucketMethods = map[string]string{
 	"folders":        "folders",
 }
 
+// whole names a request in the message of an unimplemented route.
+func whole(r *http.Request) string { return r.Method + " " + r.URL.Path }
+
 // handler is a route's handler.
 type handler = func(w http.ResponseWriter, r *http.Request) error
 
@@ -133,13 +136,12 @@ func to(method, bucket, object string, fn handler) *httpRoute {
 // download, only objects.get for content is served.
 func (s *Server) routeJSON(r *http.Request, path string, download bool) *httpRoute {
 	m := r.Method
-	whole := m + " " + r.URL.Path
 	first, rest, _ := strings.Cut(path, "/")
 	if first == "projects" && !download {
 		return s.routeProjects(r, rest)
 	}
 	if first != "b" {
-		return unimplemented(m+" "+first, whole)
+		return unimplemented(m+" "+first, whole(r))
 	}
 	if rest == "" && !strings.HasSuffix(path, "/") && !download {
 		switch m {
@@ -148,15 +150,15 @@ func (s *Server) routeJSON(r *http.Request, path string, download bool) *httpRou
 		case http.MethodPost:
 			return &httpRoute{method: "buckets.insert", serve: s.insertBucket}
 		}
-		return unimplemented(m+" buckets", whole)
+		return unimplemented(m+" buckets", whole(r))
 	}
 	bkt, rest, ok := segment(rest)
 	if !ok || bkt == "" {
-		return unimplemented(m+" buckets", whole)
+		return unimplemented(m+" buckets", whole(r))
 	}
 	sub, subPath, hasSub := strings.Cut(rest, "/")
 	if download && sub != "o" {
-		return unimplemented(m+" download", whole)
+		return unimplemented(m+" download", whole(r))
 	}
 	switch sub {
 	case "":
@@ -187,7 +189,7 @@ func (s *Server) routeJSON(r *http.Request, path string, download bool) *httpRou
 		return s.routeObjects(r, bkt, subPath, hasSub, download)
 	default:
 		if name := bucketMethods[sub]; name != "" {
-			rt := unimplemented(name, whole)
+			rt := unimplemented(name, whole(r))
 			rt.bucket = bkt
 			return rt
 		}
@@ -196,7 +198,7 @@ func (s *Server) routeJSON(r *http.Request, path string, download bool) *httpRou
 	if sub == "" {
 		name = m + " bucket"
 	}
-	rt := unimplemented(name, whole)
+	rt := unimplemented(name, whole(r))
 	rt.bucket = bkt
 	return rt
 }
@@ -204,7 +206,6 @@ func (s *Server) routeJSON(r *http.Request, path string, download bool) *httpRou
 // routeObjects routes a request under "b/BUCKET/o"; objPath follows it.
 func (s *Server) routeObjects(r *http.Request, bkt, objPath string, hasSub, download bool) *httpRoute {
 	m := r.Method
-	whole := m + " " + r.URL.Path
 	if !hasSub && !download { // "b/BUCKET/o"
 		switch m {
 		case http.MethodGet:
@@ -214,10 +215,10 @@ func (s *Server) routeObjects(r *http.Request, bkt, objPath string, hasSub, down
 			rt.bucket = bkt
 			return rt
 		}
-		return unimplemented(m+" objects", whole)
+		return unimplemented(m+" objects", whole(r))
 	}
 	if objPath == "" {
-		return unimplemented(m+" objects", whole)
+		return unimplemented(m+" objects", whole(r))
 	}
 	if m == http.MethodPost && objPath == "watch" {
 		rt := unimplemented("objects.watchAll", "objects.watchAll")
@@ -228,7 +229,7 @@ func (s *Server) routeObjects(r *http.Request, bkt, objPath string, hasSub, down
 	rt := &httpRoute{bucket: bkt, object: name}
 	if download {
 		if action != "" {
-			return unimplemented(m+" download", whole)
+			return unimplemented(m+" download", whole(r))
 		}
 		rt.method = "objects.get"
 		rt.serve = func(w http.ResponseWriter, r *http.Request) error { return s.getObject(w, r, bkt, name, true) }
@@ -268,7 +269,7 @@ func (s *Server) routeObjects(r *http.Request, bkt, objPath string, hasSub, down
 		rt.serve = func(w http.ResponseWriter, r *http.Request) error { return s.updateObject(w, r, bkt, name, false) }
 	default:
 		rt.method = m + " object"
-		rt.serve = unimplemented(rt.method, whole).serve
+		rt.serve = unimplemented(rt.method, whole(r)).serve
 	}
 	return rt
 }

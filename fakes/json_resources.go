@@ -219,49 +219,57 @@ func (m objectMetadata) apply(a *store.Attrs, patch bool) error {
 }
 
 // applyExtra sets the acl, temporaryHold and eventBasedHold of a from m,
-// as apply does.
+// as apply does. A request that names none of them costs nothing more.
 func (m objectMetadata) applyExtra(a *store.Attrs, patch bool) error {
-	raw, setACL := m["acl"]
+	rawACL, setACL := m["acl"]
+	rawTemp, setTemp := m["temporaryHold"]
+	rawEvent, setEvent := m["eventBasedHold"]
+	// Without patch, absent holds are cleared: there is something to
+	// clear only if a has an Extra.
+	clearHolds := !patch && a.Extra != nil
+	if !setACL && !setTemp && !setEvent && !clearHolds {
+		return nil
+	}
 	var acl []store.ACLEntry
 	if setACL {
 		var err error
-		if acl, err = parseACL(raw, "acl", false); err != nil {
+		if acl, err = parseACL(rawACL, "acl", false); err != nil {
 			return err
 		}
 	}
-	var temp, event *bool
-	for _, f := range []struct {
-		key string
-		dst **bool
-	}{{"temporaryHold", &temp}, {"eventBasedHold", &event}} {
-		raw, present := m[f.key]
-		if !present && (patch || a.Extra == nil) {
-			continue // nothing to change, or nothing to clear
-		}
-		v := false
-		if present && !isNull(raw) {
-			if err := json.Unmarshal(raw, &v); err != nil {
-				return store.Errorf(store.KindInvalid, "field %s: %v", f.key, err)
-			}
-		}
-		*f.dst = &v
+	temp, err := jsonBool(rawTemp, "temporaryHold")
+	if err != nil {
+		return err
 	}
-	if !setACL && temp == nil && event == nil {
-		return nil
+	event, err := jsonBool(rawEvent, "eventBasedHold")
+	if err != nil {
+		return err
 	}
 	editExtra(a, func(x *store.Extra) {
 		if setACL {
 			x.ACL = acl
 		}
-		if temp != nil {
-			x.TemporaryHold = *temp
+		if setTemp || !patch {
+			x.TemporaryHold = temp
 		}
-		if event != nil {
-			x.EventBasedHold = event
-			if !*event {
-				x.EventBasedHold = nil
+		if setEvent || !patch {
+			x.EventBasedHold = nil
+			if event {
+				x.EventBasedHold = &event
 			}
 		}
 	})
 	return nil
+}
+
+// jsonBool reads a boolean field; absent or null is false.
+func jsonBool(raw json.RawMessage, field string) (bool, error) {
+	var v bool
+	if isNull(raw) {
+		return false, nil
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return false, store.Errorf(store.KindInvalid, "field %s: %v", field, err)
+	}
+	return v, nil
 }
