@@ -259,3 +259,25 @@ func ExampleWithParallelUpload() {
 	// 33554432 true
 	// 0 temporary objects left
 }
+
+// An upload whose answer is lost after the service stored the object (here
+// the fake drops it on purpose) still reports the truth: objup looks the
+// object up before it reports a failure. When it cannot find out in time,
+// IsOutcomeUnknown says that the object may have been stored.
+func ExampleIsOutcomeUnknown() {
+	srv, c := startFake()
+	defer srv.Close()
+	defer c.Close()
+
+	srv.LoseAnswer(fakes.MethodWriteObject)
+	_, err := c.Upload(context.Background(), "demo", "report.json", strings.NewReader(`{"ok":true}`))
+	switch {
+	case err == nil:
+		fmt.Println("stored")
+	case uploader.IsOutcomeUnknown(err):
+		fmt.Println("may have been stored: read it to find out")
+	default:
+		fmt.Println("not stored:", err)
+	}
+	// Output: stored
+}
