@@ -6,15 +6,15 @@ import (
 	"github.com/objup/objup/internal/wire"
 )
 
-// oneShot sends the whole object, r, in one request of the client's
-// transport, retried while the retrier allows, and checks what the service
-// stored. It drops the Writer's reference on r.
+// writeOnce sends the whole object, r, in one request of the client's
+// transport, retried while the retrier allows, and returns what the
+// service stored. It drops the Writer's reference on r.
 //
 // An attempt whose answer was lost may have stored the object: a retry
 // that then meets a precondition it set itself (WithDoesNotExist) looks
 // the object up, and so does a failure after such an attempt, so that a
 // stored object is reported as stored (see upload.settled).
-func (w *Writer) oneShot(r *chunkRef) error {
+func (w *Writer) writeOnce(r *chunkRef) (*wire.Object, error) {
 	defer r.unref()
 	size := int64(len(r.Data))
 	w.spec(r.Data, size)
@@ -43,11 +43,9 @@ func (w *Writer) oneShot(r *chunkRef) error {
 		return "", sent, err
 	})
 	if err != nil {
-		if o, err = w.settled(tr, w.expect(), lost, w.cfg.retry, err); err != nil {
-			return err
-		}
+		return w.settled(tr, w.expect(), lost, w.cfg.retry, err)
 	}
-	return w.finished(o, size)
+	return o, nil
 }
 
 // expect describes the object the Writer wrote, once its last chunk is

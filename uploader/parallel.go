@@ -175,14 +175,6 @@ type part struct {
 	ev    uploadEvents
 }
 
-// par returns the Writer's parallel upload once started, else nil.
-func (w *Writer) par() *parallel {
-	if p := w.cfg.parallel; p != nil && p.w != nil {
-		return p
-	}
-	return nil
-}
-
 // start starts p as w's parallel upload.
 func (p *parallel) start(w *Writer) {
 	cfg := &p.cfg
@@ -207,20 +199,9 @@ func (p *parallel) start(w *Writer) {
 	p.slots = semaphore.NewWeighted(int64(parts))
 }
 
-// addPart takes a full chunk into a parallel upload, starting it with the
-// first one: its data gives the object's content type.
-func (w *Writer) addPart(c chunker.Chunk) error {
-	p := w.cfg.parallel
-	if p.w == nil {
-		w.spec(c.Data, -1)
-		p.start(w)
-	}
-	return p.add(c)
-}
-
-// add takes a full chunk into the part being filled, and hands the part to
-// a goroutine once it has PartSize bytes.
-func (p *parallel) add(c chunker.Chunk) error {
+// push takes a full chunk into the part being filled, and hands the part
+// to a goroutine once it has PartSize bytes.
+func (p *parallel) push(c chunker.Chunk) error {
 	if p.cur == nil {
 		p.cur = p.newPart(len(p.parts))
 	}
@@ -411,19 +392,16 @@ func (p *parallel) progress(n int64) {
 // else would give a buffer back.
 func (p *parallel) buffer() (*[]byte, error) {
 	w := p.w
-	if t, ok := w.life.alloc.(tryGetter); ok {
-		if b, ok := t.TryGet(); ok {
-			return b, nil
-		}
+	if b, ok := w.tryBuffer(); ok {
+		return b, nil
 	}
-	start := time.Now()
-	defer func() { w.ev.waited(time.Since(start)) }()
+	defer w.waited(time.Now())
 	if p.inflight.Load() == 0 && p.cur != nil && len(p.cur.refs) > 0 {
 		if err := p.dispatch(); err != nil {
 			return nil, err
 		}
 	}
-	b, err := w.wait(p.ctx)
+	b, err := w.waitBuffer(p.ctx)
 	if err != nil {
 		return nil, p.failure(err)
 	}
@@ -476,7 +454,7 @@ func (p *parallel) wait() error {
 func (p *parallel) finish(last chunker.Chunk) (*wire.Object, error) {
 	w := p.w
 	if len(last.Data) > 0 {
-		if err := p.add(last); err != nil {
+		if err := p.push(last); err != nil {
 			return nil, err
 		}
 	} else {
@@ -565,14 +543,19 @@ func (p *parallel) composeRound(round int, srcs []source) ([]source, error) {
 	return next, err
 }
 
-// cleanup ends a parallel upload, in the background: it stops the parts
+// abort stops the parts: none starts any more (see send).
+func (p *parallel) abort(error) { p.cancel() }
+
+func (*parallel) path() string { return pathParallel }
+
+// close ends a parallel upload, in the background: it stops the parts
 // still uploading and waits for them (a part whose finishing request went
 // out runs to its answer, see attemptCtx), releases their chunks and the
 // part being filled, and deletes every temporary object that may exist,
 // maxDeletes at a time, with a context of its own bounded by
 // cleanupTimeout. The Writer waits for it while the upload's context
 // lasts; Client.Close waits for it in any case.
-func (p *parallel) cleanup() {
+func (p *parallel) close() {
 	p.cancel()
 	w := p.w
 	tr, cfg := p.tr, w.cfg.retry

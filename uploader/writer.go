@@ -45,7 +45,7 @@ type Writer struct {
 	cfg    writerConfig
 	ch     chunker.Chunker
 	retry  retrier
-	sess   *resumable   // nil until the first chunk is full
+	mode   mode         // how the chunks reach the service; nil until the first chunk is full (or Close)
 	ev     uploadEvents // what the upload reports while it runs and when it ends
 
 	use      atomic.Uint32 // useBusy: a method runs; useMisused: one was called while another ran
@@ -269,18 +269,19 @@ func (w *Writer) usable(op string) error {
 }
 
 // room makes space for more bytes, the one step of the upload loop: a full
-// chunk goes to the session, and an empty buffer is attached.
+// chunk goes to the upload's mode (chosen with the first), and an empty
+// buffer is attached.
 func (w *Writer) room() error {
 	if w.ch.Full() {
 		if w.ch.ChunkSize() < pool.Quantum {
 			return &Error{Op: "Write", Bucket: w.bucket, Object: w.object, Code: codes.InvalidArgument,
 				Err: fmt.Errorf("object outgrows the %d-byte WithBuffer buffer: a buffer under %d bytes (256 KiB) only serves objects that fit in it", w.ch.ChunkSize(), pool.Quantum)}
 		}
-		if w.cfg.parallel != nil {
-			if err := w.addPart(w.ch.Seal()); err != nil {
-				return err
-			}
-		} else if err := w.send(w.life.newRef(w.ch.Seal())); err != nil {
+		c := w.ch.Seal()
+		if w.mode == nil {
+			w.mode = w.choose(c)
+		}
+		if err := w.mode.push(c); err != nil {
 			return err
 		}
 	}
@@ -292,70 +293,19 @@ func (w *Writer) room() error {
 	return nil
 }
 
-// send hands a full chunk to the session, opening it with the first one.
-func (w *Writer) send(r *chunkRef) error {
-	if w.sess == nil {
-		w.spec(r.Data, -1)
-		tr := w.c.tr
-		floor, start, limit := w.c.window(w.ch.ChunkSize())
-		s, err := startResumable(&w.upload, tr, &w.retry, &w.ev, tr.window(floor), tr.window(start), tr.window(limit), w.cfg.progress)
-		if err != nil {
-			r.unref()
-			return err
-		}
-		w.sess = s
-	}
-	return w.sess.push(r)
-}
-
-// buffer takes an empty buffer from the allocator. A wait for one (under a
-// pool budget, or for a WithBuffer slot) gives way when the session's stream
-// breaks: the chunks the stream holds come back only once the session
-// resumes and the service acknowledges them, so the loop resumes the session
-// first and then waits again, instead of waiting for itself.
+// buffer takes an empty buffer: from the mode once there is one, which
+// knows what gives buffers back, else from the allocator.
 func (w *Writer) buffer() (*[]byte, error) {
-	if w.par() != nil {
-		return w.par().buffer()
+	if w.mode != nil {
+		return w.mode.buffer()
 	}
-	if t, ok := w.life.alloc.(tryGetter); ok {
-		if b, ok := t.TryGet(); ok {
-			return b, nil
-		}
+	if b, ok := w.tryBuffer(); ok {
+		return b, nil
 	}
 	// A wait: the pool's budget (or the tenant's) is spent, or the
 	// WithBuffer slots are taken.
-	start := time.Now()
-	defer func() { w.ev.waited(time.Since(start)) }()
-	if w.sess == nil {
-		return w.wait(w.ctx)
-	}
-	// The session keeps chunks back to send them together; since the
-	// buffer must be waited for, they go out first: they come back only
-	// once sent and persisted.
-	w.sess.contended()
-	if err := w.sess.flush(); err != nil {
-		return nil, err
-	}
-	for {
-		b, err := w.wait(w.sess.waitContext())
-		if err == nil || w.ctx.Err() != nil {
-			return b, err
-		}
-		if err := w.sess.recover(); err != nil {
-			return nil, err
-		}
-	}
-}
-
-// wait waits for a buffer. Waits for the client's pool are served tenant by
-// tenant (see fairGet); the Writer's own WithBuffer slots wait for nobody
-// else.
-func (w *Writer) wait(ctx context.Context) (*[]byte, error) {
-	switch a := w.life.alloc.(type) {
-	case *tenantAlloc, *pool.Fixed:
-		return a.Get(ctx)
-	}
-	return fairGet(ctx, w.life.alloc, w.c.tenants.share(tenantOf(w.ctx)))
+	defer w.waited(time.Now())
+	return w.waitBuffer(w.ctx)
 }
 
 // tryGetter is an allocator that can hand out a buffer without waiting, as
@@ -369,11 +319,8 @@ func (w *Writer) fail(op string, err error) {
 	if w.err == nil {
 		w.err = w.target.err(op, err)
 	}
-	if w.sess != nil {
-		w.sess.abort(w.err)
-	}
-	if w.par() != nil {
-		w.par().cancel()
+	if w.mode != nil {
+		w.mode.abort(w.err)
 	}
 }
 
@@ -406,35 +353,14 @@ func (w *Writer) Close() error {
 			return w.err
 		}
 	}
-	last, oneShot := w.ch.Finish()
-	if w.par() != nil {
-		o, err := w.par().finish(last)
-		if err == nil {
-			err = w.finished(o, w.ch.Size())
-		}
-		if err != nil {
-			w.fail("Close", err)
-			return w.err
-		}
-		return nil
+	last, _ := w.ch.Finish()
+	if w.mode == nil {
+		// The whole object is in its first chunk.
+		w.mode = oneShot{w}
 	}
-	r := w.life.newRef(last)
-	var err error
-	if oneShot {
-		err = w.oneShot(r)
-	} else {
-		var o *wire.Object
-		w.scratch.hasSums = w.checksums() != nil
-		o, err = w.sess.finish(r)
-		if err != nil && answerLost(err) {
-			// The finish may have gone out and been applied: find out
-			// before reporting a failure.
-			err = w.sess.teardown(err)
-			o, err = w.settled(w.c.tr, w.expect(), true, w.cfg.retry, err)
-		}
-		if err == nil {
-			err = w.finished(o, w.ch.Size())
-		}
+	o, err := w.mode.finish(last)
+	if err == nil {
+		err = w.finished(o, w.ch.Size())
 	}
 	if err != nil {
 		w.fail("Close", err)
@@ -474,11 +400,8 @@ func (w *Writer) end() {
 	if !w.recorded {
 		w.recorded = true
 		path := pathOneShot
-		switch {
-		case w.sess != nil:
-			path = pathResumable
-		case w.par() != nil:
-			path = pathParallel
+		if w.mode != nil {
+			path = w.mode.path()
 		}
 		w.ev.ended(w.ch.Size(), path, w.err)
 	}
@@ -488,11 +411,8 @@ func (w *Writer) end() {
 // gRPC has let go of them.
 func (w *Writer) release() {
 	w.life.putBuffer(w.ch.Abort())
-	if w.sess != nil {
-		w.sess.close()
-	}
-	if w.par() != nil {
-		w.par().cleanup()
+	if w.mode != nil {
+		w.mode.close()
 	}
 	w.life.wait()
 	if a, ok := w.life.alloc.(*tenantAlloc); ok {

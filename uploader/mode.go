@@ -1,0 +1,178 @@
+package uploader
+
+import (
+	"context"
+	"time"
+
+	"github.com/objup/objup/chunker"
+	"github.com/objup/objup/internal/wire"
+	"github.com/objup/objup/pool"
+)
+
+// mode is the way an upload's chunks reach the service, chosen when the
+// first chunk is full, or at Close: one write (oneShot), a resumable
+// session (session), a parallel composite upload (parallel); an
+// appendable write is a fourth. The Writer fills chunks and hands each to
+// its mode, which owns it from then on (its lifetime, its retries); the
+// Writer never asks which mode it has. connect-go's StreamingClientConn,
+// one interface over protocols written apart, is the model.
+//
+// Every method runs on the Writer's goroutine. A mode takes empty buffers
+// from the Writer's allocator (buffers), since only the mode knows what
+// gives buffers back while the Writer waits for one.
+type mode interface {
+	// push takes a full chunk. It may wait, as the upload's context
+	// allows, while the mode holds all it may.
+	push(c chunker.Chunk) error
+	// buffer returns an empty buffer for the next chunk.
+	buffer() (*[]byte, error)
+	// finish takes the last chunk (it may hold no data) and returns the
+	// object the service stored; the Writer checks it against what was
+	// written.
+	finish(last chunker.Chunk) (*wire.Object, error)
+	// abort abandons the upload after its failure: nothing of it will be
+	// stored.
+	abort(err error)
+	// close releases what the mode holds once the upload ended. Work that
+	// must outlive the Writer's call goes to the client's background.
+	close()
+	// path names the mode in telemetry.
+	path() string
+}
+
+// choose returns the mode of an upload whose first chunk, c, is full: a
+// parallel composite upload if the Writer was made WithParallelUpload,
+// else a resumable session. The content type is sniffed from c.
+func (w *Writer) choose(c chunker.Chunk) mode {
+	w.spec(c.Data, -1)
+	if p := w.cfg.parallel; p != nil {
+		p.start(w)
+		return p
+	}
+	return &session{w: w}
+}
+
+// tryBuffer takes an empty buffer if one is free at once.
+func (w *Writer) tryBuffer() (*[]byte, bool) {
+	if t, ok := w.life.alloc.(tryGetter); ok {
+		return t.TryGet()
+	}
+	return nil, false
+}
+
+// waitBuffer waits for a buffer, as ctx allows. Waits for the client's
+// pool are served tenant by tenant (see fairGet); the Writer's own
+// WithBuffer slots wait for nobody else.
+func (w *Writer) waitBuffer(ctx context.Context) (*[]byte, error) {
+	switch a := w.life.alloc.(type) {
+	case *tenantAlloc, *pool.Fixed:
+		return a.Get(ctx)
+	}
+	return fairGet(ctx, w.life.alloc, w.c.tenants.share(tenantOf(w.ctx)))
+}
+
+// waited records a wait for a buffer that began at start.
+func (w *Writer) waited(start time.Time) { w.ev.waited(time.Since(start)) }
+
+// oneShot is the mode of an object that fits in its first chunk: one
+// WriteObject call (see Writer.writeOnce). It holds nothing between
+// calls, so its interface value costs no allocation.
+type oneShot struct{ w *Writer }
+
+func (m oneShot) push(chunker.Chunk) error {
+	panic("uploader: a one-shot upload takes no full chunk")
+}
+
+func (m oneShot) buffer() (*[]byte, error) {
+	panic("uploader: a one-shot upload takes no buffer")
+}
+
+func (m oneShot) finish(last chunker.Chunk) (*wire.Object, error) {
+	return m.w.writeOnce(m.w.life.newRef(last))
+}
+
+func (oneShot) abort(error)  {}
+func (oneShot) close()       {}
+func (oneShot) path() string { return pathOneShot }
+
+// session is the mode of a resumable upload: its first chunk opens the
+// session (see resumable), which streams the chunks with a bounded window
+// and resumes after failures.
+type session struct {
+	w *Writer
+	s *resumable // nil until the first push
+}
+
+func (m *session) push(c chunker.Chunk) error {
+	w := m.w
+	r := w.life.newRef(c)
+	if m.s == nil {
+		tr := w.c.tr
+		floor, start, limit := w.c.window(w.ch.ChunkSize())
+		s, err := startResumable(&w.upload, tr, &w.retry, &w.ev, tr.window(floor), tr.window(start), tr.window(limit), w.cfg.progress)
+		if err != nil {
+			r.unref()
+			return err
+		}
+		m.s = s
+	}
+	return m.s.push(r)
+}
+
+// buffer takes an empty buffer. A wait for one (under a pool budget, or
+// for a WithBuffer slot) gives way when the session's stream breaks: the
+// chunks the stream holds come back only once the session resumes and the
+// service acknowledges them, so the loop resumes the session first and
+// then waits again, instead of waiting for itself.
+func (m *session) buffer() (*[]byte, error) {
+	w, s := m.w, m.s
+	if b, ok := w.tryBuffer(); ok {
+		return b, nil
+	}
+	defer w.waited(time.Now())
+	// The session keeps chunks back to send them together; since the
+	// buffer must be waited for, they go out first: they come back only
+	// once sent and persisted.
+	s.contended()
+	if err := s.flush(); err != nil {
+		return nil, err
+	}
+	for {
+		b, err := w.waitBuffer(s.waitContext())
+		if err == nil || w.ctx.Err() != nil {
+			return b, err
+		}
+		if err := s.recover(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// finish sends the last chunk and the finish with the object's checksums.
+// When the finish may have gone out and its answer was lost, the object
+// may be stored: it is looked up before a failure is reported (see
+// upload.settled).
+func (m *session) finish(last chunker.Chunk) (*wire.Object, error) {
+	w := m.w
+	w.scratch.hasSums = w.checksums() != nil
+	o, err := m.s.finish(w.life.newRef(last))
+	if err != nil && answerLost(err) {
+		err = m.s.teardown(err)
+		o, err = w.settled(w.c.tr, w.expect(), true, w.cfg.retry, err)
+	}
+	return o, err
+}
+
+func (m *session) abort(err error) {
+	if m.s != nil {
+		m.s.abort(err)
+	}
+}
+
+func (m *session) close() {
+	if m.s != nil {
+		m.s.close()
+	}
+}
+
+func (*session) path() string { return pathResumable }
