@@ -395,10 +395,10 @@ func (g *grpcTransport) startUpload(u *upload, timeout time.Duration) (string, e
 // by force (see outMsg). Every stream of a session takes that connection
 // (see openStream), so this covers all of its messages; a call on another
 // connection would prove nothing.
-func (g *grpcTransport) queryStatus(u *upload, s *resumable, _ int64, timeout time.Duration) (int64, *wire.Object, error) {
+func (g *grpcTransport) queryStatus(u *upload, id string, route any, _ int64, timeout time.Duration) (int64, *wire.Object, error) {
 	var st wire.QueryWriteStatusResponse
-	req := &wire.QueryWriteStatusRequest{UploadId: s.id}
-	c, streamed := s.conn.(*grpcConn)
+	req := &wire.QueryWriteStatusRequest{UploadId: id}
+	c, streamed := route.(*grpcConn)
 	if streamed {
 		c.active.Add(1)
 	} else {
@@ -428,11 +428,14 @@ type bidiStream = grpc.BidiStreamingClient[wire.BidiWriteObjectRequest, wire.Bid
 
 // grpcStream is a resumable session's BidiWriteObject stream: chunks go out
 // in messages of up to 2 MiB, each flushed with a state lookup, and a
-// receiver goroutine reports the persisted sizes to the session. A sent
-// message not acknowledged within the attempt timeout cancels the stream.
+// receiver goroutine reports the persisted sizes to the session (its
+// sink). A sent message not acknowledged within the attempt timeout
+// cancels the stream.
 type grpcStream struct {
-	s      *resumable
+	sink   streamSink
 	u      *upload
+	id     string    // the session's
+	via    *grpcConn // the connection the stream took
 	conn   *grpcConn // counts the stream until it is torn down
 	stream bidiStream
 	// ctx is the stream's context, cancelled when the stream fails (which
@@ -441,31 +444,40 @@ type grpcStream struct {
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
 	recvDone chan struct{}
-	timer    *time.Timer
 	timeout  time.Duration
 	local    net.Addr // the TCP connection's local address, which the cut dialer knows it by
+	cut      *netcut.Dialer
+	acked    atomic.Int64 // persisted, as the service last said
+	finished atomic.Bool  // the service returned the object
+	err      error        // why the receiver stopped; read after recvDone
 
-	cut *netcut.Dialer
+	// The attempt timeout: armed while something sent awaits its
+	// acknowledgement. tmu orders the Writer's sends with the receiver's
+	// acknowledgements; it is the stream's own.
+	tmu     sync.Mutex
+	timer   *time.Timer
+	armedTo int64 // data sent up to here
+	finOut  bool  // the finish went out
 
 	// Owned by the Writer's goroutine.
 	fresh   bool        // the next message is the stream's first: it names the upload
 	sentTo  int64       // the offset up to which data went out
 	finSent bool        // finish_write went out
+	want    pushed      // what the last send was asked to send
 	batch   []*chunkRef // scratch: the chunks a send goes through
 }
 
 // openStream opens the session's stream on the connection its first stream
-// took (see pick), so that a status query on that connection proves the
-// writer went past every message of the session's earlier streams.
-func (g *grpcTransport) openStream(u *upload, s *resumable) (stream, error) {
+// took (route; see pick), so that a status query on that connection proves
+// the writer went past every message of the session's earlier streams.
+func (g *grpcTransport) openStream(u *upload, id string, route any, persisted int64, sink streamSink, timeout time.Duration) (stream, error) {
 	ctx, cancel := context.WithCancelCause(u.ctx)
-	c, ok := s.conn.(*grpcConn)
+	c, ok := route.(*grpcConn)
 	if ok {
 		c.streams.Add(1)
 		c.active.Add(1)
 	} else {
 		c = g.pick(true)
-		s.conn = c
 	}
 	st, err := wire.NewBidiWriteObjectStream(u.outgoing(ctx), c.ClientConn, g.callOpts...)
 	if err != nil {
@@ -473,19 +485,20 @@ func (g *grpcTransport) openStream(u *upload, s *resumable) (stream, error) {
 		cancel(err)
 		return nil, err
 	}
-	gs := &grpcStream{s: s, u: u, conn: c, stream: st, ctx: ctx, cancel: cancel, fresh: true,
-		recvDone: make(chan struct{}), timeout: s.retry.cfg.attemptTimeout}
+	gs := &grpcStream{sink: sink, u: u, id: id, via: c, conn: c, stream: st, ctx: ctx, cancel: cancel, fresh: true,
+		recvDone: make(chan struct{}), timeout: timeout, cut: g.cut}
 	if p, ok := peer.FromContext(st.Context()); ok {
 		gs.local = p.LocalAddr
 	}
-	gs.cut = g.cut
-	gs.sentTo = s.persistedNow()
+	gs.sentTo, gs.armedTo = persisted, persisted
+	gs.acked.Store(persisted)
 	gs.timer = time.AfterFunc(gs.timeout, func() { cancel(errChunkTimeout) })
 	gs.timer.Stop()
-	gs.batch = s.batchBuf[:0]
 	go gs.receive()
 	return gs, nil
 }
+
+func (g *grpcStream) route() any { return g.via }
 
 // receive reads the service's answers until the stream ends.
 func (g *grpcStream) receive() {
@@ -508,41 +521,50 @@ func (g *grpcStream) receive() {
 			default:
 				continue
 			}
-			err = g.s.ack(persisted, o, g.rearm)
+			g.acked.Store(persisted)
+			if o != nil {
+				g.finished.Store(true)
+			}
+			err = g.sink.ack(persisted, o)
+			g.rearm(persisted, o != nil)
 			if err == nil {
 				continue
 			}
-		} else if err == io.EOF && !g.s.finished() {
+		} else if err == io.EOF && !g.finished.Load() {
 			err = fmt.Errorf("the service ended the stream before the upload finished: %w", io.ErrUnexpectedEOF)
 		}
+		g.err = err
 		g.cancel(err)
-		g.s.broke(err)
+		g.sink.broke(err)
 		return
 	}
 }
 
-// rearm restarts the attempt timeout after an acknowledgement while chunks
-// are pending, and stops it when none is. The session calls it under its
-// lock, which orders it with the Writer's sends (armTimer).
-func (g *grpcStream) rearm(more bool) {
-	if more {
+// rearm restarts the attempt timeout after an acknowledgement while
+// something sent awaits one, and stops it otherwise.
+func (g *grpcStream) rearm(persisted int64, finished bool) {
+	g.tmu.Lock()
+	if !finished && (g.armedTo > persisted || g.finOut) {
 		g.timer.Reset(g.timeout)
 	} else {
 		g.timer.Stop()
 	}
+	g.tmu.Unlock()
 }
 
-// armTimer restarts the attempt timeout before a send.
-func (g *grpcStream) armTimer() {
-	g.s.mu.Lock()
+// armTimer restarts the attempt timeout before a send of data up to to
+// (and of the finish, if fin).
+func (g *grpcStream) armTimer(to int64, fin bool) {
+	g.tmu.Lock()
+	g.armedTo, g.finOut = max(g.armedTo, to), g.finOut || fin
 	g.timer.Reset(g.timeout)
-	g.s.mu.Unlock()
+	g.tmu.Unlock()
 }
 
-func (g *grpcStream) idle() bool { return g.sentTo <= g.s.persistedNow() }
+func (g *grpcStream) idle() bool { return g.sentTo <= g.acked.Load() }
 
 func (g *grpcStream) behind() bool {
-	return g.sentTo < g.s.last || (g.s.final && !g.finSent)
+	return g.sentTo < g.want.last || (g.want.final && !g.finSent)
 }
 
 func (g *grpcStream) broken() context.Context { return g.ctx }
@@ -554,13 +576,14 @@ func (g *grpcStream) broken() context.Context { return g.ctx }
 // whole 2 MiB messages and keeps the rest for later; with all set, a final
 // session's finish_write with the object's checksums follows the data, and
 // the stream is half-closed.
-func (g *grpcStream) send(all bool) error {
-	s, life := g.s, &g.u.life
-	if g.sentTo < s.last {
-		batch := s.unsent(g.sentTo, g.batch[:0])
+func (g *grpcStream) send(p pushed, all bool) error {
+	g.want = p
+	life := &g.u.life
+	if g.sentTo < p.last {
+		batch := g.sink.unsent(g.sentTo, g.batch[:0])
 		g.batch = batch // keep the capacity for the next send
 		defer clear(batch)
-		for len(batch) > 0 && g.sentTo < s.last && (all || s.last-g.sentTo >= maxMessage) {
+		for len(batch) > 0 && g.sentTo < p.last && (all || p.last-g.sentTo >= maxMessage) {
 			msg, req := newReqMsg[wire.BidiWriteObjectRequest]()
 			start, size := g.sentTo, 0
 			var crc uint32
@@ -592,7 +615,7 @@ func (g *grpcStream) send(all bool) error {
 			g.startRequest(req, start)
 			req.Flush, req.StateLookup = true, true
 			msg.CRC32C, msg.HasCRC = crc, !g.u.noCRC()
-			g.armTimer()
+			g.armTimer(g.sentTo, false)
 			err := g.stream.SendMsg(&msg.WriteMsg)
 			life.sent(msg)
 			if err != nil {
@@ -600,13 +623,13 @@ func (g *grpcStream) send(all bool) error {
 			}
 		}
 	}
-	if !all || !s.final || g.finSent || g.sentTo < s.last {
+	if !all || !p.final || g.finSent || g.sentTo < p.last {
 		return nil
 	}
 	req := new(wire.BidiWriteObjectRequest)
-	g.startRequest(req, s.last)
+	g.startRequest(req, p.last)
 	req.FinishWrite, req.ObjectChecksums = true, g.u.checksums()
-	g.armTimer()
+	g.armTimer(p.last, true)
 	g.finSent = true
 	if err := g.stream.SendMsg(req); err != nil {
 		return err
@@ -619,7 +642,7 @@ func (g *grpcStream) send(all bool) error {
 func (g *grpcStream) startRequest(req *wire.BidiWriteObjectRequest, offset int64) {
 	req.WriteOffset = offset
 	if g.fresh {
-		req.FirstMessage = &wire.BidiWriteObjectRequest_UploadId{UploadId: g.s.id}
+		req.FirstMessage = &wire.BidiWriteObjectRequest_UploadId{UploadId: g.id}
 		g.fresh = false
 	}
 }
@@ -637,8 +660,8 @@ func (g *grpcStream) teardown(cause error) error {
 		// SendMsg reports a broken stream as io.EOF; the reason is the
 		// stream's status, which the receiver gets.
 		<-g.recvDone
-		if err := g.s.streamErrNow(); err != nil {
-			cause = err
+		if g.err != nil {
+			cause = g.err
 		}
 	}
 	g.timer.Stop()
@@ -654,7 +677,6 @@ func (g *grpcStream) teardown(cause error) error {
 		g.conn.doneData()
 		g.conn = nil
 	}
-	g.s.batchBuf = g.batch[:0]
 	return cause
 }
 

@@ -70,8 +70,7 @@ func (t *httpTransport) startUpload(u *upload, timeout time.Duration) (string, e
 
 // queryStatus asks the session how much it persisted (Content-Range:
 // bytes */size, or */* while the size is unknown).
-func (t *httpTransport) queryStatus(u *upload, s *resumable, size int64, timeout time.Duration) (int64, *wire.Object, error) {
-	uri := s.id
+func (t *httpTransport) queryStatus(u *upload, uri string, _ any, size int64, timeout time.Duration) (int64, *wire.Object, error) {
 	total := "*"
 	if size >= 0 {
 		total = strconv.FormatInt(size, 10)
@@ -105,31 +104,38 @@ func (t *httpTransport) window(perSend int64) int64 { return 2 * perSend }
 // own while the Writer fills the next window. Chunks go back once
 // persisted and once net/http closed the request body that read them.
 type httpStream struct {
-	s   *resumable
-	u   *upload
-	t   *httpTransport
-	uri string
+	sink streamSink
+	u    *upload
+	t    *httpTransport
+	uri  string
 	// ctx is the PUTs' context, cancelled when one fails (which ends the
 	// stream: see broken) or at teardown.
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	busy  atomic.Bool    // a PUT is in flight
-	put   sync.WaitGroup // the PUT in flight, until it has reported
-	batch []*chunkRef    // scratch: the chunks a PUT sends
+	busy     atomic.Bool    // a PUT is in flight
+	put      sync.WaitGroup // the PUT in flight, until it has reported
+	acked    atomic.Int64   // persisted, as the last answer said
+	finished atomic.Bool    // the last answer was the object
+
+	// Owned by the Writer's goroutine.
+	want  pushed      // what the last send was asked to send
+	batch []*chunkRef // scratch: the chunks a PUT sends
 }
 
-func (t *httpTransport) openStream(u *upload, s *resumable) (stream, error) {
-	h := &httpStream{s: s, u: u, t: t, uri: s.id}
+func (t *httpTransport) openStream(u *upload, uri string, _ any, persisted int64, sink streamSink, _ time.Duration) (stream, error) {
+	h := &httpStream{sink: sink, u: u, t: t, uri: uri}
+	h.acked.Store(persisted)
 	h.ctx, h.cancel = context.WithCancel(u.ctx)
 	return h, nil
 }
 
+func (h *httpStream) route() any { return nil }
+
 func (h *httpStream) idle() bool { return !h.busy.Load() }
 
 func (h *httpStream) behind() bool {
-	s := h.s
-	return s.last > s.persistedNow() || (s.final && !s.finished())
+	return h.want.last > h.acked.Load() || (h.want.final && !h.finished.Load())
 }
 
 func (h *httpStream) broken() context.Context { return h.ctx }
@@ -138,23 +144,23 @@ func (h *httpStream) broken() context.Context { return h.ctx }
 // goroutine, unless one is in flight: when a window is ready, or with all
 // set whatever there is (the last, with the total and the checksums, once
 // the session is final).
-func (h *httpStream) send(all bool) error {
+func (h *httpStream) send(p pushed, all bool) error {
+	h.want = p
 	if h.busy.Load() {
 		return nil
 	}
-	s := h.s
-	persisted := s.persistedNow()
-	if s.last-persisted < s.windowNow()/2 && !all || !h.behind() {
+	persisted := p.persisted
+	if p.last-persisted < p.window/2 && !all || !h.behind() {
 		return nil
 	}
-	final := all && s.final
-	h.batch = s.unsent(persisted, h.batch[:0])
+	final := all && p.final
+	h.batch = h.sink.unsent(persisted, h.batch[:0])
 	body := h.u.bodyOver(nil, h.batch, persisted, nil)
 	clear(h.batch)
 	n := body.size()
 	total := "*"
 	if final {
-		total = strconv.FormatInt(s.last, 10)
+		total = strconv.FormatInt(p.last, 10)
 	}
 	hdr := http.Header{}
 	switch {
@@ -168,10 +174,9 @@ func (h *httpStream) send(all bool) error {
 			hdr.Set("X-Goog-Hash", v)
 		}
 	}
-	timeout := s.retry.attemptTimeout()
 	h.busy.Store(true)
 	h.put.Add(1)
-	go h.run(timeout, body, n, hdr, final, s.last)
+	go h.run(p.timeout, body, n, hdr, final, p.last)
 	return nil
 }
 
@@ -189,15 +194,20 @@ func (h *httpStream) run(timeout time.Duration, body *httpBody, n int64, hdr htt
 		err = status.Error(codes.Internal, "the service did not finish the upload")
 	}
 	if err == nil {
-		err = h.s.ack(persisted, o, nil)
+		h.acked.Store(persisted)
+		if o != nil {
+			h.finished.Store(true)
+		}
+		err = h.sink.ack(persisted, o)
 	}
 	h.busy.Store(false)
 	if err != nil {
 		h.cancel()
-		h.s.broke(err)
+		h.sink.broke(err)
 		return
 	}
-	h.s.signal()
+	// Idle now: the session may have more to send.
+	h.sink.signal()
 }
 
 // teardown cancels the PUT in flight, if any, and waits for its report.

@@ -152,8 +152,7 @@ type parallel struct {
 	allDone  chan struct{} // closed once every part's goroutine ended
 	err      error         // the first part's failure, once allDone is closed
 
-	mu   sync.Mutex // orders progress reports
-	done int64      // bytes of parts stored
+	stored atomic.Int64 // bytes of parts stored
 
 	// life holds the parts' chunks, apart from the Writer's: they go back
 	// when the parts end, which may be after the Writer's call returned
@@ -320,7 +319,7 @@ func (p *parallel) send(pt *part) error {
 		return &Error{Op: names.write, Bucket: w.bucket, Object: w.object, Code: codeOf(err),
 			Err: &partError{index: pt.index, name: pt.object, err: err}}
 	}
-	p.progress(pt.size)
+	p.w.cfg.progress.report(p.stored.Add(pt.size))
 	return nil
 }
 
@@ -372,18 +371,6 @@ func (p *parallel) event(pt *part, start time.Time, err error) {
 		l.LogAttrs(p.w.ctx, slog.LevelDebug, "objup: uploaded a part", p.w.ev.logAttrs(
 			slog.Int("part", pt.index), slog.Int64("bytes", pt.size), slog.Duration("took", time.Since(start)), slog.Any("error", err))...)
 	}
-}
-
-// progress reports the bytes of the parts stored so far.
-func (p *parallel) progress(n int64) {
-	f := p.w.cfg.progress
-	if f == nil {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.done += n
-	f(p.done)
 }
 
 // buffer takes an empty buffer for the part being filled. When it must

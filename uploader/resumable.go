@@ -35,15 +35,15 @@ type resumable struct {
 	tr       transport
 	retry    *retrier
 	ev       *uploadEvents
-	progress func(int64) // nil, or called with each new persisted size
+	progress *progressReporter // nil, or told of each new persisted size
 	id       string      // the session's id on the service
-	conn     any         // the transport's own: the connection of the session's streams
+	route    any         // where the session's streams went (see stream.route)
 	names    *callNames
 
 	// Owned by the Writer's goroutine.
-	st    stream // the current stream; nil while broken
-	final bool   // the last chunk was pushed
-	seen  int64  // persisted size at the last progress report to the retrier
+	st       stream // the current stream; nil while broken
+	final    bool   // the last chunk was pushed
+	seen     int64  // persisted size at the last progress report to the retrier
 
 	mu        sync.Mutex
 	last      int64 // the end of the data pushed so far; written under mu, read freely by the Writer's goroutine
@@ -55,15 +55,13 @@ type resumable struct {
 	streamErr error         // why the current stream broke
 	acked     chan struct{} // cap 1: a report came
 	closed    bool
-
-	batchBuf []*chunkRef // a stream's send scratch, kept across streams
 }
 
 // startResumable opens a resumable session for u (retried) and its first
 // stream.
 // The window starts at window, may grow to maxWindow and shrink to floor
 // (see windowRounds).
-func startResumable(u *upload, tr transport, r *retrier, ev *uploadEvents, floor, window, maxWindow int64, progress func(int64)) (*resumable, error) {
+func startResumable(u *upload, tr transport, r *retrier, ev *uploadEvents, floor, window, maxWindow int64, progress *progressReporter) (*resumable, error) {
 	s := &resumable{u: u, tr: tr, retry: r, ev: ev, window: window, progress: progress, acked: make(chan struct{}, 1)}
 	s.rounds.init(floor, window, maxWindow)
 	s.names = tr.names()
@@ -77,15 +75,32 @@ func startResumable(u *upload, tr transport, r *retrier, ev *uploadEvents, floor
 	}
 	r.progress()
 	s.rounds.begin(window)
-	if st, err := tr.openStream(u, s); err != nil {
+	if err := s.open(0); err != nil {
 		// A stream that cannot open is resumed like a broken one.
 		if err := s.recoverFrom(s.names.stream, err); err != nil {
 			return nil, err
 		}
-	} else {
-		s.st = st
 	}
 	return s, nil
+}
+
+// open opens the session's stream from persisted on.
+func (s *resumable) open(persisted int64) error {
+	st, err := s.tr.openStream(s.u, s.id, s.route, persisted, s, s.retry.cfg.attemptTimeout)
+	if err != nil {
+		return err
+	}
+	s.st, s.route = st, st.route()
+	return nil
+}
+
+// pushedNow is what the session has pushed, for its stream's send.
+func (s *resumable) pushedNow() pushed {
+	s.mu.Lock()
+	p := pushed{last: s.last, final: s.final, persisted: s.persisted, window: s.window}
+	s.mu.Unlock()
+	p.timeout = s.retry.attemptTimeout()
+	return p
 }
 
 // unsent returns, in batch, the chunks that hold data from offset from on.
@@ -102,20 +117,20 @@ func (s *resumable) unsent(from int64, batch []*chunkRef) []*chunkRef {
 }
 
 // ack takes in the service's answer: persisted bytes, and the finished
-// object if there is one. It releases the chunks the service persisted and
-// then, under the session's lock, tells then whether some are still
-// pending. A stream calls it from its own goroutine.
-func (s *resumable) ack(persisted int64, o *wire.Object, then func(more bool)) error {
+// object if there is one. It releases the chunks the service persisted,
+// wakes the Writer, and reports the progress, once the lock is released.
+// A stream calls it from its own goroutine.
+func (s *resumable) ack(persisted int64, o *wire.Object) error {
 	s.mu.Lock()
 	if o != nil && s.resource == nil {
 		s.resource = o
 	}
 	err := s.ackLocked(persisted)
-	if then != nil {
-		then(len(s.pending) > 0)
-	}
 	s.mu.Unlock()
 	s.signal()
+	if err == nil {
+		s.progress.report(persisted)
+	}
 	return err
 }
 
@@ -161,10 +176,16 @@ func (s *resumable) ackLocked(persisted int64) error {
 	clear(s.pending[n:])
 	s.pending = s.pending[:n]
 	s.window = s.rounds.acked(persisted, s.last, s.window)
-	if s.progress != nil {
-		s.progress(persisted)
-	}
 	return nil
+}
+
+// report tells the retrier that the service persisted more: a failure
+// episode ends with progress.
+func (s *resumable) report(persisted int64) {
+	if persisted > s.seen {
+		s.seen = persisted
+		s.retry.progress()
+	}
 }
 
 // broke records why the current stream failed. A stream calls it from its
@@ -242,7 +263,7 @@ func (s *resumable) send(all bool) error {
 	if s.st == nil {
 		return s.recover()
 	}
-	if err := s.st.send(all); err != nil {
+	if err := s.st.send(s.pushedNow(), all); err != nil {
 		return s.recoverFrom(s.names.stream, err)
 	}
 	return nil
@@ -277,10 +298,7 @@ func (s *resumable) waitFor(cond func() bool) error {
 		s.mu.Lock()
 		ok, serr, persisted := cond(), s.streamErr, s.persisted
 		s.mu.Unlock()
-		if persisted > s.seen {
-			s.seen = persisted
-			s.retry.progress()
-		}
+		s.report(persisted)
 		if ok {
 			return nil
 		}
@@ -355,7 +373,7 @@ func (s *resumable) recoverFrom(op string, cause error) error {
 		if s.final {
 			size = s.last
 		}
-		persisted, o, err := s.tr.queryStatus(s.u, s, size, s.retry.attemptTimeout())
+		persisted, o, err := s.tr.queryStatus(s.u, s.id, s.route, size, s.retry.attemptTimeout())
 		if err != nil {
 			return s.names.query, true, err
 		}
@@ -372,18 +390,13 @@ func (s *resumable) recoverFrom(op string, cause error) error {
 		if o != nil {
 			return "", true, nil
 		}
-		if persisted > s.seen {
-			s.seen = persisted
-			s.retry.progress()
-		}
-		st, err := s.tr.openStream(s.u, s)
-		if err != nil {
+		s.report(persisted)
+		if err := s.open(persisted); err != nil {
 			return s.names.stream, true, err
 		}
-		s.st = st
 		// Resend everything the service does not have, then finish if the
 		// upload had come that far.
-		if err := st.send(true); err != nil {
+		if err := s.st.send(s.pushedNow(), true); err != nil {
 			return s.names.stream, true, s.teardown(err)
 		}
 		s.ev.resumed(persisted, first)

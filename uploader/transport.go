@@ -42,14 +42,17 @@ type transport interface {
 	// startUpload opens a resumable session for the upload and returns its
 	// id (an upload id, or the session's URI).
 	startUpload(u *upload, timeout time.Duration) (id string, err error)
-	// queryStatus asks how much of session s (s.id) the service
-	// persisted, or the object it finished. size is the object's size if
-	// known, else -1.
-	queryStatus(u *upload, s *resumable, size int64, timeout time.Duration) (persisted int64, o *wire.Object, err error)
-	// openStream opens the channel on which session s's data goes, from
+	// queryStatus asks how much of session id the service persisted, or
+	// the object it finished. size is the object's size if known, else
+	// -1. route is where the session's streams went (see stream.route),
+	// nil before the first.
+	queryStatus(u *upload, id string, route any, size int64, timeout time.Duration) (persisted int64, o *wire.Object, err error)
+	// openStream opens the channel on which session id's data goes, from
 	// the persisted offset on: a BidiWriteObject stream, or a sequence of
-	// PUTs. The stream reports to s.
-	openStream(u *upload, s *resumable) (stream, error)
+	// PUTs. The stream reads the data to send from sink and reports to it.
+	// route is where the session's earlier streams went, nil before the
+	// first; timeout bounds each send's wait for its acknowledgement.
+	openStream(u *upload, id string, route any, persisted int64, sink streamSink, timeout time.Duration) (stream, error)
 	// cancelUpload abandons session id, so the service drops what it
 	// received (best effort: a session left behind expires).
 	cancelUpload(u *upload, id string, timeout time.Duration)
@@ -81,26 +84,59 @@ var (
 	httpNames = callNames{write: "objects.insert", start: "objects.insert", query: "objects.insert (status)", stream: "objects.insert", compose: "objects.compose", delete: "objects.delete"}
 )
 
+// streamSink is what a stream sees of its session: where it reads the
+// data to send and where it reports. A stream's goroutines call it; it
+// takes only the session's own lock, never one of the stream's, and calls
+// nothing of the stream back, so the seam points one way: the session
+// drives the stream, the stream reports.
+type streamSink interface {
+	// unsent appends to batch the chunks that hold data from offset from
+	// on, in order.
+	unsent(from int64, batch []*chunkRef) []*chunkRef
+	// ack reports the bytes the service persisted and, once finished,
+	// the object; an error is an answer the session cannot accept.
+	ack(persisted int64, o *wire.Object) error
+	// broke reports why the stream failed, once.
+	broke(err error)
+	// signal wakes the session: the stream can take more (a stream that
+	// sends one request at a time became idle).
+	signal()
+}
+
+// pushed is what the session has pushed when it has its stream send: the
+// end of the data, whether the last chunk is in (then all of it goes, with
+// the finish), what the service persisted, the session's window, and the
+// time an attempt may take now.
+type pushed struct {
+	last      int64
+	final     bool
+	persisted int64
+	window    int64
+	timeout   time.Duration
+}
+
 // stream is the channel of a resumable session's data, open until it
-// breaks or the session ends. It reads the chunks to send from its session
-// (resumable.unsent) and reports acknowledgements and its failure to it
-// (resumable.ack, resumable.broke), from goroutines of its own. Its methods
-// run on the Writer's goroutine.
+// breaks or the session ends. It reads the chunks to send from its sink
+// and reports acknowledgements and its failure to it, from goroutines of
+// its own. Its methods run on the Writer's goroutine.
 type stream interface {
-	// send sends what is due of the data the session was pushed, from
-	// where the stream stands: whole messages only, or everything when all
-	// is set (then, once the session is final, the finish with the object's
-	// checksums too). A stream that cannot send now (one PUT at a time)
-	// sends later: the session calls send again once it is idle.
-	send(all bool) error
+	// send sends what is due of the data p describes, from where the
+	// stream stands: whole messages only, or everything when all is set
+	// (then, once p.final, the finish with the object's checksums too). A
+	// stream that cannot send now (one PUT at a time) sends later: the
+	// session calls send again once it is idle.
+	send(p pushed, all bool) error
 	// idle reports whether nothing the stream sent awaits an answer.
 	idle() bool
-	// behind reports whether the stream has not sent all it was pushed
-	// (or not yet the finish of a final session).
+	// behind reports whether the stream has not sent all it was last
+	// asked to (or not yet the finish of a final session).
 	behind() bool
 	// broken returns a context that ends when the stream fails, so a
 	// Writer's wait for a buffer gives way to the session's recovery.
 	broken() context.Context
+	// route is where the stream went, for the session's next stream and
+	// status queries (see transport.openStream).
+	route() any
 	// teardown ends the stream and waits for its goroutines; after it, no
 	// report comes from the stream. It returns the failure that broke the
 	// stream as the stream knows it (a status the service sent, an

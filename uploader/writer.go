@@ -435,8 +435,6 @@ func (w *Writer) finished(o *wire.Object, size int64) error {
 	}
 	w.attrs = new(ObjectAttrs)
 	w.attrs.setFromObject(o)
-	if w.cfg.progress != nil {
-		w.cfg.progress(size)
-	}
+	w.cfg.progress.report(size)
 	return nil
 }

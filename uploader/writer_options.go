@@ -28,7 +28,7 @@ func (f writerOptionFunc) applyWriter(c *writerConfig) error { return f(c) }
 type writerConfig struct {
 	spec      *wire.WriteObjectSpec
 	obj       *wire.Object
-	progress  func(int64)
+	progress  *progressReporter // made per Writer (see Writer.init)
 	parallel  *parallel // WithParallelUpload: its settings, and its state once started
 	buffer    []byte
 	sendMD5   []byte // the caller's MD5 of the object, sent as it is
@@ -278,11 +278,16 @@ func WithSendMD5(sum []byte) WriterOption {
 	})
 }
 
-// WithProgress calls f with the number of bytes the service has acknowledged,
-// after each acknowledged chunk and once at the end with the object's size. f
-// runs on the Writer's goroutines and must not block.
+// WithProgress calls f with the number of bytes the service has
+// acknowledged (persisted; for a parallel upload, the bytes of the parts
+// stored) as they grow, ending with the object's size once it is stored.
+// f runs on whichever goroutine learnt of the acknowledgement (a stream's
+// receiver, a part's, or the Writer's caller), one call at a time, with
+// growing values, and never under one of objup's locks, so it may call
+// anything but the Writer itself. It should return quickly: the goroutine
+// that runs it carries the upload's acknowledgements.
 func WithProgress(f func(persisted int64)) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error { c.progress = f; return nil })
+	return writerOptionFunc(func(c *writerConfig) error { c.progress = newProgress(f); return nil })
 }
 
 // WithBuffer makes the Writer use buf, the caller's memory, for its chunks
