@@ -245,6 +245,7 @@ func TestRandomFaults(t *testing.T) {
 
 	var (
 		byCode                                  = map[string]int{}
+		example                                 = map[string]string{}
 		storedAfterError, cameBack, parallel412 []string
 		untyped, internal, overrun              []string
 		maxOverrun                              time.Duration
@@ -257,6 +258,9 @@ func TestRandomFaults(t *testing.T) {
 			unknown++
 		}
 		byCode[key]++
+		if r.err != nil && example[key] == "" {
+			example[key] = r.err.Error()
+		}
 		if r.deadline < time.Minute {
 			maxOverrun = max(maxOverrun, r.overrun)
 		}
@@ -296,7 +300,7 @@ func TestRandomFaults(t *testing.T) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		t.Logf("%-55s %5d", k, byCode[k])
+		t.Logf("%-55s %5d  %.200s", k, byCode[k], example[k])
 	}
 	t.Logf("outcome unknown: %d; longest return past a short deadline: %v", unknown, maxOverrun.Round(time.Millisecond))
 	t.Logf("gRPC proxy: %+v", gstats)

@@ -267,6 +267,17 @@ func (l *lifetime) forceRelease() {
 	l.ev.forced(forced)
 }
 
+// holding reports whether gRPC may still hold one of the upload's
+// messages.
+func (l *lifetime) holding() bool {
+	for _, h := range l.holds {
+		if !h.done.Load() {
+			return true
+		}
+	}
+	return false
+}
+
 // wait blocks until every chunk's buffer is back. The upload is over and its
 // streams are torn down: whatever gRPC has not released within orphanGrace,
 // it never will, so it is released by force then.

@@ -36,14 +36,14 @@ type resumable struct {
 	retry    *retrier
 	ev       *uploadEvents
 	progress *progressReporter // nil, or told of each new persisted size
-	id       string      // the session's id on the service
-	route    any         // where the session's streams went (see stream.route)
+	id       string            // the session's id on the service
+	route    any               // where the session's streams went (see stream.route)
 	names    *callNames
 
 	// Owned by the Writer's goroutine.
-	st       stream // the current stream; nil while broken
-	final    bool   // the last chunk was pushed
-	seen     int64  // persisted size at the last progress report to the retrier
+	st    stream // the current stream; nil while broken
+	final bool   // the last chunk was pushed
+	seen  int64  // persisted size at the last progress report to the retrier
 
 	mu        sync.Mutex
 	last      int64 // the end of the data pushed so far; written under mu, read freely by the Writer's goroutine

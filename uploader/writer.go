@@ -409,15 +409,29 @@ func (w *Writer) end() {
 
 // release gives back every buffer: the chunker's, and the chunks in flight once
 // gRPC has let go of them.
+//
+// gRPC lets go of a torn-down stream's messages a moment after the stream
+// ends, or never (see lifetime.wait, which waits up to orphanGrace). Once
+// the upload's context ended, the pool's buffers are waited for in the
+// background (Client.Close waits for it), so the call returns by
+// AfterContext; a WithBuffer buffer, which the caller owns again when
+// Close returns, is always waited for.
 func (w *Writer) release() {
 	w.life.putBuffer(w.ch.Abort())
 	if w.mode != nil {
 		w.mode.close()
 	}
-	w.life.wait()
-	if a, ok := w.life.alloc.(*tenantAlloc); ok {
-		a.done()
+	done := func() {
+		w.life.wait()
+		if a, ok := w.life.alloc.(*tenantAlloc); ok {
+			a.done()
+		}
 	}
+	if w.ctx.Err() != nil && !w.cfg.hasBuffer && w.life.holding() {
+		w.c.background(done)
+		return
+	}
+	done()
 }
 
 // finished checks the service's object against what was sent.

@@ -29,7 +29,7 @@ type writerConfig struct {
 	spec      *wire.WriteObjectSpec
 	obj       *wire.Object
 	progress  *progressReporter // made per Writer (see Writer.init)
-	parallel  *parallel // WithParallelUpload: its settings, and its state once started
+	parallel  *parallel         // WithParallelUpload: its settings, and its state once started
 	buffer    []byte
 	sendMD5   []byte // the caller's MD5 of the object, sent as it is
 	chunkSize int
