@@ -32,8 +32,14 @@
 // its id (header x-retry-test-id over HTTP, metadata over gRPC) consume
 // them. So the official clients' retry conformance suites run against
 // fakegcs: conformance/run.sh runs the Go client's, with
-// STORAGE_EMULATOR_HOST=http://ADDR and STORAGE_EMULATOR_HOST_GRPC=ADDR.
-// See package fakes for the instructions and methods.
+// STORAGE_EMULATOR_HOST=http://ADDR and STORAGE_EMULATOR_HOST_GRPC=ADDR,
+// and conformance/python.sh the Python client's, with
+// STORAGE_EMULATOR_HOST=http://ADDR. Besides objects and buckets, the JSON
+// API serves what those suites call (copy and rewrite, bucket patch and
+// update, ACLs, IAM policies, notification configs, HMAC keys, the service
+// account), and resumable uploads in every Content-Range form GCS takes,
+// as the Node.js client sends them. See package fakes for the instructions
+// and methods.
 //
 // -rtt and -bandwidth put a simulated network path in front of both ports
 // (package fakes/link: the round-trip time, and the bandwidth of each
