@@ -106,127 +106,163 @@ func (s *Server) copyObject(w http.ResponseWriter, r *http.Request, srcBkt, srcN
 	if err != nil {
 		return err
 	}
-	for _, n := range []string{srcName, dstName} {
-		if err := api.CheckObjectName(n); err != nil {
-			return err
-		}
-	}
 	q := r.URL.Query()
-	srcGen, err := queryInt(q, "sourceGeneration")
-	if err != nil {
+	req := &copyRequest{srcBucket: srcBkt, srcName: srcName, dstBucket: dstBkt, dstName: dstName,
+		rewrite: rewrite, predefined: q.Get("destinationPredefinedAcl"), tenant: lastValue(r.Header, header.TenantKey)}
+	if req.srcGen, err = queryInt(q, "sourceGeneration"); err != nil {
 		return err
 	}
-	srcCond, err := sourceConditions(q)
-	if err != nil {
+	if req.srcCond, err = sourceConditions(q); err != nil {
 		return err
 	}
-	dstCond, err := queryConditions(q)
-	if err != nil {
+	if req.dstCond, err = queryConditions(q); err != nil {
 		return err
 	}
-	tok := rewriteToken{SrcBucket: srcBkt, SrcObject: srcName, DstBucket: dstBkt, DstObject: dstName}
-	var step int64
 	if rewrite {
-		if t := q.Get("rewriteToken"); t != "" {
-			got, err := parseRewriteToken(t, tok)
-			if err != nil {
-				return err
-			}
-			if srcGen != 0 && srcGen != got.SrcGen {
-				return store.Errorf(store.KindInvalid, "sourceGeneration %d is not the generation the rewrite reads, %d", srcGen, got.SrcGen)
-			}
-			tok, srcGen = got, got.SrcGen
-		}
-		if step, err = queryInt(q, "maxBytesRewrittenPerCall"); err != nil {
+		req.token = q.Get("rewriteToken")
+		if req.step, err = queryInt(q, "maxBytesRewrittenPerCall"); err != nil {
 			return err
-		}
-		if step < 0 || step%rewriteStep != 0 {
-			return store.Errorf(store.KindInvalid, "maxBytesRewrittenPerCall %d is not a multiple of %d", step, rewriteStep)
 		}
 	}
 	var meta objectMetadata
 	if err := json.NewDecoder(io.LimitReader(r.Body, maxMetadataBody)).Decode(&meta); err != nil && !errors.Is(err, io.EOF) {
 		return store.Errorf(store.KindInvalid, "the request body is not a JSON object resource: %v", err)
 	}
-	srcB, err := s.store.Bucket(srcBkt)
+	req.edit = func(a *store.Attrs, dst *store.Bucket) error {
+		if err := meta.apply(a, true); err != nil {
+			return err
+		}
+		sc, present, _, err := meta.str("storageClass")
+		if err != nil {
+			return err
+		}
+		a.StorageClass = sc
+		if !present || sc == "" {
+			a.StorageClass = dst.Attrs().StorageClass
+		}
+		return nil
+	}
+	res, err := s.copy(req)
 	if err != nil {
 		return err
 	}
-	o, err := srcB.Get(srcName, srcGen)
-	if err != nil {
-		return err
+	if !rewrite {
+		writeJSON(w, http.StatusOK, resource(res.bucket, res.stored, baseURL(r)))
+		return nil
 	}
-	if err := srcCond.Check(o); err != nil {
-		return err
+	out := &rewriteResponse{
+		Kind: "storage#rewriteResponse", TotalBytesRewritten: strconv.FormatInt(res.done, 10),
+		ObjectSize: strconv.FormatInt(res.size, 10), Done: res.stored != nil, RewriteToken: res.token,
+	}
+	if res.stored != nil {
+		out.Resource = resource(res.bucket, res.stored, baseURL(r))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// copyRequest is a copy or a rewrite, as either API asks for it.
+type copyRequest struct {
+	srcBucket, srcName string
+	srcGen             int64 // 0: the live object
+	srcCond, dstCond   *store.Conditions
+	dstBucket, dstName string
+	rewrite            bool
+	token              string // the rewrite's token, "" on its first call
+	step               int64  // maxBytesRewrittenPerCall; 0: one call
+	predefined         string // destinationPredefinedAcl
+	tenant             string
+	// edit sets the destination's attributes from the request, once the
+	// source's were copied; dst is the destination bucket.
+	edit func(a *store.Attrs, dst *store.Bucket) error
+}
+
+// copyResult is what one call of a copy or rewrite did: the object stored
+// when it is done, else the token of the next call.
+type copyResult struct {
+	bucket     *store.Bucket // the destination's
+	stored     *store.Object // nil until done
+	done, size int64         // bytes rewritten so far, of size
+	token      string        // for the next call, if not done
+}
+
+// copy carries out one call of a copy or rewrite: see copyObject.
+func (s *Server) copy(req *copyRequest) (*copyResult, error) {
+	for _, n := range []string{req.srcName, req.dstName} {
+		if err := api.CheckObjectName(n); err != nil {
+			return nil, err
+		}
+	}
+	tok := rewriteToken{SrcBucket: req.srcBucket, SrcObject: req.srcName, DstBucket: req.dstBucket, DstObject: req.dstName}
+	srcGen, step := req.srcGen, req.step
+	if req.rewrite {
+		if req.token != "" {
+			got, err := parseRewriteToken(req.token, tok)
+			if err != nil {
+				return nil, err
+			}
+			if srcGen != 0 && srcGen != got.SrcGen {
+				return nil, store.Errorf(store.KindInvalid, "sourceGeneration %d is not the generation the rewrite reads, %d", srcGen, got.SrcGen)
+			}
+			tok, srcGen = got, got.SrcGen
+		}
+		if step < 0 || step%rewriteStep != 0 {
+			return nil, store.Errorf(store.KindInvalid, "maxBytesRewrittenPerCall %d is not a multiple of %d", step, rewriteStep)
+		}
+	}
+	srcB, err := s.store.Bucket(req.srcBucket)
+	if err != nil {
+		return nil, err
+	}
+	o, err := srcB.Get(req.srcName, srcGen)
+	if err != nil {
+		return nil, err
+	}
+	if err := req.srcCond.Check(o); err != nil {
+		return nil, err
 	}
 	if o.FinalizeTime() == 0 {
-		return store.Errorf(store.KindInvalid, "object %q is not finalized: it cannot be copied", srcName)
+		return nil, store.Errorf(store.KindInvalid, "object %q is not finalized: it cannot be copied", req.srcName)
 	}
-	dstB, err := s.store.Bucket(dstBkt)
+	dstB, err := s.store.Bucket(req.dstBucket)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	live, _ := dstB.Get(dstName, 0)
-	if err := dstCond.Check(live); err != nil {
-		return err
+	live, _ := dstB.Get(req.dstName, 0)
+	if err := req.dstCond.Check(live); err != nil {
+		return nil, err
 	}
-	if rewrite {
+	res := &copyResult{bucket: dstB, size: o.Size(), done: o.Size()}
+	if req.rewrite {
 		tok.SrcGen = o.Generation()
 		if step == 0 {
 			step = o.Size()
 		}
 		tok.Done = min(tok.Done+step, o.Size())
-		if tok.Done < o.Size() {
-			writeJSON(w, http.StatusOK, &rewriteResponse{
-				Kind: "storage#rewriteResponse", TotalBytesRewritten: strconv.FormatInt(tok.Done, 10),
-				ObjectSize: strconv.FormatInt(o.Size(), 10), RewriteToken: tok.String(),
-			})
-			return nil
+		if res.done = tok.Done; tok.Done < o.Size() {
+			res.token = tok.String()
+			return res, nil
 		}
 	}
-	a, err := copyAttrs(o, meta, dstB, q.Get("destinationPredefinedAcl"))
-	if err != nil {
-		return err
-	}
-	c := store.Content{Parts: o.Parts(), Size: o.Size(), CRC32C: o.CRC32C(), HasMD5: o.HasMD5()}
-	copy(c.MD5[:], o.MD5())
-	stored, err := dstB.Put(dstName, a, c, dstCond, lastValue(r.Header, header.TenantKey))
-	if err != nil {
-		return err
-	}
-	res := resource(dstB, stored, baseURL(r))
-	if !rewrite {
-		writeJSON(w, http.StatusOK, res)
-		return nil
-	}
-	size := strconv.FormatInt(o.Size(), 10)
-	writeJSON(w, http.StatusOK, &rewriteResponse{Kind: "storage#rewriteResponse", TotalBytesRewritten: size, ObjectSize: size, Done: true, Resource: res})
-	return nil
-}
-
-// copyAttrs returns the attributes of the copy of o into bucket dst: o's,
-// without its ACL, holds and retention, patched with meta, with meta's
-// storage class or dst's, and the predefined ACL named predefined.
-func copyAttrs(o *store.Object, meta objectMetadata, dst *store.Bucket, predefined string) (store.Attrs, error) {
 	a := o.Attrs()
 	a.Metadata = maps.Clone(a.Metadata)
 	editExtra(&a, func(x *store.Extra) {
 		x.ACL, x.TemporaryHold, x.EventBasedHold = nil, false, nil
 		x.RetentionMode, x.RetainUntil = 0, 0
 	})
-	if err := meta.apply(&a, true); err != nil {
-		return a, err
-	}
-	sc, present, _, err := meta.str("storageClass")
-	if err != nil {
-		return a, err
-	}
-	a.StorageClass = sc
-	if !present || sc == "" {
-		a.StorageClass = dst.Attrs().StorageClass
+	if err := req.edit(&a, dstB); err != nil {
+		return nil, err
 	}
 	if len(a.Metadata) == 0 {
 		a.Metadata = nil
 	}
-	return a, applyPredefinedACL(&a, predefined)
+	if err := applyPredefinedACL(&a, req.predefined); err != nil {
+		return nil, err
+	}
+	c := store.Content{Parts: o.Parts(), Size: o.Size(), CRC32C: o.CRC32C(), HasMD5: o.HasMD5()}
+	copy(c.MD5[:], o.MD5())
+	if res.stored, err = dstB.Put(req.dstName, a, c, req.dstCond, req.tenant); err != nil {
+		return nil, err
+	}
+	return res, nil
 }

@@ -233,7 +233,7 @@ type retryMethod struct {
 
 // retryMethods are the method names the retry test API knows: those of the
 // testbench. The fake serves all of them over HTTP but
-// storage.objects.restore, and the object methods over gRPC.
+// storage.objects.restore, and over gRPC those grpcRetryMethods names.
 var retryMethods = func() map[string]retryMethod {
 	m := map[string]retryMethod{
 		"storage.objects.delete":  {http: true, grpc: true},
@@ -262,6 +262,11 @@ var retryMethods = func() map[string]retryMethod {
 		for _, verb := range []string{"list", "insert", "get", "update", "patch", "delete"} {
 			m["storage."+res+"."+verb] = retryMethod{http: true}
 		}
+	}
+	for _, name := range grpcRetryMethods {
+		rm := m[name]
+		rm.grpc = true
+		m[name] = rm
 	}
 	return m
 }()
@@ -302,6 +307,16 @@ var grpcRetryMethods = map[string]string{
 	MethodDeleteObject:        "storage.objects.delete",
 	MethodUpdateObject:        "storage.objects.patch",
 	MethodComposeObject:       "storage.objects.compose",
+	methodRewriteObject:       "storage.objects.rewrite",
+	methodGetBucket:           "storage.buckets.get",
+	methodCreateBucket:        "storage.buckets.insert",
+	methodDeleteBucket:        "storage.buckets.delete",
+	methodListBuckets:         "storage.buckets.list",
+	methodUpdateBucket:        "storage.buckets.patch",
+	methodLockRetention:       "storage.buckets.lockRetentionPolicy",
+	methodGetIamPolicy:        "storage.buckets.getIamPolicy",
+	methodSetIamPolicy:        "storage.buckets.setIamPolicy",
+	methodTestIamPermissions:  "storage.buckets.testIamPermissions",
 }
 
 // retryTest is one test of the retry test API: per method, the

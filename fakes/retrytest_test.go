@@ -81,7 +81,7 @@ func TestRetryTestAPIRejects(t *testing.T) {
 		{"unknown transport", `{"instructions": {"storage.objects.get": ["return-503"]}, "transport": "SMTP"}`, 400, "SMTP"},
 		{"unknown method", `{"instructions": {"storage.objects.frob": ["return-503"]}}`, 400, "storage.objects.frob"},
 		{"method not served over HTTP", `{"instructions": {"storage.objects.restore": ["return-503"]}}`, 501, "storage.objects.restore is not implemented by the fake over HTTP"},
-		{"method not served over gRPC", `{"instructions": {"storage.buckets.get": ["return-503"]}, "transport": "GRPC"}`, 501, "storage.buckets.get is not implemented by the fake over GRPC"},
+		{"method not served over gRPC", `{"instructions": {"storage.bucket_acl.list": ["return-503"]}, "transport": "GRPC"}`, 501, "storage.bucket_acl.list is not implemented by the fake over GRPC"},
 		{"unknown instruction", `{"instructions": {"storage.objects.get": ["return-teapot"]}}`, 400, "return-teapot"},
 		{"status below 400", `{"instructions": {"storage.objects.get": ["return-200"]}}`, 400, "return-200"},
 		{"redirect over HTTP", `{"instructions": {"storage.objects.insert": ["redirect-send-token-abc"]}}`, 501, "redirect-send-token-abc"},
