@@ -38,6 +38,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveRetryTests(w, r, path)
 		return
 	}
+	if path == startGRPCPath {
+		s.serveStartGRPC(w, r)
+		return
+	}
 	rt := s.route(r, path)
 	c := &Call{Method: rt.method, Bucket: rt.bucket, Object: rt.object, Tenant: lastValue(r.Header, header.TenantKey)}
 	rt.call = c

@@ -504,3 +504,19 @@ func TestRetryTestGRPCStreamStatus(t *testing.T) {
 		completed(t, srv, id)
 	}
 }
+
+// TestStartGRPC answers the testbench's start of its gRPC server as the
+// testbench does once it listens: on the fake's own port, and refuses
+// another.
+func TestStartGRPC(t *testing.T) {
+	srv, _ := start(t)
+	_, port, _ := strings.Cut(srv.GRPCAddr(), ":")
+	for _, q := range []string{"", "?port=" + port} {
+		if r := do(t, srv, "GET", "/start_grpc"+q, nil); r.status != http.StatusOK || string(r.body) != port {
+			t.Fatalf("start_grpc%s: %d %q", q, r.status, r.body)
+		}
+	}
+	if _, msg := do(t, srv, "GET", "/start_grpc?port=1", nil).errorReason(t, http.StatusBadRequest); !strings.Contains(msg, srv.GRPCAddr()) {
+		t.Fatalf("message %q does not name the address", msg)
+	}
+}
