@@ -3,8 +3,8 @@ package uploader
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"strings"
@@ -31,7 +31,7 @@ import (
 // neither sends credentials.
 const EmulatorEnv = "STORAGE_EMULATOR_HOST_GRPC"
 
-var errClientClosed = errors.New("client is closed")
+var errClientClosed = fmt.Errorf("client is closed: %w", fs.ErrClosed)
 
 // Client uploads objects to GCS over its gRPC API, or its JSON API when made
 // WithHTTP. It is safe for concurrent use; create one per process and share

@@ -138,17 +138,20 @@
 // # Errors
 //
 // Every error that NewClient, NewWriter, the Writer's methods and Upload
-// return is an *Error with a gRPC code and the cause:
+// return is an *Error with a gRPC code and the cause. A Writer's methods
+// called from several goroutines at once panic instead: that is a bug in
+// the caller, not an outcome.
 //
 //   - codes.InvalidArgument: an invalid bucket or object name, option,
 //     buffer, header or reader, found before anything was sent; or a request
 //     the service refused;
 //   - codes.FailedPrecondition: a precondition did not hold (the service's
-//     answer), or the Writer was misused (used after Close, or from several
-//     goroutines at once), or the client is closed;
+//     answer, and nothing else);
 //   - codes.Canceled and codes.DeadlineExceeded: the context ended (the cause
 //     wraps context.Canceled or context.DeadlineExceeded, so errors.Is works),
-//     or CloseWithError abandoned the upload (Canceled);
+//     or CloseWithError abandoned the upload (Canceled), or the client, or
+//     for a Write after a successful Close the Writer, was closed (Canceled,
+//     and errors.Is(err, fs.ErrClosed) holds);
 //   - codes.DataLoss: the service found a checksum mismatch, or reported a
 //     size or CRC32C other than what was sent;
 //   - codes.Unavailable: the network failed (the retries ran out, or the

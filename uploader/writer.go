@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"sync/atomic"
 	"time"
 
@@ -17,8 +18,7 @@ import (
 )
 
 var (
-	errClosed         = errors.New("writer is closed")
-	errConcurrentUse  = errors.New("Writer used by several goroutines at once: its methods must not run concurrently")
+	errClosed         = fmt.Errorf("writer is closed: %w", fs.ErrClosed)
 	errNilReader      = errors.New("nil reader: write an empty object from an empty reader (for example bytes.NewReader(nil))")
 	errAbandonedEmpty = errors.New("upload abandoned")
 )
@@ -36,8 +36,11 @@ var (
 // The object becomes visible only when Close returns nil. An error, a cancelled
 // context or CloseWithError never finalizes it: nothing partial is ever stored.
 //
-// A Writer is not safe for concurrent use: a method called while another runs
-// returns an error, and the upload fails. Close (or CloseWithError) must be
+// A Writer is not safe for concurrent use: a method called while another
+// runs panics, since the caller has a bug (cancel the upload's context to
+// abort it from another goroutine). A Write or ReadFrom after Close returns
+// the upload's error, or, after a successful Close, an error with code
+// Canceled that matches fs.ErrClosed. Close (or CloseWithError) must be
 // called to release its buffers.
 type Writer struct {
 	upload // what the transport reads: target, spec, checksums, chunk lifetimes
@@ -48,7 +51,7 @@ type Writer struct {
 	mode   mode         // how the chunks reach the service; nil until the first chunk is full (or Close)
 	ev     uploadEvents // what the upload reports while it runs and when it ends
 
-	use      atomic.Uint32 // useBusy: a method runs; useMisused: one was called while another ran
+	busy     atomic.Bool // a method runs
 	closed   bool
 	recorded bool         // the upload's end was recorded
 	err      error        // sticky; set once
@@ -81,7 +84,7 @@ func (w *Writer) init(ctx context.Context, bucket, object string, opts []WriterO
 		return invalid("NewWriter", bucket, object, "%w", err)
 	}
 	if err := w.c.closedErr(); err != nil {
-		return &Error{Op: "NewWriter", Bucket: bucket, Object: object, Code: codes.FailedPrecondition, Err: err}
+		return &Error{Op: "NewWriter", Bucket: bucket, Object: object, Code: codes.Canceled, Err: err}
 	}
 	w.cfg.retry = &w.c.retry
 	w.cfg.chunkSize = w.c.chunkSize
@@ -155,30 +158,20 @@ func (w *Writer) init(ctx context.Context, bucket, object string, opts []WriterO
 	return nil
 }
 
-// enter marks the start of a method; a method already running elsewhere is
-// misuse, reported to the caller and, at Close, to the upload.
-func (w *Writer) enter(op string) error {
-	if w.use.Or(useBusy)&useBusy != 0 {
-		w.use.Or(useMisused)
-		return &Error{Op: op, Bucket: w.bucket, Object: w.object, Code: codes.FailedPrecondition, Err: errConcurrentUse}
+// enter marks the start of a method. A method already running elsewhere
+// is misuse, a bug in the caller: it panics (see Writer).
+func (w *Writer) enter(op string) {
+	if w.busy.Swap(true) {
+		panic("uploader: Writer." + op + " called while another of its methods runs: a Writer is not safe for concurrent use (to abort an upload from another goroutine, cancel its context)")
 	}
-	return nil
 }
 
-func (w *Writer) leave() { w.use.And(^useBusy) }
-
-// The bits of Writer.use.
-const (
-	useBusy    uint32 = 1 << iota // a method runs
-	useMisused                    // a method was called while another ran
-)
+func (w *Writer) leave() { w.busy.Store(false) }
 
 // Write copies p into the Writer's chunks. It returns an error if the upload
 // has failed (the error stays; nothing will be stored).
 func (w *Writer) Write(p []byte) (int, error) {
-	if err := w.enter("Write"); err != nil {
-		return 0, err
-	}
+	w.enter("Write")
 	defer w.leave()
 	return w.write(p)
 }
@@ -207,9 +200,7 @@ func (w *Writer) write(p []byte) (int, error) {
 // into the Writer instead. The returned error is r's error, or the upload's;
 // either fails the upload. A nil r is an error.
 func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
-	if err := w.enter("ReadFrom"); err != nil {
-		return 0, err
-	}
+	w.enter("ReadFrom")
 	defer w.leave()
 	if err := w.usable("ReadFrom"); err != nil {
 		return 0, err
@@ -259,7 +250,7 @@ func (w *Writer) usable(op string) error {
 		return w.err
 	}
 	if w.closed {
-		return &Error{Op: op, Bucket: w.bucket, Object: w.object, Code: codes.FailedPrecondition, Err: errClosed}
+		return &Error{Op: op, Bucket: w.bucket, Object: w.object, Code: codes.Canceled, Err: errClosed}
 	}
 	if err := w.ctx.Err(); err != nil {
 		w.fail(op, err)
@@ -329,9 +320,7 @@ func (w *Writer) fail(op string, err error) {
 // returns. Close releases every buffer the Writer held before it returns,
 // whatever the outcome. Closing twice returns the first result.
 func (w *Writer) Close() error {
-	if err := w.enter("Close"); err != nil {
-		return err
-	}
+	w.enter("Close")
 	defer w.leave()
 	if w.closed {
 		return w.err
@@ -342,10 +331,6 @@ func (w *Writer) Close() error {
 		return err
 	}
 	w.closed = true
-	if w.use.Load()&useMisused != 0 {
-		w.fail("Close", &Error{Op: "Close", Bucket: w.bucket, Object: w.object, Code: codes.FailedPrecondition, Err: errConcurrentUse})
-		return w.err
-	}
 	if w.ch.NeedsBuffer() && w.ch.Holding() {
 		// A byte read past a full chunk waits for a buffer.
 		if err := w.room(); err != nil {
@@ -373,9 +358,7 @@ func (w *Writer) Close() error {
 // released, and later calls return an error wrapping err. It returns nil, or
 // the error of an upload that had already failed.
 func (w *Writer) CloseWithError(err error) error {
-	if eerr := w.enter("CloseWithError"); eerr != nil {
-		return eerr
-	}
+	w.enter("CloseWithError")
 	defer w.leave()
 	if w.closed {
 		return w.err
