@@ -404,17 +404,20 @@ func (w *Writer) release() {
 	if w.mode != nil {
 		w.mode.close()
 	}
-	done := func() {
-		w.life.wait()
-		if a, ok := w.life.alloc.(*tenantAlloc); ok {
-			a.done()
-		}
-	}
 	if w.ctx.Err() != nil && !w.cfg.hasBuffer && w.life.holding() {
-		w.c.background(done)
+		w.c.background(w.buffersBack)
 		return
 	}
-	done()
+	w.buffersBack()
+}
+
+// buffersBack waits until every buffer of the upload is back, and then
+// gives back its tenant's slot.
+func (w *Writer) buffersBack() {
+	w.life.wait()
+	if a, ok := w.life.alloc.(*tenantAlloc); ok {
+		a.done()
+	}
 }
 
 // finished checks the service's object against what was sent.
