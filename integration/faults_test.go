@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -126,7 +128,14 @@ func TestRandomFaults(t *testing.T) {
 		uploader.WithRetryDeadline(20 * time.Second),
 	}
 	short := append(retry[:len(retry):len(retry)], uploader.WithAttemptTimeout(time.Second))
-	common := []option.ClientOption{uploader.WithPool(buffers), option.WithoutAuthentication()}
+	// Warnings (a temporary object that could not be deleted, say) are
+	// kept for the report.
+	var warnings struct {
+		sync.Mutex
+		bytes.Buffer
+	}
+	logger := slog.New(slog.NewTextHandler(&lockedWriter{mu: &warnings.Mutex, w: &warnings.Buffer}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	common := []option.ClientOption{uploader.WithPool(buffers), option.WithoutAuthentication(), uploader.WithLogger(logger)}
 	grpcOpts := append(common[:len(common):len(common)], option.WithEndpoint(gp.Addr()),
 		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())))
 	// The JSON clients find the emulator through STORAGE_EMULATOR_HOST, as
@@ -326,6 +335,15 @@ func TestRandomFaults(t *testing.T) {
 	for _, o := range temps {
 		t.Errorf("temporary object left: %s", o.Name)
 	}
+	if len(temps) > 0 {
+		warnings.Lock()
+		for _, l := range strings.Split(warnings.String(), "\n") {
+			if strings.Contains(l, "temporary") {
+				t.Log(l)
+			}
+		}
+		warnings.Unlock()
+	}
 	if s := buffers.Stats(); s.InUseBytes != 0 {
 		t.Errorf("%d bytes of buffers in use after every client closed", s.InUseBytes)
 	}
@@ -365,3 +383,15 @@ func deleteObject(t *testing.T, srv *fakes.Server, name string) {
 
 // noKeepAlive is an HTTP client that leaves no connection behind.
 var noKeepAlive = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
