@@ -22,6 +22,7 @@ import (
 
 	"github.com/objup/objup/internal/wire"
 	"github.com/objup/objup/pool"
+	"github.com/objup/objup/uploader/internal/admit"
 	"github.com/objup/objup/uploader/internal/netcut"
 )
 
@@ -49,6 +50,7 @@ type Client struct {
 	tenants     tenants
 	closed      atomic.Bool
 	cut         *netcut.Dialer // dials the client's connections, so an abandoned attempt can be cut
+	stage       *admit.Stage   // the admission of writes per bucket; nil WithoutAdmission
 	bgMu        sync.Mutex     // orders background's Add with Close's Wait
 	bg          sync.WaitGroup // work that outlives an upload's call: deleting temporary objects, cancelling sessions
 }
@@ -120,6 +122,7 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 			return nil, newError("NewClient", "", "", fmt.Errorf("HTTP transport: %w", err))
 		}
 		c.tr, c.conns = t, DefaultConnectionPool
+		c.admit(cfg)
 		return c, nil
 	}
 	dial := append(defaultDialOptions(), option.WithGRPCDialOption(grpc.WithConnectParams(grpc.ConnectParams{
@@ -156,7 +159,19 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 		// buffer would only hold chunk references longer.
 		grpc.MaxRetryRPCBufferSize(0),
 	}, c.cut)
+	c.admit(cfg)
 	return c, nil
+}
+
+// admit puts the admission stage in front of the client's transport,
+// unless WithoutAdmission said otherwise.
+func (c *Client) admit(cfg clientConfig) {
+	if cfg.noAdmission {
+		return
+	}
+	c.stage = admit.New(tenantOf, nil)
+	c.tr = admitted{transport: c.tr, stage: c.stage}
+	c.tel.observeAdmission(c.stage)
 }
 
 // DefaultConnectionPool is the number of gRPC connections a client keeps

@@ -31,6 +31,7 @@ type clientConfig struct {
 	keepalive    keepaliveConfig
 	telemetry    telemetryConfig
 	http         bool
+	noAdmission  bool  // WithoutAdmission
 	err          error // the first invalid option
 }
 

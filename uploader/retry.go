@@ -19,9 +19,14 @@ type RetryPolicy int
 const (
 	// RetryIdempotent retries only what is safe to repeat: a resumable upload
 	// (its session resumes where the service left off, so a retry never
-	// writes twice), and a one-shot upload whose precondition
-	// (WithDoesNotExist, WithGenerationMatch, ...) makes it idempotent. It is
-	// the default, as in the official client.
+	// writes twice), a one-shot upload whose precondition
+	// (WithDoesNotExist, WithGenerationMatch, ...) makes it idempotent, and
+	// any write the service refused for load (RESOURCE_EXHAUSTED, HTTP 429):
+	// the front end refuses such a request before it is applied (RFC 6585's
+	// rate limiting), so repeating it cannot write twice. A 503 may come
+	// after the write was applied, and follows idempotence. It is the
+	// default, as in the official client (which does not retry a refused
+	// unconditional write).
 	RetryIdempotent RetryPolicy = iota
 	// RetryAlways retries every upload, including unconditional one-shot ones
 	// (a retried one-shot upload may then overwrite a concurrent writer's
@@ -263,6 +268,9 @@ func (r *retrier) retryable(err error, sent, idempotent bool) bool {
 	switch {
 	case r.cfg.policy == RetryNever:
 		return false
+	case sent && status.Code(err) == codes.ResourceExhausted:
+		// Refused for load (429), before it was applied: repeating it
+		// cannot write twice, whatever the policy says of idempotence.
 	case !idempotent && r.cfg.policy != RetryAlways:
 		return false
 	case !sent && !isNetworkCode(status.Code(err)):
@@ -271,6 +279,11 @@ func (r *retrier) retryable(err error, sent, idempotent bool) bool {
 		return r.cfg.shouldRetry(err)
 	}
 	return ShouldRetry(err)
+}
+
+// paced reports whether the upload's writes pass an admission stage.
+func (r *retrier) paced() bool {
+	return r.ev != nil && r.ev.tg != nil && r.ev.tg.c != nil && r.ev.tg.c.stage != nil
 }
 
 func isNetworkCode(c codes.Code) bool {
@@ -304,6 +317,10 @@ func (r *retrier) retry(ctx context.Context, op string, err error, sent, idempot
 		return fmt.Errorf("%w: retry deadline of %v reached after %d attempts: %w", errRetryExhausted, r.cfg.deadline, r.attempts, err)
 	}
 	pause := min(r.bo.Pause(), left)
+	if isPushback(err) && !isNamePushback(err) && r.paced() {
+		// The admission stage paces the retry, at its turn by age.
+		pause = 0
+	}
 	r.ev.retried(op, err, pause)
 	t := time.NewTimer(pause)
 	defer t.Stop()

@@ -2,6 +2,7 @@ package uploader
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/objup/objup/header"
 	"github.com/objup/objup/pool"
+	"github.com/objup/objup/uploader/internal/admit"
 )
 
 // instrumentationName names objup's meter and tracer.
@@ -48,6 +50,10 @@ type telemetry struct {
 	retries  metric.Int64Counter
 	resumes  metric.Int64Counter
 	gauges   metric.Registration
+	meter    metric.Meter // nil without a meter provider
+	// The admission stage's: waits, and per bucket its rate and counts.
+	admissionWait metric.Float64Histogram
+	admission     metric.Registration
 	// Per tenant, only WithTenantAttribute.
 	bufferWait metric.Float64Histogram
 	limitWaits metric.Int64Counter
@@ -139,6 +145,7 @@ func newTelemetry(cfg telemetryConfig, alloc pool.Allocator) (*telemetry, error)
 		return t, nil
 	}
 	m := mp.Meter(instrumentationName)
+	t.meter = m
 	var err error
 	if t.duration, err = m.Float64Histogram("objup.upload.duration", metric.WithUnit("s"),
 		metric.WithDescription("Time from NewWriter to the end of the upload."),
@@ -160,6 +167,11 @@ func newTelemetry(cfg telemetryConfig, alloc pool.Allocator) (*telemetry, error)
 	}
 	if t.resumes, err = m.Int64Counter("objup.upload.resumes", metric.WithUnit("{resume}"),
 		metric.WithDescription("Resumable sessions resumed after a broken stream.")); err != nil {
+		return nil, err
+	}
+	if t.admissionWait, err = m.Float64Histogram("objup.admission.wait", metric.WithUnit("s"),
+		metric.WithDescription("Waits of writes for their turn at a bucket that pushed back, by tenant with WithTenantAttribute."),
+		metric.WithExplicitBucketBoundaries(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)); err != nil {
 		return nil, err
 	}
 	if cfg.tenant != nil {
@@ -203,11 +215,43 @@ func newTelemetry(cfg telemetryConfig, alloc pool.Allocator) (*telemetry, error)
 	return t, nil
 }
 
-// close unregisters the pool's gauges.
+// close unregisters the pool's and the admission's gauges.
 func (t *telemetry) close() {
 	if t.gauges != nil {
 		_ = t.gauges.Unregister()
 	}
+	if t.admission != nil {
+		_ = t.admission.Unregister()
+	}
+}
+
+// observeAdmission registers the admission stage's figures, per bucket
+// (attribute objup.bucket): objup.admission.rate, the learned rate (0 while
+// the bucket has not pushed back), and the counters
+// objup.admission.rejections and objup.admission.waits.
+func (t *telemetry) observeAdmission(s *admit.Stage) {
+	if t.meter == nil {
+		return
+	}
+	rate, err1 := t.meter.Float64ObservableGauge("objup.admission.rate", metric.WithUnit("{write}/s"),
+		metric.WithDescription("The rate of writes a bucket admits, as learnt from its pushback; 0 while it has not pushed back."))
+	rejections, err2 := t.meter.Int64ObservableCounter("objup.admission.rejections", metric.WithUnit("{write}"),
+		metric.WithDescription("Writes the service refused for load (429, RESOURCE_EXHAUSTED, 503), per bucket."))
+	waits, err3 := t.meter.Int64ObservableCounter("objup.admission.waits", metric.WithUnit("{write}"),
+		metric.WithDescription("Writes that waited for their turn, per bucket."))
+	if errors.Join(err1, err2, err3) != nil {
+		return
+	}
+	t.admission, _ = t.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		s.Each(func(b *admit.Bucket) {
+			st := b.Stats()
+			at := metric.WithAttributes(attribute.String("objup.bucket", b.Name()))
+			o.ObserveFloat64(rate, st.Rate, at)
+			o.ObserveInt64(rejections, st.Rejections, at)
+			o.ObserveInt64(waits, st.Waits, at)
+		})
+		return nil
+	}, rate, rejections, waits)
 }
 
 // startSpan starts the span of an upload, if tracing is on, and returns the
@@ -363,6 +407,17 @@ func (e *uploadEvents) waited(d time.Duration) {
 	}
 	if t.bufferWait != nil {
 		t.bufferWait.Record(e.tg.ctx, d.Seconds(), t.tenantOpts(e.tg.ctx).record...)
+	}
+}
+
+// admitted notes a write's wait for its turn at the admission stage.
+func (e *uploadEvents) admitted(d time.Duration) {
+	t := e.tg.c.tel
+	if l := t.logger; l != nil && d > 100*time.Millisecond {
+		l.LogAttrs(e.tg.ctx, slog.LevelDebug, "objup: waited for admission", e.logAttrs(slog.Duration("wait", d))...)
+	}
+	if t.admissionWait != nil {
+		t.admissionWait.Record(e.tg.ctx, d.Seconds(), t.tenantOpts(e.tg.ctx).record...)
 	}
 }
 

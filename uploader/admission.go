@@ -1,0 +1,150 @@
+package uploader
+
+import (
+	"strings"
+	"time"
+
+	"google.golang.org/api/option"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/objup/objup/internal/wire"
+	"github.com/objup/objup/uploader/internal/admit"
+)
+
+// WithoutAdmission turns the client's admission stage off: every write goes
+// out at once, and a write the service refuses for load (429,
+// RESOURCE_EXHAUSTED, 503) is only retried with the backoff, as with the
+// official client. Use it when the application paces its writes itself.
+//
+// By default every object write of a client (a one-shot upload, a
+// resumable session's start, a parallel upload's parts, composes and
+// deletes; not the data of a session) passes one admission stage per
+// bucket. It costs an atomic load per write until the service first
+// pushes back; from then on it admits writes at a rate it learns from the
+// service's answers: cut to a share of what was answered when pushed
+// back, grown again along a cubic curve while writes succeed. Writes wait
+// for their turn as their context allows, never failing for it, a tenant
+// at a time (the tenant of header.WithTenant or Item.Tenant) and within a
+// tenant oldest first, so an upload that lost a few rounds is not passed
+// by newer ones. Since retries pass the same stage, they cannot multiply
+// the load, and several processes writing to one bucket each settle at a
+// share of it without talking to each other. A refusal for one object
+// name's own rate (about one write a second per name) does not slow the
+// bucket.
+func WithoutAdmission() option.ClientOption {
+	return newClientOption(func(c *clientConfig) { c.noAdmission = true })
+}
+
+// admitted is a transport whose object writes pass the client's admission
+// stage: each attempt waits for its turn in its bucket, and its answer
+// teaches the stage the bucket's rate. The data of a resumable session
+// (its stream, its status queries) passes freely: the session's start was
+// admitted.
+type admitted struct {
+	transport
+	stage *admit.Stage
+}
+
+// wait waits for u's write's turn; its error is the context's, as a
+// request that never left.
+func (a admitted) wait(u *upload) (*admit.Bucket, error) {
+	b := a.stage.Bucket(u.bucket)
+	var prio int64
+	if ev := u.life.ev; ev != nil {
+		prio = int64(ev.start)
+	}
+	d, err := b.Wait(u.ctx, prio)
+	if ev := u.life.ev; ev != nil && d > 0 {
+		ev.admitted(d)
+	}
+	if err != nil {
+		return nil, status.FromContextError(err).Err()
+	}
+	return b, nil
+}
+
+func (a admitted) writeObject(u *upload, rs []*chunkRef, timeout time.Duration) (*wire.Object, bool, error) {
+	b, err := a.wait(u)
+	if err != nil {
+		return nil, false, err
+	}
+	o, sent, err := a.transport.writeObject(u, rs, timeout)
+	b.Answer(outcomeOf(err))
+	return o, sent, err
+}
+
+func (a admitted) startUpload(u *upload, timeout time.Duration) (string, error) {
+	b, err := a.wait(u)
+	if err != nil {
+		return "", err
+	}
+	id, err := a.transport.startUpload(u, timeout)
+	b.Answer(outcomeOf(err))
+	return id, err
+}
+
+func (a admitted) composeObject(u *upload, srcs []source, timeout time.Duration) (*wire.Object, error) {
+	b, err := a.wait(u)
+	if err != nil {
+		return nil, err
+	}
+	o, err := a.transport.composeObject(u, srcs, timeout)
+	b.Answer(outcomeOf(err))
+	return o, err
+}
+
+func (a admitted) deleteObject(u *upload, name string, gen int64, timeout time.Duration) error {
+	b, err := a.wait(u)
+	if err != nil {
+		return err
+	}
+	err = a.transport.deleteObject(u, name, gen, timeout)
+	b.Answer(outcomeOf(err))
+	return err
+}
+
+func (a admitted) close() error {
+	a.stage.Close()
+	return a.transport.close()
+}
+
+// outcomeOf tells the admission stage what an attempt's error says of the
+// bucket's load.
+func outcomeOf(err error) admit.Outcome {
+	switch {
+	case err == nil:
+		return admit.OK
+	case isNamePushback(err):
+		return admit.NamePushback
+	case isPushback(err):
+		return admit.Pushback
+	}
+	return admit.Other
+}
+
+// isPushback reports whether err is the service pushing back for load:
+// RESOURCE_EXHAUSTED (HTTP 429), or an HTTP 503 answer. A gRPC
+// UNAVAILABLE is not counted: gRPC also reports a broken connection so,
+// and the network's faults say nothing of the bucket's load.
+func isPushback(err error) bool {
+	switch status.Code(err) {
+	case codes.ResourceExhausted:
+		return true
+	case codes.Unavailable:
+		s, _ := status.FromError(err)
+		return strings.HasPrefix(s.Message(), "HTTP 503")
+	}
+	return false
+}
+
+// isNamePushback reports whether err refuses a write for its object's own
+// rate of mutations, as GCS words it ("exceeded the rate limit for object
+// mutation operations").
+func isNamePushback(err error) bool {
+	if status.Code(err) != codes.ResourceExhausted {
+		return false
+	}
+	s, _ := status.FromError(err)
+	return strings.Contains(s.Message(), "object mutation")
+}
