@@ -174,10 +174,13 @@ func (g *grpcTransport) abandoned(u *upload, timedOut bool, timeout time.Duratio
 	switch {
 	case u.ctx.Err() != nil && !u.scratch.settle:
 		u.scratch.open = true
-	case timedOut && local != nil:
-		g.cut.Cut(local)
+	case timedOut && local != nil && g.cut.Cut(local):
 	case timedOut:
+		// A stall that began after the attempt did leaves its connection
+		// heard from within the timeout: the cut may miss it, so the
+		// attempt stays open until fenced.
 		g.cut.CutSilent(timeout)
+		u.scratch.open = true
 	}
 }
 

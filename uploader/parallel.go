@@ -538,7 +538,8 @@ func (*parallel) path() string { return pathParallel }
 // close ends a parallel upload, in the background: it stops the parts
 // still uploading and waits for them (a part whose finishing request went
 // out runs to its answer, see attemptCtx), releases their chunks and the
-// part being filled, and deletes every temporary object that may exist,
+// part being filled, fences the parts' attempts that were abandoned uncut
+// (see transport.fence), and deletes every temporary object that may exist,
 // maxDeletes at a time, with a context of its own bounded by
 // cleanupTimeout. The Writer waits for it while the upload's context
 // lasts; Client.Close waits for it in any case.
@@ -558,13 +559,20 @@ func (p *parallel) close() {
 			}
 			p.cur = nil
 		}
-		var doomed []source
+		type temporary struct {
+			source
+			via  *grpcConn
+			open bool // an attempt was abandoned uncut: fence it first
+		}
+		var doomed []temporary
 		for _, pt := range p.parts {
 			if pt.gen != 0 || pt.sent.Load() {
-				doomed = append(doomed, source{name: pt.object, gen: pt.gen})
+				doomed = append(doomed, temporary{source: source{name: pt.object, gen: pt.gen}, via: pt.via, open: pt.scratch.open})
 			}
 		}
-		doomed = append(doomed, p.temps...)
+		for _, s := range p.temps {
+			doomed = append(doomed, temporary{source: s})
+		}
 		ctx, cancel := context.WithTimeout(base.ctx, cleanupTimeout)
 		defer cancel()
 		var g errgroup.Group
@@ -575,6 +583,13 @@ func (p *parallel) close() {
 				u.target = target{c: base.c, ctx: ctx, bucket: base.bucket, object: d.name, params: base.params}
 				u.ev = uploadEvents{tg: &u.target, span: w.ev.span, start: now()}
 				u.retry.init(cfg, &u.ev)
+				if d.open {
+					// An abandoned attempt of the part may still be on
+					// its way: it must arrive, or be cut, before the
+					// delete.
+					u.via, u.scratch.open = d.via, true
+					tr.fence(&u.upload, u.retry.attemptTimeout())
+				}
 				err := u.retry.do(&u.target, tr.names().delete, true, nil, func() (string, bool, error) {
 					err := tr.deleteObject(&u.upload, d.name, d.gen, u.retry.attemptTimeout())
 					if IsNotFound(err) {
