@@ -50,6 +50,9 @@ func jsonInt(raw json.RawMessage, what string) (int64, error) {
 // the body names the sources and the destination's attributes, the query
 // the destination's preconditions.
 func (s *Server) composeObject(w http.ResponseWriter, r *http.Request, bkt, name string) error {
+	if err := s.admitHTTP(r, bkt, name); err != nil {
+		return err
+	}
 	var req composeRequest
 	if err := json.NewDecoder(io.LimitReader(r.Body, maxMetadataBody)).Decode(&req); err != nil {
 		return store.Errorf(store.KindInvalid, "the request body is not a compose request: %v", err)
@@ -93,6 +96,9 @@ func (v *service) ComposeObject(ctx context.Context, req *wire.ComposeObjectRequ
 	dst := req.GetDestination()
 	b, err := v.s.objectRef(ctx, dst.GetBucket(), dst.GetName())
 	if err != nil {
+		return nil, err
+	}
+	if err := v.s.admitGRPC(ctx, b.Name(), dst.GetName()); err != nil {
 		return nil, err
 	}
 	if err := api.CheckCommon(req.GetCommonObjectRequestParams()); err != nil {

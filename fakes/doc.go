@@ -237,11 +237,58 @@
 // section at its end, on the goroutine that served it: a copy into the ring
 // and a map increment. [Server.Usage] reports the objects and bytes each
 // tenant has stored; GET /_objup/stats on the HTTP server serves both as
-// JSON.
+// JSON, with the sessions ([Server.Sessions]) and the write capacity's
+// counts ([Server.CapacityStats]).
 //
 // Tests inject failures into gRPC calls with [Server.FailCall],
 // [Server.BreakStream], [Server.CorruptNext] and [Server.Delay], and remove
 // them with [Server.ClearFaults].
+//
+// # Write capacity
+//
+// GCS limits a bucket's object writes (about 1,000 a second for a new
+// bucket, growing over minutes under load) and the writes to one object
+// name (about one a second), and answers more with HTTP 429 or gRPC
+// RESOURCE_EXHAUSTED, or 503. [WithCapacity] gives every bucket such a
+// capacity, and [WithBucketCapacity] one bucket its own: a
+// [capacity.Config] of package fakes/capacity, which says what each knob
+// models (a token bucket of writes with its rate and burst, autoscaling
+// once saturated, a limit per object name, a share of 503).
+//
+// One write is one call that creates, changes or deletes an object: over
+// gRPC, a WriteObject or BidiWriteObject stream whose first message has a
+// write_object_spec (a one-shot or appendable write), StartResumableWrite,
+// ComposeObject, DeleteObject, UpdateObject and the first call of a
+// RewriteObject; over JSON, objects.insert with uploadType media or
+// multipart, the POST that starts a resumable session, objects.compose,
+// objects.delete, objects.patch, objects.update, objects.copy and the
+// first call of objects.rewrite. The later requests of a session (a stream
+// that names an upload_id or continues an appendable object, the PUTs to a
+// session URI, status queries, the calls of a rewrite that carry its
+// token) and reads are not counted. A write is judged once its bucket and
+// object name are known, and before its content is read: a write to a
+// bucket that does not exist, or of a name GCS refuses, is answered with
+// that error and not counted.
+//
+// A refused write stores nothing, and is answered as GCS answers: a bucket
+// over its rate with gRPC codes.ResourceExhausted, or over JSON 429 with
+// {"error": {"code": 429, "message": M, "errors": [{"message": M,
+// "domain": "usageLimits", "reason": "rateLimitExceeded"}]}}, M saying
+// that the bucket exceeded its rate; the share of 503 as
+// codes.Unavailable, or 503 with reason "backendError"; an object name
+// over its rate with codes.ResourceExhausted or 429, M in GCS's words
+// for it, "The object BUCKET/NAME exceeded the rate limit for object
+// mutation operations (create, update, and delete). ...", so that a client
+// can tell a hot name from a full bucket. The tenant of each write is read
+// as the request log reads it. [Server.CapacityStats] counts, per bucket and
+// per tenant, the writes admitted and refused by each limit, with each
+// bucket's rate as autoscaling left it; GET /_objup/stats serves them too.
+//
+// A server without a capacity pays one nil check per write. With one, a
+// write costs a look-up of its bucket's state and one short critical
+// section under that bucket's own mutex; no goroutine or timer runs, and
+// the names remembered are those written in the last few seconds
+// (see package fakes/capacity).
 //
 // # Retry test API
 //

@@ -15,3 +15,9 @@ func SetKeepFinalized(n int) (restore func()) {
 func SetClock(s *Server, now func() time.Time) {
 	s.sessions.SetClock(now)
 }
+
+// WithCapacityClock makes the buckets' write capacity read the time from
+// now, for a test that moves time itself.
+func WithCapacityClock(now func() time.Time) Option {
+	return optionFunc(func(c *config) { c.capacityClock = now })
+}

@@ -136,6 +136,9 @@ func (v *service) DeleteObject(ctx context.Context, req *wire.DeleteObjectReques
 	if err != nil {
 		return nil, err
 	}
+	if err := v.s.admitGRPC(ctx, b.Name(), req.GetObject()); err != nil {
+		return nil, err
+	}
 	cond := api.ReadConditions(req.IfGenerationMatch, req.IfGenerationNotMatch, req.IfMetagenerationMatch, req.IfMetagenerationNotMatch)
 	if err := b.Remove(req.GetObject(), req.GetGeneration(), cond); err != nil {
 		return nil, err

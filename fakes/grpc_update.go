@@ -102,6 +102,9 @@ func (s *Server) grpcUpdateObject(ss grpc.ServerStream) error {
 	if err != nil {
 		return err
 	}
+	if err := s.admitGRPC(ss.Context(), b.Name(), in.GetName()); err != nil {
+		return err
+	}
 	if err := api.CheckCommon(u.common); err != nil {
 		return err
 	}

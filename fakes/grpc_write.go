@@ -47,6 +47,9 @@ func (s *Server) newUpload(ctx context.Context, spec *wire.WriteObjectSpec, comm
 	if err != nil {
 		return nil, err
 	}
+	if err := s.admitGRPC(ctx, bucket, res.GetName()); err != nil {
+		return nil, err
+	}
 	a := specAttrs(spec)
 	if a.Extra, err = specExtra(spec); err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package fakes
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -330,9 +331,13 @@ func writeError(w http.ResponseWriter, rt *httpRoute, err error) {
 		writeXMLError(w, st, reason, msg)
 		return
 	}
+	domain := "global"
+	if ae, ok := errors.AsType[*store.Error](err); ok && ae.Domain != "" {
+		domain = ae.Domain
+	}
 	writeJSON(w, st, &jsonError{Error: jsonErrorBody{
 		Code: st, Message: msg,
-		Errors: []jsonErrorItem{{Message: msg, Domain: "global", Reason: reason}},
+		Errors: []jsonErrorItem{{Message: msg, Domain: domain, Reason: reason}},
 	}})
 }
 

@@ -193,6 +193,11 @@ func (s *Server) copy(req *copyRequest) (*copyResult, error) {
 			return nil, err
 		}
 	}
+	if req.token == "" {
+		if err := s.admit(req.dstBucket, req.dstName, req.tenant); err != nil {
+			return nil, err
+		}
+	}
 	tok := rewriteToken{SrcBucket: req.srcBucket, SrcObject: req.srcName, DstBucket: req.dstBucket, DstObject: req.dstName}
 	srcGen, step := req.srcGen, req.step
 	if req.rewrite {

@@ -185,6 +185,9 @@ func parseRange(h string, size int64) (start, end int64, partial bool, err error
 
 // deleteObject serves objects.delete.
 func (s *Server) deleteObject(w http.ResponseWriter, r *http.Request, bkt, name string) error {
+	if err := s.admitHTTP(r, bkt, name); err != nil {
+		return err
+	}
 	if err := api.CheckObjectName(name); err != nil {
 		return err
 	}
@@ -212,6 +215,9 @@ func (s *Server) deleteObject(w http.ResponseWriter, r *http.Request, bkt, name 
 // change, which bumps the metageneration. The predefinedAcl parameter
 // replaces the object's ACL, after the body's acl.
 func (s *Server) updateObject(w http.ResponseWriter, r *http.Request, bkt, name string, patch bool) error {
+	if err := s.admitHTTP(r, bkt, name); err != nil {
+		return err
+	}
 	var m objectMetadata
 	if err := json.NewDecoder(io.LimitReader(r.Body, maxMetadataBody)).Decode(&m); err != nil {
 		return store.Errorf(store.KindInvalid, "the request body is not a JSON object resource: %v", err)

@@ -267,6 +267,9 @@ func (s *Server) insertMedia(w http.ResponseWriter, r *http.Request, bkt string)
 	if err != nil {
 		return err
 	}
+	if err := s.admitHTTP(r, bkt, up.object); err != nil {
+		return err
+	}
 	up.attrs.ContentType = r.Header.Get("Content-Type")
 	up.mu.Lock()
 	defer up.mu.Unlock()
@@ -302,6 +305,9 @@ func (s *Server) insertMultipart(w http.ResponseWriter, r *http.Request, rt *htt
 		return err
 	}
 	rt.call.Object = up.object
+	if err := s.admitHTTP(r, rt.bucket, up.object); err != nil {
+		return err
+	}
 	if _, set := meta["contentType"]; !set {
 		up.attrs.ContentType = media.Header.Get("Content-Type")
 	}
@@ -345,6 +351,9 @@ func (s *Server) startResumable(w http.ResponseWriter, r *http.Request, rt *http
 		return err
 	}
 	rt.call.Object = up.object
+	if err := s.admitHTTP(r, rt.bucket, up.object); err != nil {
+		return err
+	}
 	if _, set := meta["contentType"]; !set {
 		up.attrs.ContentType = r.Header.Get("X-Upload-Content-Type")
 	}

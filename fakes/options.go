@@ -38,6 +38,8 @@ type config struct {
 	maxStreams    int
 	link          link.Config
 	commitDelay   time.Duration
+	capacity      []bucketCapacity // WithCapacity, WithBucketCapacity
+	capacityClock func() time.Time // the capacity's clock, for tests
 }
 
 func newConfig(opts []Option) (*config, error) {
@@ -118,6 +120,19 @@ func (c *config) validate() error {
 	for _, a := range []struct{ name, addr string }{{"gRPC", c.grpcAddr}, {"HTTP", c.httpAddr}} {
 		if _, _, err := net.SplitHostPort(a.addr); err != nil {
 			errs = append(errs, fmt.Sprintf("%s address %q: %v", a.name, a.addr, err))
+		}
+	}
+	for _, bc := range c.capacity {
+		if err := bc.cfg.Validate(); err != nil {
+			if !bc.all {
+				err = fmt.Errorf("bucket %q: %w", bc.bucket, err)
+			}
+			errs = append(errs, err.Error())
+		}
+		if !bc.all {
+			if err := store.CheckBucketName(bc.bucket); err != nil {
+				errs = append(errs, "capacity: "+err.Error())
+			}
 		}
 	}
 	if len(errs) > 0 {

@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/objup/objup/fakes/capacity"
 	"github.com/objup/objup/fakes/internal/api"
 	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/fakes/link"
@@ -39,6 +40,8 @@ type Server struct {
 	httpConns   atomic.Int64  // TCP connections the JSON API port accepted
 	commitDelay time.Duration // WithCommitDelay
 
+	limiter *capacity.Limiter // the buckets' write capacity; nil: none (see admit.go)
+
 	serving   sync.WaitGroup
 	serveErr  error // first unexpected error of a Serve loop; guarded by mu
 	closeOnce sync.Once
@@ -52,6 +55,10 @@ func New(opts ...Option) (*Server, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
 		return nil, err
+	}
+	limiter, err := cfg.newLimiter()
+	if err != nil {
+		return nil, fmt.Errorf("fakes: %w", err)
 	}
 	grpcLis, err := net.Listen("tcp", api.ListenAddr(cfg.grpcAddr))
 	if err != nil {
@@ -68,6 +75,7 @@ func New(opts ...Option) (*Server, error) {
 		httpURL:  "http://" + api.DialAddr(httpLis.Addr()),
 	}
 	s.commitDelay = cfg.commitDelay
+	s.limiter = limiter
 	s.calls.init(cfg.callLog)
 	s.sessions.Init(cfg.sessionExpiry, cfg.maxSessions)
 	for _, b := range cfg.buckets {

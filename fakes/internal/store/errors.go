@@ -26,6 +26,8 @@ var (
 	KindDataLoss      = Kind{codes.DataLoss, http.StatusBadRequest, "invalid"}
 	KindRange         = Kind{codes.OutOfRange, http.StatusRequestedRangeNotSatisfiable, "requestedRangeNotSatisfiable"}
 	KindInternal      = Kind{codes.Internal, http.StatusInternalServerError, "backendError"}
+	KindRateLimited   = Kind{codes.ResourceExhausted, http.StatusTooManyRequests, "rateLimitExceeded"}
+	KindUnavailable   = Kind{codes.Unavailable, http.StatusServiceUnavailable, "backendError"}
 )
 
 // Error is an error the fake returns to a client. Over gRPC it is a
@@ -34,6 +36,8 @@ var (
 type Error struct {
 	Kind
 	Msg string
+	// Domain is the JSON error's domain; "" means "global".
+	Domain string
 }
 
 // Errorf returns an error of kind k with a formatted message.
