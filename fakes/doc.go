@@ -390,7 +390,10 @@
 // offsets, CRC32C per message and per object, finish_write, object_size),
 // made by the same validator, after which the content is dropped. It decodes each message's content where gRPC received
 // it, without a copy, and computes MD5 only when the client declares one, so
-// what a benchmark measures is the client.
+// what a benchmark measures is the client. sink.WithCapacity gives its
+// buckets the same write capacity as [WithCapacity], checked on its write
+// path (one-shot writes, session starts, and with sink.WithCompose
+// compose and delete).
 //
 // # Distance
 //

@@ -1,6 +1,8 @@
 package sink
 
 import (
+	"context"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
@@ -59,7 +61,7 @@ func (k *Server) keep(bucket string, o *wire.Object, components int32) {
 // it, as the fake does: each source at its live generation or the one
 // named, with its own ifGenerationMatch; the destination's preconditions;
 // a CRC32C combined from the sources'; the component counts added up.
-func (k *Server) composeObject(req *wire.ComposeObjectRequest) (*wire.Object, error) {
+func (k *Server) composeObject(ctx context.Context, req *wire.ComposeObjectRequest) (*wire.Object, error) {
 	if !k.cfg.compose {
 		return nil, status.Error(codes.Unimplemented, "the sink composes only when it keeps objects (sink.WithCompose, gcssink -compose)")
 	}
@@ -69,6 +71,9 @@ func (k *Server) composeObject(req *wire.ComposeObjectRequest) (*wire.Object, er
 		return nil, err
 	}
 	if err := api.CheckObjectName(dst.GetName()); err != nil {
+		return nil, err
+	}
+	if err := k.admit(ctx, bucket, dst.GetName()); err != nil {
 		return nil, err
 	}
 	srcs := req.GetSourceObjects()
@@ -125,12 +130,15 @@ func (k *Server) composeObject(req *wire.ComposeObjectRequest) (*wire.Object, er
 
 // deleteObject forgets a kept object: its live generation, or the one
 // named.
-func (k *Server) deleteObject(req *wire.DeleteObjectRequest) (*emptypb.Empty, error) {
+func (k *Server) deleteObject(ctx context.Context, req *wire.DeleteObjectRequest) (*emptypb.Empty, error) {
 	if !k.cfg.compose {
 		return nil, status.Error(codes.Unimplemented, "the sink deletes only when it keeps objects (sink.WithCompose, gcssink -compose)")
 	}
 	bucket, err := api.ParseBucket(req.GetBucket())
 	if err != nil {
+		return nil, err
+	}
+	if err := k.admit(ctx, bucket, req.GetObject()); err != nil {
 		return nil, err
 	}
 	key := keptKey(bucket, req.GetObject())

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/objup/objup/fakes/capacity"
 	"github.com/objup/objup/fakes/internal/api"
 	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/fakes/internal/writes"
@@ -84,6 +85,14 @@ import (
 //
 // [Server.Stats] counts what the sink received and finalized, as it happens:
 // once a client has the answer to a call, the call is counted.
+//
+// # Write capacity
+//
+// With [WithCapacity] every bucket has the fake's write capacity (package
+// fakes/capacity: a token bucket of writes, autoscaling, a limit per object
+// name, a share of 503), checked on the sink's write path as the fake
+// checks it, so that a benchmark meets the same pushback on either server;
+// [Server.CapacityStats] counts its decisions per bucket and tenant.
 type Server struct {
 	grpc *grpc.Server
 	addr string
@@ -94,6 +103,7 @@ type Server struct {
 
 	sessions store.Sessions[*upload]
 	lastGen  atomic.Int64
+	limiter  *capacity.Limiter // WithCapacity; nil: none
 
 	objects, bytes, messages, received, started, failed atomic.Int64
 
@@ -125,6 +135,7 @@ type config struct {
 	link       link.Config
 	maxStreams int
 	compose    bool // WithCompose
+	capacity   *capacity.Config
 	// copyDecode decodes write messages as grpc-go's proto codec does
 	// (content copied): the baseline of the sink's codec, in benchmarks.
 	copyDecode bool
@@ -185,11 +196,18 @@ func New(opts ...Option) (*Server, error) {
 	if cfg.link.RTT < 0 || cfg.link.Bandwidth < 0 || cfg.maxStreams < 0 {
 		return nil, fmt.Errorf("fakes: sink link %+v and max streams %d must not be negative", cfg.link, cfg.maxStreams)
 	}
+	var limiter *capacity.Limiter
+	if cfg.capacity != nil {
+		var err error
+		if limiter, err = capacity.New(capacity.WithAllBuckets(*cfg.capacity)); err != nil {
+			return nil, fmt.Errorf("fakes: sink: %w", err)
+		}
+	}
 	lis, err := net.Listen("tcp", api.ListenAddr(cfg.addr))
 	if err != nil {
 		return nil, fmt.Errorf("fakes: sink listener: %w", err)
 	}
-	k := &Server{addr: api.DialAddr(lis.Addr()), cfg: cfg}
+	k := &Server{addr: api.DialAddr(lis.Addr()), cfg: cfg, limiter: limiter}
 	// Sessions never expire by time in the sink: only the cap evicts them.
 	k.sessions.Init(math.MaxInt64, maxSessions)
 	if cfg.compose {
@@ -316,15 +334,16 @@ var serviceDesc = grpc.ServiceDesc{
 }
 
 // sinkMethod is the description of a unary method the sink serves with
-// call, which gets the decoded request; the call is counted.
-func sinkMethod[Req, Resp any](name string, call func(*Server, *Req) (*Resp, error)) grpc.MethodDesc {
-	return grpc.MethodDesc{MethodName: name, Handler: func(srv any, _ context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
+// call, which gets the call's context and the decoded request; the call is
+// counted.
+func sinkMethod[Req, Resp any](name string, call func(*Server, context.Context, *Req) (*Resp, error)) grpc.MethodDesc {
+	return grpc.MethodDesc{MethodName: name, Handler: func(srv any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
 		k := srv.(*Server)
 		req := new(Req)
 		if err := dec(req); err != nil {
 			return nil, err
 		}
-		resp, err := call(k, req)
+		resp, err := call(k, ctx, req)
 		return resp, k.count(err)
 	}}
 }
@@ -351,8 +370,9 @@ type upload struct {
 	gone         bool         // session dropped after a final failure
 }
 
-// newUpload validates a write's spec and returns an upload for it.
-func (k *Server) newUpload(spec *wire.WriteObjectSpec, common *wire.CommonObjectRequestParams) (*upload, error) {
+// newUpload validates a write's spec, counts it against its bucket's
+// capacity, and returns an upload for it.
+func (k *Server) newUpload(ctx context.Context, spec *wire.WriteObjectSpec, common *wire.CommonObjectRequestParams) (*upload, error) {
 	res := spec.GetResource()
 	if res == nil {
 		return nil, status.Error(codes.InvalidArgument, "write_object_spec.resource is required")
@@ -374,6 +394,9 @@ func (k *Server) newUpload(spec *wire.WriteObjectSpec, common *wire.CommonObject
 		return nil, status.Errorf(codes.InvalidArgument, "object_size is %d", *spec.ObjectSize)
 	}
 	if err := api.CheckCommon(common); err != nil {
+		return nil, err
+	}
+	if err := k.admit(ctx, bucket, res.GetName()); err != nil {
 		return nil, err
 	}
 	up := &upload{bucket: bucket, res: res, cond: api.SpecConditions(spec), State: writes.State{Limit: spec.ObjectSize}}
@@ -398,8 +421,8 @@ func (up *upload) declare(sums *wire.ObjectChecksums) error {
 }
 
 // startResumableWrite opens a resumable session.
-func (k *Server) startResumableWrite(req *wire.StartResumableWriteRequest) (*wire.StartResumableWriteResponse, error) {
-	up, err := k.newUpload(req.GetWriteObjectSpec(), req.GetCommonObjectRequestParams())
+func (k *Server) startResumableWrite(ctx context.Context, req *wire.StartResumableWriteRequest) (*wire.StartResumableWriteResponse, error) {
+	up, err := k.newUpload(ctx, req.GetWriteObjectSpec(), req.GetCommonObjectRequestParams())
 	if err != nil {
 		return nil, err
 	}
@@ -434,7 +457,7 @@ func (k *Server) drop(up *upload) {
 
 // queryWriteStatus reports a session's persisted size, or its object once
 // finalized.
-func (k *Server) queryWriteStatus(req *wire.QueryWriteStatusRequest) (*wire.QueryWriteStatusResponse, error) {
+func (k *Server) queryWriteStatus(_ context.Context, req *wire.QueryWriteStatusRequest) (*wire.QueryWriteStatusResponse, error) {
 	up, err := k.session(req.GetUploadId())
 	if err != nil {
 		return nil, err
@@ -446,13 +469,14 @@ func (k *Server) queryWriteStatus(req *wire.QueryWriteStatusRequest) (*wire.Quer
 
 // sinkStream is the state of one WriteObject or BidiWriteObject stream.
 type writeStream struct {
-	k  *Server
-	up *upload
+	k   *Server
+	ctx context.Context
+	up  *upload
 }
 
 // write serves a WriteObject (bidi false) or BidiWriteObject stream.
 func (k *Server) write(stream grpc.ServerStream, bidi bool) error {
-	st := &writeStream{k: k}
+	st := &writeStream{k: k, ctx: stream.Context()}
 	m := &sinkMsg{bidi: bidi, copyDecode: k.cfg.copyDecode}
 	defer m.release()
 	for {
@@ -546,7 +570,7 @@ func (st *writeStream) open(f *api.WriteMsg) error {
 	var err error
 	switch {
 	case f.Spec != nil:
-		st.up, err = st.k.newUpload(f.Spec, f.Common)
+		st.up, err = st.k.newUpload(st.ctx, f.Spec, f.Common)
 	case f.UploadID != "":
 		if err = api.CheckCommon(f.Common); err == nil {
 			st.up, err = st.k.session(f.UploadID)
