@@ -47,8 +47,14 @@
 //
 // WriteObject, BidiWriteObject, StartResumableWrite, QueryWriteStatus,
 // ReadObject, BidiReadObject, GetObject, ListObjects, DeleteObject,
-// UpdateObject and ComposeObject. The server checks what the service checks, and a few things
-// more strictly:
+// UpdateObject, ComposeObject and RewriteObject; GetBucket, CreateBucket,
+// DeleteBucket, ListBuckets, UpdateBucket (storage_class, versioning,
+// labels and labels.KEY, retention_policy, default_event_based_hold, acl
+// and default_object_acl in its update mask, "*" for all of them),
+// LockBucketRetentionPolicy, GetIamPolicy, SetIamPolicy (a stale etag is
+// codes.Aborted) and TestIamPermissions, which act on the store and
+// follow the rules of their JSON API counterparts (see JSON API). The
+// server checks what the service checks, and a few things more strictly:
 //
 //   - the CRC32C of each message's content, when the message carries one, and
 //     the whole-object CRC32C and MD5 given in object_checksums at
@@ -134,15 +140,50 @@
 // The server answers, under /storage/v1 (and /upload/storage/v1,
 // /download/storage/v1 for media):
 //
-//   - buckets.insert (name and versioning.enabled), buckets.get,
-//     buckets.list (prefix, pages), buckets.delete (empty buckets only: 409
-//     otherwise); a project parameter is required where GCS requires it,
-//     and every bucket belongs to the one project;
+//   - buckets.insert, buckets.get, buckets.list (prefix, pages),
+//     buckets.delete (empty buckets only: 409 otherwise), buckets.patch
+//     (merge: absent fields are kept, null ones cleared, labels merged)
+//     and buckets.update (replace, but for the ACLs), each bumping the
+//     metageneration: storageClass, versioning, labels,
+//     defaultEventBasedHold, retentionPolicy, acl and defaultObjectAcl
+//     are read, the other fields (cors, lifecycle, website, ...) kept and
+//     returned as given; predefinedAcl and predefinedDefaultObjectAcl
+//     replace the ACLs (bucketOwnerFullControl and bucketOwnerRead are
+//     taken for a bucket too, as the storage testbench takes them);
+//     buckets.get, delete, patch and update take ifMetagenerationMatch
+//     and ifMetagenerationNotMatch; a project parameter is required where
+//     GCS requires it, and every bucket belongs to the one project;
+//   - buckets.lockRetentionPolicy, under ifMetagenerationMatch (required):
+//     a locked policy can be lengthened, not shortened nor removed (403);
+//     a bucket without a policy, or whose policy is locked, is answered
+//     as it is, as the testbench does. The policy is not enforced;
+//   - bucketAccessControls, defaultObjectAccessControls and
+//     objectAccessControls: list, insert, get, update, patch and delete,
+//     an entry missing being 404; the ACLs are stored and returned, not
+//     enforced, and a change bumps the bucket's or the object's
+//     metageneration. objects.patch and update take acl, predefinedAcl,
+//     temporaryHold and eventBasedHold too. A new object gets no ACL from
+//     its bucket's default object ACL (an object's ACL is what its writes
+//     and the ACL methods set);
+//   - buckets.getIamPolicy, setIamPolicy (the policy's etag, if the body
+//     has one, must be the policy's: 412 otherwise) and
+//     testIamPermissions (every storage permission asked for is granted);
+//   - notifications.list, insert (topic and payload_format required),
+//     get and delete: configs are stored, at most 100 per bucket, and no
+//     message is sent;
+//   - projects.hmacKeys.create, list, get, update (state ACTIVE or
+//     INACTIVE, under the body's etag) and delete (inactive keys only,
+//     400 otherwise; a deleted key is forgotten), for any project ID, and
+//     projects.serviceAccount.get;
 //   - objects.insert with uploadType=media (the body is the content),
 //     multipart (a multipart/related body: the object resource, then the
 //     content) and resumable: the first POST answers with the session URI
 //     in Location; chunks go to it by PUT or POST with
-//     Content-Range "bytes A-B/T" or "bytes A-B/*"; an unfinished session
+//     Content-Range "bytes A-B/T" or "bytes A-B/*", or "bytes A-*/T" and
+//     "bytes A-*/*" for the rest of the object to the end of the body (the
+//     Node.js client's default upload: with "*" the body's end is the
+//     object's, unless the session declared X-Upload-Content-Length);
+//     without a Content-Range the body is the whole object; an unfinished session
 //     answers 308 with Range "bytes=0-N" (or 200 with
 //     X-Http-Status-Code-Override: 308 when the client sends
 //     X-GUploader-No-308: yes, as Google's Go libraries do); "bytes */*" or
@@ -188,10 +229,17 @@
 // clients send them. objects.compose joins 1 to 32 source objects of the
 // bucket into the destination without copying their bytes: the CRC32C is
 // the sources' combined, there is no MD5, and componentCount adds up the
-// sources', as ComposeObject does over gRPC. Anything else (copy,
-// rewrite, ACLs, IAM,
-// notifications, bucket updates, soft delete, matchGlob, batch, holds, XML
-// writes) answers 501 with a message that names the method. The fields
+// sources', as ComposeObject does over gRPC. objects.copy and
+// objects.rewrite give the destination the source's content without
+// copying it, with its CRC32C and MD5, and its attributes (not its ACL,
+// holds and retention) patched with the body's, under the ifSource* and
+// the destination's preconditions; a rewrite with
+// maxBytesRewrittenPerCall (a multiple of 1 MiB) goes in calls of that
+// many bytes, each answered with a rewrite token that carries its state,
+// and one without it completes in one call. Anything else (soft delete,
+// objects.restore and move, matchGlob, batch, KMS keys, object retention
+// and contexts over JSON, XML writes) answers 501 with a message that
+// names the method. The fields
 // parameter is ignored (responses carry every field), as are projection and
 // userProject; objects are served as stored (no decompressive transcoding
 // of gzip content).
@@ -227,8 +275,14 @@
 // Every call is recorded with its method (the gRPC method, e.g.
 // "WriteObject", or the JSON API method: "objects.insert", "objects.get",
 // "objects.list", "objects.delete", "objects.patch", "objects.update",
-// "buckets.insert", "buckets.get", "buckets.list", "buckets.delete", and
-// "xml.objects.get" for path-style reads), the tenant (the last
+// "objects.compose", "objects.copy", "objects.rewrite", "buckets.insert",
+// "buckets.get", "buckets.list", "buckets.delete", "buckets.patch",
+// "buckets.update", "buckets.lockRetentionPolicy", "buckets.getIamPolicy",
+// "buckets.setIamPolicy", "buckets.testIamPermissions",
+// "bucketAccessControls.list" and the other ACL methods,
+// "notifications.insert" and the others, "projects.hmacKeys.create" and
+// the others, "projects.serviceAccount.get", and "xml.objects.get" for
+// path-style reads), the tenant (the last
 // x-scope-orgid metadata value or header), the bucket and object when known,
 // and its final status code: see [Server.Calls]. The log is a ring of the
 // last [DefaultCallLog] calls ([WithCallLog] sets the size), so it stays
@@ -309,11 +363,19 @@
 // the test's next instruction for its method, as the testbench does. Over
 // HTTP the method is the JSON API method of the request (path-style reads
 // are storage.objects.get, and the cancel of a resumable session
-// storage.objects.delete); over gRPC, WriteObject, BidiWriteObject and
+// storage.objects.delete), with the testbench's names for the ACL, HMAC
+// key and service account methods (storage.bucket_acl.list,
+// storage.default_object_acl.get, storage.object_acl.patch,
+// storage.hmacKey.create, storage.serviceaccount.get); over gRPC, WriteObject, BidiWriteObject and
 // StartResumableWrite consume those of storage.objects.insert, ReadObject,
 // BidiReadObject and GetObject those of storage.objects.get, UpdateObject
-// those of storage.objects.patch, ListObjects and DeleteObject their own;
-// QueryWriteStatus consumes none. The instructions:
+// those of storage.objects.patch, ListObjects, DeleteObject, ComposeObject
+// and RewriteObject their own, the bucket methods theirs (UpdateBucket
+// storage.buckets.patch, CreateBucket storage.buckets.insert, GetIamPolicy
+// storage.buckets.getIamPolicy, ...); QueryWriteStatus consumes none.
+// GET /start_grpc?port=N answers 200 with the gRPC server's port, as the
+// testbench does once its gRPC server listens, when N is that port. The
+// instructions:
 //
 //   - return-N, for N from 400: the call fails at once with HTTP status N,
 //     or over gRPC with the testbench's code for it (400 InvalidArgument, 401
@@ -357,9 +419,11 @@
 // An instruction about bytes is consumed when a request reaches them, not
 // before. POST answers 400 for a method or an instruction the testbench does
 // not know, and 501, with a message that names it, for a method the fake
-// does not serve over the test's transport (ACLs, IAM, notifications, HMAC
-// keys, copy, rewrite and bucket updates; over gRPC the bucket
-// methods too), for an instruction on a method or transport it does not
+// does not serve over the test's transport (storage.objects.restore; over
+// gRPC the ACL, notification, HMAC key and service account methods, which
+// storage v2 does not have, and storage.buckets.update), for an
+// instruction on a method
+// or transport it does not
 // apply to there (redirects apply to storage.objects.insert over gRPC), and
 // for the few others it does not implement (return-broken-stream-final-
 // chunk-after-NB, return-N-if-dp-enforced, return-unreachable-buckets): a
