@@ -1,9 +1,12 @@
 package uploader
 
 import (
+	"context"
 	"strings"
+	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -43,12 +46,45 @@ func WithoutAdmission() option.ClientOption {
 // admitted.
 type admitted struct {
 	transport
-	stage *admit.Stage
+	stage  *admit.Stage  // nil WithoutAdmission
+	writes *tenantWrites // per-tenant rates (TenantLimits.Writes), or nil
 }
 
-// wait waits for u's write's turn; its error is the context's, as a
-// request that never left.
+// tenantWrites bounds each tenant's writes per second.
+type tenantWrites struct {
+	rate     rate.Limit
+	burst    int
+	limiters sync.Map // tenant -> *rate.Limiter
+}
+
+// wait waits for the tenant's rate.
+func (t *tenantWrites) wait(ctx context.Context) error {
+	id := tenantOf(ctx)
+	l, ok := t.limiters.Load(id)
+	if !ok {
+		l, _ = t.limiters.LoadOrStore(id, rate.NewLimiter(t.rate, t.burst))
+	}
+	if err := l.(*rate.Limiter).Wait(ctx); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		// The wait would outlast the context's deadline.
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// wait waits for u's write's turn: the tenant's rate first, then the
+// bucket's; its error is the context's, as a request that never left.
 func (a admitted) wait(u *upload) (*admit.Bucket, error) {
+	if a.writes != nil {
+		if err := a.writes.wait(u.ctx); err != nil {
+			return nil, status.FromContextError(err).Err()
+		}
+	}
+	if a.stage == nil {
+		return nil, nil
+	}
 	b := a.stage.Bucket(u.bucket)
 	var prio int64
 	if ev := u.life.ev; ev != nil {
@@ -70,7 +106,7 @@ func (a admitted) writeObject(u *upload, rs []*chunkRef, timeout time.Duration) 
 		return nil, false, err
 	}
 	o, sent, err := a.transport.writeObject(u, rs, timeout)
-	b.Answer(outcomeOf(err))
+	answer(b, err)
 	return o, sent, err
 }
 
@@ -80,7 +116,7 @@ func (a admitted) startUpload(u *upload, timeout time.Duration) (string, error) 
 		return "", err
 	}
 	id, err := a.transport.startUpload(u, timeout)
-	b.Answer(outcomeOf(err))
+	answer(b, err)
 	return id, err
 }
 
@@ -90,7 +126,7 @@ func (a admitted) composeObject(u *upload, srcs []source, timeout time.Duration)
 		return nil, err
 	}
 	o, err := a.transport.composeObject(u, srcs, timeout)
-	b.Answer(outcomeOf(err))
+	answer(b, err)
 	return o, err
 }
 
@@ -100,13 +136,22 @@ func (a admitted) deleteObject(u *upload, name string, gen int64, timeout time.D
 		return err
 	}
 	err = a.transport.deleteObject(u, name, gen, timeout)
-	b.Answer(outcomeOf(err))
+	answer(b, err)
 	return err
 }
 
 func (a admitted) close() error {
-	a.stage.Close()
+	if a.stage != nil {
+		a.stage.Close()
+	}
 	return a.transport.close()
+}
+
+// answer tells b, if any, the outcome of its write.
+func answer(b *admit.Bucket, err error) {
+	if b != nil {
+		b.Answer(outcomeOf(err))
+	}
 }
 
 // outcomeOf tells the admission stage what an attempt's error says of the

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"golang.org/x/time/rate"
 	"google.golang.org/api/option"
 	"google.golang.org/api/option/internaloption"
 	gtransport "google.golang.org/api/transport/grpc"
@@ -163,15 +164,25 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 	return c, nil
 }
 
-// admit puts the admission stage in front of the client's transport,
-// unless WithoutAdmission said otherwise.
+// admit puts the admission stage (unless WithoutAdmission said otherwise)
+// and the tenants' write rates (TenantLimits.Writes) in front of the
+// client's transport.
 func (c *Client) admit(cfg clientConfig) {
-	if cfg.noAdmission {
+	a := admitted{transport: c.tr}
+	if w := cfg.tenantLimits.Writes; w > 0 {
+		a.writes = &tenantWrites{rate: rate.Limit(w), burst: max(1, int(math.Ceil(w/10)))}
+	}
+	if !cfg.noAdmission {
+		c.stage = admit.New(tenantOf, cfg.tenantLimits.Weight, nil)
+		a.stage = c.stage
+	}
+	if a.stage == nil && a.writes == nil {
 		return
 	}
-	c.stage = admit.New(tenantOf, nil)
-	c.tr = admitted{transport: c.tr, stage: c.stage}
-	c.tel.observeAdmission(c.stage)
+	c.tr = a
+	if c.stage != nil {
+		c.tel.observeAdmission(c.stage)
+	}
 }
 
 // DefaultConnectionPool is the number of gRPC connections a client keeps

@@ -36,6 +36,13 @@ type TenantLimits struct {
 	// w has w of its waiters in line at once (at least 1). nil weighs every
 	// tenant 1. It must be safe for concurrent use.
 	Weight func(tenant string) int
+	// Writes bounds one tenant's object writes per second (one-shot
+	// uploads, session starts, composes, deletes of temporary objects), in
+	// bursts of at most a tenth of a second of them (at least one); 0 is no
+	// bound. A tenant at its rate waits, as its context allows, and never
+	// fails for it. The weights also share a bucket that pushed back (see
+	// WithoutAdmission): a tenant of weight w gets w writes a turn.
+	Writes float64
 }
 
 // WithTenantLimits sets per-tenant limits and weights (see TenantLimits).
@@ -44,8 +51,8 @@ type TenantLimits struct {
 // budget (see TenantLimits.Bytes).
 func WithTenantLimits(l TenantLimits) option.ClientOption {
 	return newClientOption(func(c *clientConfig) {
-		if (l.Uploads < 0 || l.Bytes < 0) && c.err == nil {
-			c.err = fmt.Errorf("tenant limits of %d uploads and %d bytes must not be negative", l.Uploads, l.Bytes)
+		if (l.Uploads < 0 || l.Bytes < 0 || l.Writes < 0) && c.err == nil {
+			c.err = fmt.Errorf("tenant limits of %d uploads, %d bytes and %v writes a second must not be negative", l.Uploads, l.Bytes, l.Writes)
 		}
 		c.tenantLimits = l
 	})

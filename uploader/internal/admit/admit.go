@@ -13,8 +13,8 @@
 // it, without talking to each other, since each cuts what it achieved.
 //
 // Writes wait as their context allows and never fail for admission. The
-// waiting writes are served tenant by tenant in turn, and within a tenant
-// oldest first (by the priority the caller gives, the upload's start), so
+// waiting writes are served tenant by tenant in turn (a tenant of weight w
+// gets w writes a turn), and within a tenant oldest first (by the priority the caller gives, the upload's start), so
 // an upload that lost a few rounds does not starve in backoff while newer
 // ones pass. A write that pushback rejected is retried through the same
 // stage, so retries cannot multiply the load.
@@ -66,19 +66,30 @@ const (
 type Stage struct {
 	now      func() time.Time
 	tenantOf func(context.Context) string
+	weight   func(tenant string) int
 	buckets  sync.Map // name -> *Bucket
 }
 
 // New returns a stage. tenantOf reads the tenant of a write's context (nil:
-// every write is of one tenant); now is the clock (nil: time.Now).
-func New(tenantOf func(context.Context) string, now func() time.Time) *Stage {
+// every write is of one tenant); weight gives a tenant's weight, the
+// writes it gets per turn (nil, or less than 1: one); now is the clock
+// (nil: time.Now).
+func New(tenantOf func(context.Context) string, weight func(string) int, now func() time.Time) *Stage {
 	if now == nil {
 		now = time.Now
 	}
 	if tenantOf == nil {
 		tenantOf = func(context.Context) string { return "" }
 	}
-	return &Stage{now: now, tenantOf: tenantOf}
+	return &Stage{now: now, tenantOf: tenantOf, weight: weight}
+}
+
+// weightOf returns tenant's weight, at least 1.
+func (s *Stage) weightOf(tenant string) int {
+	if s.weight == nil {
+		return 1
+	}
+	return max(1, s.weight(tenant))
 }
 
 // Bucket returns the admission of bucket name, made on first use.
@@ -158,6 +169,7 @@ type queue struct {
 	tenant string
 	heap   []*waiter
 	inRing bool
+	served int // writes granted in the tenant's current turn
 }
 
 // Wait returns when a write may go: at once while the bucket's stage is
@@ -303,7 +315,10 @@ func (b *Bucket) grantLocked(now time.Time) {
 		w.granted = true
 		close(w.ch)
 		b.tokens--
-		b.next++
+		if q.served++; q.served >= b.s.weightOf(q.tenant) || len(q.heap) == 0 {
+			q.served = 0
+			b.next++
+		}
 		b.dropEmptyLocked()
 	}
 	b.scheduleLocked()

@@ -2,6 +2,7 @@ package admit
 
 import (
 	"context"
+	"fmt"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -17,7 +18,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // admits rate writes a second.
 func pushedBack(t *testing.T, rate float64, tenantOf func(context.Context) string) *Bucket {
 	t.Helper()
-	b := New(tenantOf, nil).Bucket("b")
+	b := New(tenantOf, nil, nil).Bucket("b")
 	b.Answer(Pushback)
 	t.Cleanup(b.Close)
 	b.mu.Lock()
@@ -32,7 +33,7 @@ func pushedBack(t *testing.T, rate float64, tenantOf func(context.Context) strin
 // TestOpenUntilPushback: writes pass at once while the service says yes,
 // and a per-name pushback or another failure leaves the bucket open.
 func TestOpenUntilPushback(t *testing.T) {
-	b := New(nil, nil).Bucket("b")
+	b := New(nil, nil, nil).Bucket("b")
 	defer b.Close()
 	for _, o := range []Outcome{OK, NamePushback, Other, OK} {
 		if d, err := b.Wait(context.Background(), 0); err != nil || d != 0 {
@@ -100,6 +101,40 @@ func TestOldestFirstByTenant(t *testing.T) {
 	// a's oldest, then b's, then a's in order.
 	if got != "a1 b7 a3 a5 a9 " {
 		t.Fatalf("granted %s, want a1 b7 a3 a5 a9", got)
+	}
+}
+
+// TestTenantWeights: a tenant of weight 2 gets two writes a turn.
+func TestTenantWeights(t *testing.T) {
+	b := New(nil, func(tenant string) int {
+		if tenant == "heavy" {
+			return 2
+		}
+		return 1
+	}, nil).Bucket("b")
+	b.mu.Lock()
+	for _, tenant := range []string{"heavy", "light"} {
+		q := &queue{tenant: tenant}
+		b.tenants[tenant] = q
+		for i := range 4 {
+			q.push(&waiter{prio: int64(i), ch: make(chan struct{}), q: q})
+		}
+		q.inRing = true
+		b.ring = append(b.ring, q)
+	}
+	var got []string
+	for len(b.ring) > 0 {
+		q := b.ring[b.next%len(b.ring)]
+		b.tokens, b.rate, b.refill = 1, 1, time.Now().Add(time.Hour)
+		b.grantLocked(time.Now().Add(-time.Hour))
+		got = append(got, q.tenant[:1])
+	}
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+	b.mu.Unlock()
+	if s := fmt.Sprint(got); s != "[h h l h h l l l]" {
+		t.Fatalf("turns %s, want [h h l h h l l l]", s)
 	}
 }
 
@@ -177,7 +212,7 @@ func TestFleetConverges(t *testing.T) {
 	var attempts, stored atomic.Int64
 	var wg sync.WaitGroup
 	for range 4 {
-		b := New(nil, nil).Bucket("shared")
+		b := New(nil, nil, nil).Bucket("shared")
 		defer b.Close()
 		for range 16 {
 			wg.Go(func() {
