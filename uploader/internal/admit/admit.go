@@ -48,7 +48,7 @@ const (
 // Defaults of the rate's control.
 const (
 	// Beta is the share of the achieved rate a pushback cuts to.
-	Beta = 0.7
+	Beta = 0.85
 	// Scale is CUBIC's constant C, for rates in writes per second.
 	Scale = 0.4
 	// MinRate is the least rate, in writes per second.
