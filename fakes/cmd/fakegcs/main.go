@@ -8,6 +8,8 @@
 //	fakegcs [-grpc 127.0.0.1:9090] [-http 127.0.0.1:4443] [-bucket NAME]... [-call-log N]
 //	        [-rtt 20ms] [-bandwidth 100MB/s] [-max-streams 100]
 //	        [-session-expiry 168h] [-max-sessions N]
+//	        [-write-rate 1000] [-write-burst N] [-object-rate 1] [-share-503 0.1]
+//	        [-autoscale-after 1m] [-autoscale-factor 2] [-autoscale-max 8000]
 //
 // Both addresses default to 127.0.0.1:0 (a free port on loopback); an empty
 // host ("-grpc :9090") also means loopback, and only an explicit host such as
@@ -48,9 +50,25 @@
 // 100); all three are off by default. -session-expiry and -max-sessions
 // bound the resumable sessions kept (a week, as GCS, and 100,000).
 //
+// -write-rate gives every bucket a write capacity, as GCS has (package
+// fakes/capacity): a token bucket of that many object writes a second, of
+// -write-burst at once (a second's worth by default); uploads, resumable
+// session starts, composes, deletes, metadata updates, copies and
+// rewrites count, the later requests of a session and reads do not.
+// A bucket over its rate answers 429 rateLimitExceeded (gRPC
+// RESOURCE_EXHAUSTED), or 503 for the -share-503 of its refusals.
+// -object-rate limits the writes to one object name (1 a second by
+// default once a capacity is on, as GCS; negative: no limit; alone, it
+// turns on the per-name limit only). -autoscale-after grows a bucket's
+// rate by -autoscale-factor (2) once it has been saturated that long, up to
+// -autoscale-max. All are off by default. The counts of admitted and
+// refused writes, per bucket and tenant, are served at /_objup/stats and
+// printed at exit.
+//
 // It serves until SIGINT or SIGTERM, then shuts down gracefully (calls in
 // flight get up to 5 seconds), prints the objects and bytes stored per
-// tenant on standard error, and exits with status 0. It exits with status 2
+// tenant, and the write capacity's counts if it had one, on standard
+// error, and exits with status 0. It exits with status 2
 // on bad flags and 1 if it cannot start or stop cleanly.
 package main
 
@@ -66,6 +84,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/objup/objup/fakes"
+	"github.com/objup/objup/fakes/internal/capflag"
 	"github.com/objup/objup/fakes/link"
 )
 
@@ -96,6 +115,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	rtt := fs.Duration("rtt", 0, "simulated round-trip time in front of both ports (0: none)")
 	bandwidth := fs.String("bandwidth", "0", "simulated bandwidth of each connection and direction, such as 100MB/s (0: unlimited)")
 	maxStreams := fs.Int("max-streams", 0, "cap the concurrent streams of one gRPC connection at `N`, as GCS front ends do (0: no cap)")
+	capFlags := capflag.Register(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -114,6 +134,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, b := range bs {
 		opts = append(opts, fakes.WithBucket(b))
 	}
+	capCfg, capOn, err := capFlags.Config()
+	if err != nil {
+		fmt.Fprintf(stderr, "fakegcs: %v\n", err)
+		return 2
+	}
+	if capOn {
+		opts = append(opts, fakes.WithCapacity(capCfg))
+	}
 	srv, err := fakes.New(opts...)
 	if err != nil {
 		fmt.Fprintf(stderr, "fakegcs: %v\n", err)
@@ -123,6 +151,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	<-ctx.Done()
 	err = srv.Close()
 	printUsage(stderr, srv.Usage())
+	capflag.Print(stderr, "fakegcs: write capacity per bucket and tenant (writes admitted and refused):", srv.CapacityStats())
 	if err != nil {
 		fmt.Fprintf(stderr, "fakegcs: %v\n", err)
 		return 1

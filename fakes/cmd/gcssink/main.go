@@ -8,6 +8,8 @@
 // Usage:
 //
 //	gcssink [-grpc 127.0.0.1:9090] [-md5] [-compose] [-rtt 20ms] [-bandwidth 100MB/s] [-max-streams 100]
+//	        [-write-rate 1000] [-write-burst N] [-object-rate 1] [-share-503 0.1]
+//	        [-autoscale-after 1m] [-autoscale-factor 2] [-autoscale-max 8000]
 //
 // The address defaults to 127.0.0.1:0 (a free port on loopback); an empty
 // host ("-grpc :9090") also means loopback, and only an explicit host such
@@ -18,6 +20,11 @@
 // -compose keeps each finalized object's name, generation, size and CRC32C
 // (no content), so the sink serves ComposeObject and DeleteObject, as
 // parallel composite uploads need, and checks generation preconditions.
+// The write capacity flags (-write-rate and the others) are fakegcs's: they
+// give every bucket a write capacity (package fakes/capacity), checked on
+// one-shot writes, resumable session starts and, with -compose, composes
+// and deletes, so that a benchmark meets the same pushback on either
+// server; the counts are printed at exit.
 //
 // Once it listens, gcssink prints exactly one line on standard output, which
 // scripts may parse:
@@ -39,6 +46,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/objup/objup/fakes/internal/capflag"
 	"github.com/objup/objup/fakes/link"
 	"github.com/objup/objup/fakes/sink"
 )
@@ -60,6 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	bandwidth := fs.String("bandwidth", "0", "simulated bandwidth of each connection and direction, such as 100MB/s (0: unlimited)")
 	maxStreams := fs.Int("max-streams", 0, "cap the concurrent streams of one connection at `N`, as GCS front ends do (0: no cap)")
 	compose := fs.Bool("compose", false, "keep each object's name, generation, size and CRC32C (no content), to serve ComposeObject and DeleteObject")
+	capFlags := capflag.Register(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -79,6 +88,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *compose {
 		opts = append(opts, sink.WithCompose())
 	}
+	capCfg, capOn, err := capFlags.Config()
+	if err != nil {
+		fmt.Fprintf(stderr, "gcssink: %v\n", err)
+		return 2
+	}
+	if capOn {
+		opts = append(opts, sink.WithCapacity(capCfg))
+	}
 	k, err := sink.New(opts...)
 	if err != nil {
 		fmt.Fprintf(stderr, "gcssink: %v\n", err)
@@ -90,6 +107,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	st := k.Stats()
 	fmt.Fprintf(stderr, "gcssink: %d objects (%d bytes) finalized; %d write messages, %d content bytes received; %d resumable sessions; %d failed calls\n",
 		st.Objects, st.Bytes, st.Messages, st.Received, st.Sessions, st.Failed)
+	capflag.Print(stderr, "gcssink: write capacity per bucket and tenant (writes admitted and refused):", k.CapacityStats())
 	if err != nil {
 		fmt.Fprintf(stderr, "gcssink: %v\n", err)
 		return 1
