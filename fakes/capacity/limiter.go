@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -121,7 +122,7 @@ func New(opts ...Option) (*Limiter, error) {
 		l.per[name] = cfg.limits()
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("%s", strings.Join(errs, "; "))
+		return nil, errors.New(strings.Join(errs, "; "))
 	}
 	l.epoch = l.now()
 	l.buckets.Store(&map[string]*state{})
