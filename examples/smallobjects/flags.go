@@ -78,6 +78,10 @@ type config struct {
 	noisyConcurrency int
 	budget           int64
 	fair             bool
+	// -write-rate: the embedded fake's write capacity; -admission: the
+	// client's admission stage.
+	writeRate float64
+	admission bool
 
 	target target
 }
@@ -155,6 +159,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&cfg.noisyConcurrency, "noisy-concurrency", defaultNoisyConcurrency, "noisy uploads at once (with -noisy-tenant)")
 	fs.Var(&budget, "budget", "byte budget of the client's buffer pool, shared by all tenants (default none; "+formatIEC(defaultNoisyBudget)+" with -noisy-tenant)")
 	fs.BoolVar(&cfg.fair, "fair", true, "when the budget is spent, serve waiting uploads tenant by tenant; -fair=false serves them first come, first served")
+	fs.Float64Var(&cfg.writeRate, "write-rate", 0, "the embedded fake admits this many object writes a second per bucket and refuses the rest (429), as GCS does (0: no limit)")
+	fs.BoolVar(&cfg.admission, "admission", true, "the client's admission stage learns the bucket's rate from its pushback and paces the writes; -admission=false sends every write at once (uploader.WithoutAdmission)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: smallobjects [flags]\n\n"+
 			"Uploads many small objects with objup's UploadMany, then verifies them.\n"+
@@ -197,6 +203,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-min-size %s is larger than -max-size %s", formatIEC(cfg.minSize), formatIEC(cfg.maxSize))
 	case cfg.maxSize > maxSizeLimit:
 		return nil, fmt.Errorf("-max-size %s: at most %s, this example is for small objects", formatIEC(cfg.maxSize), formatIEC(maxSizeLimit))
+	case cfg.writeRate < 0:
+		return nil, fmt.Errorf("-write-rate %v: a rate cannot be negative", cfg.writeRate)
 	case cfg.timeout < 0:
 		return nil, fmt.Errorf("-timeout %v cannot be negative", cfg.timeout)
 	case cfg.noisySize > maxNoisySize:

@@ -246,7 +246,7 @@ func uploadAndVerify(ctx context.Context, cfg *config, stderr io.Writer) (*summa
 	)
 	switch cfg.target {
 	case targetFake:
-		srv, err = fakes.New(fakes.WithBucket(cfg.bucket))
+		srv, err = fakes.New(append([]fakes.Option{fakes.WithBucket(cfg.bucket)}, fakeCapacity(cfg)...)...)
 		if err != nil {
 			return nil, fmt.Errorf("starting the fake GCS: %w", err)
 		}
@@ -302,6 +302,9 @@ func uploadAndVerify(ctx context.Context, cfg *config, stderr io.Writer) (*summa
 		// may hold the whole budget: first come, first served.
 		opts = append(opts, uploader.WithTenantLimits(uploader.TenantLimits{Bytes: math.MaxInt64, Weight: func(string) int { return 1 << 30 }}))
 	}
+	if !cfg.admission {
+		opts = append(opts, uploader.WithoutAdmission())
+	}
 	client, err := uploader.NewClient(ctx, append(opts, clientTelemetry(mp)...)...)
 	if err != nil {
 		return nil, err
@@ -356,6 +359,11 @@ func uploadAndVerify(ctx context.Context, cfg *config, stderr io.Writer) (*summa
 	// Collected even when ctx ended: the uploads that ran were recorded.
 	if s.ByTenant, err = tenantsFrom(context.WithoutCancel(ctx), reader); err != nil {
 		fmt.Fprintf(stderr, "smallobjects: collecting the client's metrics: %v\n", err)
+	}
+	if cfg.writeRate > 0 || !cfg.admission {
+		if s.Admission, err = admissionFrom(context.WithoutCancel(ctx), cfg, srv, reader); err != nil {
+			fmt.Fprintf(stderr, "smallobjects: collecting the admission figures: %v\n", err)
+		}
 	}
 	if cfg.tenant != "" {
 		tenants = []string{cfg.tenant}

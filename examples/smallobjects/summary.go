@@ -66,8 +66,10 @@ type summary struct {
 	// metrics.
 	ByTenant []tenantSummary `json:"by_tenant"`
 	// Noisy is what -noisy-tenant's uploads did meanwhile.
-	Noisy       *noisySummary `json:"noisy,omitempty"`
-	TenantCalls *tenantCalls  `json:"tenant_calls,omitempty"`
+	Noisy *noisySummary `json:"noisy,omitempty"`
+	// Admission is what pushback did (-write-rate, -admission=false).
+	Admission   *admissionSummary `json:"admission,omitempty"`
+	TenantCalls *tenantCalls      `json:"tenant_calls,omitempty"`
 
 	// Hint suggests a cause when errors share a likely one.
 	Hint       string       `json:"hint,omitempty"`
@@ -354,6 +356,18 @@ func (s *summary) writeText(w io.Writer) error {
 		}
 		b.line("noisy", "tenant %q: %d uploads of %s at once: %s acknowledged, %.0f MB/s; pool budget %s, %s",
 			noisyTenant, n.Concurrency, formatIEC(n.Size), formatSI(n.Bytes), n.MBPerSecond, formatIEC(n.Budget), turns)
+	}
+	if a := s.Admission; a != nil {
+		stage := "on"
+		if !a.On {
+			stage = "off (-admission=false)"
+		}
+		capacity := "no limit"
+		if a.WriteRate > 0 {
+			capacity = fmt.Sprintf("%.0f writes/s (-write-rate): it admitted %d writes and refused %d", a.WriteRate, a.Admitted, a.Refused)
+		}
+		b.line("admission", "stage %s: learnt %.0f writes/s, %d writes waited their turn, %d refusals seen; the fake: %s",
+			stage, a.LearnedRate, a.Waits, a.Rejections, capacity)
 	}
 	b.line("memory", "%s: %s and %.0f allocations per object, %d GC cycles",
 		s.Memory.Scope, formatSI(int64(s.Memory.AllocBytesPerObject)), s.Memory.AllocsPerObject, s.Memory.GCCycles)

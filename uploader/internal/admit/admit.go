@@ -6,10 +6,11 @@
 // A bucket's stage stays open, at the cost of an atomic load per write and
 // a count per success, until the service first pushes back (429,
 // RESOURCE_EXHAUSTED, 503). It then admits writes at a learned rate: cut
-// to a share of the rate that succeeded when pushed back, grown again
-// along a cubic curve while writes succeed (CUBIC, as TCP and the AWS SDK
-// for Go's adaptive retry mode do), never above twice the rate that
-// succeeds. Several processes sharing a bucket each settle at a share of
+// to Beta of the rate at which its writes were answered in the last
+// second, doubled every CutEvery until the next pushback (what was
+// measured before the first may be little), then grown along a cubic curve
+// while writes succeed (CUBIC, as TCP and the AWS SDK for Go's adaptive
+// retry mode do), never above twice the rate of answers. Several processes sharing a bucket each settle at a share of
 // it, without talking to each other, since each cuts what it achieved.
 //
 // Writes wait as their context allows and never fail for admission. The
@@ -114,7 +115,7 @@ type Bucket struct {
 	s      *Stage
 	name   string
 	active atomic.Bool // pushback seen: writes wait for their turn
-	sent   meter       // answered writes per second
+	sent   meter       // writes a second the service answered
 
 	mu      sync.Mutex
 	rate    float64   // writes per second admitted
@@ -238,8 +239,8 @@ func (b *Bucket) Answer(o Outcome) {
 }
 
 // cut lowers the rate after a pushback, at most once per CutEvery: to Beta
-// times the rate at which this client's writes were answered in the last
-// second, or the current rate if lower.
+// times the rate at which the service answered this client's writes in the
+// last second, or the current rate if lower.
 func (b *Bucket) cut(now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -264,9 +265,9 @@ func (b *Bucket) cut(now time.Time) {
 	b.scheduleLocked()
 }
 
-// grow raises the rate along CUBIC's curve from the last cut, no higher
-// than twice the rate at which writes are answered; a bucket far from
-// pushback for Reopen opens.
+// grow raises the rate: doubling every CutEvery while probing, then along
+// CUBIC's curve from the last cut, no higher than twice the rate at which
+// writes are answered; a bucket far from pushback for Reopen opens.
 func (b *Bucket) grow(now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -279,7 +280,10 @@ func (b *Bucket) grow(now time.Time) {
 		r = Scale*math.Pow(t-k, 3) + b.wmax
 	}
 	achieved := b.sent.rate(now)
-	r = math.Max(math.Min(r, 2*achieved+MinRate), MinRate)
+	if !b.probing {
+		r = math.Min(r, 2*achieved+MinRate)
+	}
+	r = math.Max(r, MinRate)
 	if r > b.rate {
 		b.refillLocked(now)
 		b.rate = r

@@ -211,9 +211,17 @@ func TestFleetConverges(t *testing.T) {
 	measureFrom := time.Now().Add(2 * time.Second)
 	var attempts, stored atomic.Int64
 	var wg sync.WaitGroup
-	for range 4 {
+	for i := range 4 {
 		b := New(nil, nil, nil).Bucket("shared")
 		defer b.Close()
+		if i == 0 && testing.Verbose() {
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					time.Sleep(250 * time.Millisecond)
+					t.Logf("client 0: %+v, succeeding at %.0f/s", b.Stats(), b.sent.rate(time.Now()))
+				}
+			})
+		}
 		for range 16 {
 			wg.Go(func() {
 				for ctx.Err() == nil {
