@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/objup/objup/fakes/internal/store"
+	"github.com/objup/objup/internal/httpcode"
 )
 
 // The retry test API, as Google's storage testbench serves it and its
@@ -186,41 +187,14 @@ func instructionText(in instruction) string {
 	return fmt.Sprintf("stall-for-%ds-after-%dK", int64(in.stall/time.Second), in.bytes>>10)
 }
 
-// grpcCode is the gRPC code a status instruction fails a gRPC call with: the
-// testbench's mapping for the statuses it maps (400, 401, 408, 429, 500, 503,
-// 504), and the usual one for the others.
+// grpcCode is the gRPC code a status instruction fails a gRPC call with:
+// httpcode.Answer's, except 408, which the testbench maps to Unavailable;
+// false for a status with no gRPC equivalent.
 func grpcCode(httpStatus int) (codes.Code, bool) {
-	switch httpStatus {
-	case http.StatusBadRequest:
-		return codes.InvalidArgument, true
-	case http.StatusUnauthorized:
-		return codes.Unauthenticated, true
-	case http.StatusForbidden:
-		return codes.PermissionDenied, true
-	case http.StatusNotFound:
-		return codes.NotFound, true
-	case http.StatusRequestTimeout: // the testbench's choice, pending a better one
+	if httpStatus == http.StatusRequestTimeout { // the testbench's choice, pending a better one
 		return codes.Unavailable, true
-	case http.StatusConflict:
-		return codes.Aborted, true
-	case http.StatusPreconditionFailed:
-		return codes.FailedPrecondition, true
-	case http.StatusRequestedRangeNotSatisfiable:
-		return codes.OutOfRange, true
-	case http.StatusTooManyRequests:
-		return codes.ResourceExhausted, true
-	case 499:
-		return codes.Canceled, true
-	case http.StatusInternalServerError:
-		return codes.Internal, true
-	case http.StatusNotImplemented:
-		return codes.Unimplemented, true
-	case http.StatusBadGateway, http.StatusServiceUnavailable:
-		return codes.Unavailable, true
-	case http.StatusGatewayTimeout:
-		return codes.DeadlineExceeded, true
 	}
-	return codes.Unknown, false
+	return httpcode.Answer(httpStatus)
 }
 
 // retryMethod says over which transports the fake serves a JSON API method

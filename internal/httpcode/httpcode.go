@@ -1,6 +1,8 @@
-// Package httpcode maps the HTTP statuses of the GCS JSON API to gRPC codes,
-// once for the project: the uploader classifies the errors of its JSON
-// transport with it, and the fake records its JSON requests with it.
+// Package httpcode maps the HTTP statuses of the GCS JSON API to gRPC codes
+// and back, once for the project: the uploader classifies the errors of its
+// JSON transport with it (Code); the fake records its JSON requests with it
+// (Code), answers a gRPC code's error on the JSON API with it (Status), and
+// fails a gRPC call with the code of a retry test's HTTP status (Answer).
 package httpcode
 
 import (
@@ -51,4 +53,67 @@ func Code(status int) codes.Code {
 		return codes.InvalidArgument
 	}
 	return codes.Internal
+}
+
+// Status returns the HTTP status and the JSON API reason that stand for gRPC
+// code c, the reverse of Code: InvalidArgument and DataLoss 400 "invalid",
+// NotFound 404 "notFound", AlreadyExists and Aborted 409 "conflict",
+// FailedPrecondition 412 "conditionNotMet", OutOfRange 416
+// "requestedRangeNotSatisfiable", Unimplemented 501 "notImplemented",
+// PermissionDenied 403 "forbidden", Unauthenticated 401 "required",
+// ResourceExhausted 429 "rateLimitExceeded", Unavailable 503 "backendError",
+// DeadlineExceeded 504 "backendError", Canceled 499 "canceled", and any other
+// code 500 "backendError".
+func Status(c codes.Code) (int, string) {
+	switch c {
+	case codes.InvalidArgument, codes.DataLoss:
+		return http.StatusBadRequest, "invalid"
+	case codes.NotFound:
+		return http.StatusNotFound, "notFound"
+	case codes.AlreadyExists, codes.Aborted:
+		return http.StatusConflict, "conflict"
+	case codes.FailedPrecondition:
+		return http.StatusPreconditionFailed, "conditionNotMet"
+	case codes.OutOfRange:
+		return http.StatusRequestedRangeNotSatisfiable, "requestedRangeNotSatisfiable"
+	case codes.Unimplemented:
+		return http.StatusNotImplemented, "notImplemented"
+	case codes.PermissionDenied:
+		return http.StatusForbidden, "forbidden"
+	case codes.Unauthenticated:
+		return http.StatusUnauthorized, "required"
+	case codes.ResourceExhausted:
+		return http.StatusTooManyRequests, "rateLimitExceeded"
+	case codes.Unavailable:
+		return http.StatusServiceUnavailable, "backendError"
+	case codes.DeadlineExceeded:
+		return http.StatusGatewayTimeout, "backendError"
+	case codes.Canceled:
+		return 499, "canceled"
+	}
+	return http.StatusInternalServerError, "backendError"
+}
+
+// Answer returns the gRPC code that answers, on the gRPC API, what the JSON
+// API answers with HTTP status st: Code(st) where Status maps that code back
+// to st (409 is Aborted, 500 Internal), else the code Status maps to st (504
+// is DeadlineExceeded), else Unavailable for a 502. For any other status (a
+// success, 408, 410, a status Code only classes) it returns false.
+func Answer(st int) (codes.Code, bool) {
+	c := Code(st)
+	if c == codes.OK {
+		return codes.Unknown, false
+	}
+	if s, _ := Status(c); s == st {
+		return c, true
+	}
+	for d := codes.Code(1); d <= codes.Unauthenticated; d++ {
+		if s, _ := Status(d); s == st {
+			return d, true
+		}
+	}
+	if st == http.StatusBadGateway {
+		return codes.Unavailable, true
+	}
+	return codes.Unknown, false
 }

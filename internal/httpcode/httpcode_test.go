@@ -22,3 +22,36 @@ func TestCode(t *testing.T) {
 		}
 	}
 }
+
+func TestStatus(t *testing.T) {
+	for c := codes.Code(0); c <= codes.Unauthenticated; c++ {
+		st, reason := httpcode.Status(c)
+		if st < 400 || reason == "" {
+			t.Errorf("Status(%v) = %d, %q", c, st, reason)
+		}
+		switch c {
+		case codes.OK, codes.Unknown, codes.Internal, codes.DataLoss, codes.AlreadyExists, codes.DeadlineExceeded:
+		default:
+			if got := httpcode.Code(st); got != c {
+				t.Errorf("Code(Status(%v)) = %v", c, got)
+			}
+		}
+	}
+}
+
+func TestAnswer(t *testing.T) {
+	want := map[int]codes.Code{
+		400: codes.InvalidArgument, 401: codes.Unauthenticated, 403: codes.PermissionDenied,
+		404: codes.NotFound, 409: codes.Aborted, 412: codes.FailedPrecondition,
+		416: codes.OutOfRange, 429: codes.ResourceExhausted, 499: codes.Canceled,
+		500: codes.Internal, 501: codes.Unimplemented, 502: codes.Unavailable,
+		503: codes.Unavailable, 504: codes.DeadlineExceeded,
+	}
+	for st := 100; st < 600; st++ {
+		got, ok := httpcode.Answer(st)
+		w, wok := want[st]
+		if ok != wok || got != w && wok {
+			t.Errorf("Answer(%d) = %v, %v; want %v, %v", st, got, ok, w, wok)
+		}
+	}
+}
