@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/objup/objup/fakes/internal/api"
+	"github.com/objup/objup/fakes/internal/retrytest"
 	"github.com/objup/objup/header"
 	"github.com/objup/objup/internal/wire"
 )
@@ -220,12 +221,12 @@ func (s *Server) unaryInterceptor(ctx context.Context, req any, info *grpc.Unary
 func (s *Server) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	c, ctx := newCall(ss.Context(), info.FullMethod)
 	err := s.faults.before(ctx, c.Method)
-	var rc *retryCall
+	var rc *retrytest.Call
 	if err == nil {
 		rc, err = s.retryGRPC(ctx, c.Method, true)
 	}
 	if err == nil {
-		err = handler(srv, wrapRetry(&callStream{ServerStream: ss, ctx: ctx}, rc))
+		err = handler(srv, retrytest.Wrap(&callStream{ServerStream: ss, ctx: ctx}, rc))
 	}
 	c.Code = status.Code(err)
 	s.calls.add(c)

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/objup/objup/fakes/internal/api"
+	"github.com/objup/objup/fakes/internal/retrytest"
 	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/internal/crc32c"
 	"github.com/objup/objup/internal/wire"
@@ -114,8 +115,8 @@ type bidiReader struct {
 	head []byte // metadata (4) and read_handle (7), for the first response
 	buf  []byte
 
-	rc   *retryCall // non-nil with a broken-stream instruction to apply
-	sent int64      // content bytes sent, for rc
+	rc   *retrytest.Call // non-nil with a broken-stream instruction to apply
+	sent int64           // content bytes sent, for rc
 }
 
 // bidiReadObject serves BidiReadObject: the first message names the object
@@ -165,7 +166,7 @@ func (s *Server) bidiReadObject(ss grpc.ServerStream) error {
 		return status.Errorf(codes.Internal, "fakes: marshaling the object: %v", err)
 	}
 	r := &bidiReader{ss: ss, obj: obj}
-	if rc := retryStreamOf(ss); rc != nil && rc.hasBroken {
+	if rc := retrytest.CallOf(ss); rc != nil && rc.HasBroken() {
 		r.rc = rc
 	}
 	r.head = appendBytesField(nil, 4, meta)
@@ -215,8 +216,8 @@ func (r *bidiReader) serve(rr readRange) error {
 	for off := start; ; {
 		n := min(maxChunk, end-off)
 		last := off+n == end
-		if r.rc != nil && r.sent+n >= r.rc.broken.bytes {
-			if cut := r.rc.broken.bytes - r.sent; cut < n {
+		if r.rc != nil && r.sent+n >= r.rc.BrokenAfter() {
+			if cut := r.rc.BrokenAfter() - r.sent; cut < n {
 				n, last = cut, false
 			}
 		}
@@ -224,8 +225,8 @@ func (r *bidiReader) serve(rr readRange) error {
 			return err
 		}
 		r.sent += n
-		if r.rc != nil && r.sent >= r.rc.broken.bytes {
-			return r.rc.brokenError()
+		if r.rc != nil && r.sent >= r.rc.BrokenAfter() {
+			return r.rc.BrokenError()
 		}
 		off += n
 		if last {

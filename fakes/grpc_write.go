@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/objup/objup/fakes/internal/api"
+	"github.com/objup/objup/fakes/internal/retrytest"
 	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/fakes/internal/writes"
 	"github.com/objup/objup/internal/crc32c"
@@ -88,9 +89,9 @@ type writeStream struct {
 	received int64 // object bytes accepted on this stream
 
 	// Appendable objects (see append.go).
-	rc           *retryCall // the stream's retry test, for redirects
-	epoch        uint64     // the writer epoch the stream writes as
-	sendResource bool       // the first response carries the object: the stream created or took it over
+	rc           *retrytest.Call // the stream's retry test, for redirects
+	epoch        uint64          // the writer epoch the stream writes as
+	sendResource bool            // the first response carries the object: the stream created or took it over
 }
 
 func (s *Server) newWriteStream(ctx context.Context, method string) *writeStream {
@@ -192,7 +193,7 @@ func (w *writeStream) open(m *api.WriteMsg) error {
 		err = status.Error(codes.InvalidArgument, "the first message must set upload_id, write_object_spec or append_object_spec")
 	}
 	if err == nil && w.up.appendable && w.rc != nil {
-		err = w.rc.redirectWrite(writeHandle(w.up.gen, w.epoch), w.up.gen)
+		err = w.rc.RedirectWrite(writeHandle(w.up.gen, w.epoch), w.up.gen)
 	}
 	return err
 }
@@ -306,7 +307,7 @@ func (v *service) WriteObject(stream grpc.ClientStreamingServer[wire.WriteObject
 func (v *service) BidiWriteObject(stream grpc.BidiStreamingServer[wire.BidiWriteObjectRequest, wire.BidiWriteObjectResponse]) error {
 	w := v.s.newWriteStream(stream.Context(), MethodBidiWriteObject)
 	if g, ok := stream.(*grpc.GenericServerStream[wire.BidiWriteObjectRequest, wire.BidiWriteObjectResponse]); ok {
-		w.rc = retryStreamOf(g.ServerStream)
+		w.rc = retrytest.CallOf(g.ServerStream)
 	}
 	for first := true; ; first = false {
 		req, err := stream.Recv()

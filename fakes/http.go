@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/grpc/status"
 
+	"github.com/objup/objup/fakes/internal/retrytest"
 	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/header"
 )
@@ -35,8 +36,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveStats(w, r)
 		return
 	}
-	if isRetryTestPath(path) {
-		s.serveRetryTests(w, r, path)
+	if retrytest.IsPath(path) {
+		s.retry.ServeAPI(w, r, path)
 		return
 	}
 	if path == startGRPCPath {
@@ -49,7 +50,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.retryHTTP(r, rt)
 	err := rt.serve(w, r)
 	if err != nil {
-		if !isConnClosed(err) {
+		if !retrytest.IsConnClosed(err) {
 			writeError(w, rt, err)
 		}
 		c.Code = status.Code(err)

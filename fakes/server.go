@@ -14,6 +14,7 @@ import (
 
 	"github.com/objup/objup/fakes/capacity"
 	"github.com/objup/objup/fakes/internal/api"
+	"github.com/objup/objup/fakes/internal/retrytest"
 	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/fakes/link"
 	"github.com/objup/objup/internal/wire"
@@ -35,7 +36,7 @@ type Server struct {
 	faults faults
 	calls  callLog
 	conns  conns
-	retry  retryTests
+	retry  *retrytest.Tests
 
 	httpConns   atomic.Int64  // TCP connections the JSON API port accepted
 	commitDelay time.Duration // WithCommitDelay
@@ -82,6 +83,7 @@ func New(opts ...Option) (*Server, error) {
 		s.store.CreateBucket(b, false, true) // names were validated
 	}
 	s.faults.stop = make(chan struct{})
+	s.retry = newRetryTests(s)
 	s.grpc = grpc.NewServer(append([]grpc.ServerOption{
 		// Above any sane message, so that an oversized one gets the
 		// fake's clear InvalidArgument rather than gRPC's

@@ -1,4 +1,4 @@
-package fakes
+package retrytest
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -27,9 +26,9 @@ func (e *connClosedError) Error() string { return e.msg }
 // GRPCStatus gives the request log its code.
 func (e *connClosedError) GRPCStatus() *status.Status { return status.New(codes.Unavailable, e.msg) }
 
-// isConnClosed reports whether err says the connection was closed on
+// IsConnClosed reports whether err says the connection was closed on
 // purpose, so that no error response can be written.
-func isConnClosed(err error) bool {
+func IsConnClosed(err error) bool {
 	var ce *connClosedError
 	return errors.As(err, &ce)
 }
@@ -50,61 +49,44 @@ func retryStatusError(id, raw string, in instruction) *store.Error {
 	}
 }
 
-// retryMethodOf returns the retry test method name of a request to a JSON
-// API route ("objects.get" and "xml.objects.get" are "storage.objects.get";
-// the cancel of a resumable session, DELETE on its URI, is
-// "storage.objects.delete", as in the testbench), or "" if the fake does not
-// serve it over HTTP.
-func retryMethodOf(r *http.Request, route string) string {
-	name := retryName(strings.TrimPrefix(route, "xml."))
-	if name == "storage.objects.insert" && r.Method == http.MethodDelete {
-		name = "storage.objects.delete"
-	}
-	if !retryMethods[name].http {
-		return ""
-	}
-	return name
-}
+// Handler serves a JSON API request; an error is the request's answer.
+type Handler = func(http.ResponseWriter, *http.Request) error
 
-// retryHTTP applies the retry test that a request names in its
-// x-retry-test-id header, if the test runs over HTTP and has an instruction
-// left for the request's method: it replaces rt.serve with a handler that
-// carries the instruction out. A status instruction or a reset is consumed
-// at once; the others when the request reaches the bytes they name, as in
-// the testbench.
-func (s *Server) retryHTTP(r *http.Request, rt *httpRoute) {
-	if s.retry.count.Load() == 0 {
-		return
+// HTTP applies the retry test that a request names in its x-retry-test-id
+// header (Header), if the test runs over HTTP and has an instruction left
+// for method, the request's retry test method name: it returns a handler
+// that carries the instruction out around serve, or serve. A status
+// instruction or a reset is consumed at once; the others when the request
+// reaches the bytes they name, as in the testbench.
+func (s *Tests) HTTP(r *http.Request, method string, serve Handler) Handler {
+	if s.count.Load() == 0 || !s.methods[method].http {
+		return serve
 	}
-	id := r.Header.Get(retryTestHeader)
+	id := r.Header.Get(Header)
 	if id == "" {
-		return
+		return serve
 	}
-	method := retryMethodOf(r, rt.method)
-	if method == "" {
-		return
-	}
-	in, ok := s.retry.peek(id, method, transportHTTP)
+	in, ok := s.peek(id, method, transportHTTP)
 	if !ok {
-		return
+		return serve
 	}
 	raw := instructionText(in)
-	take := func() bool { return s.retry.take(id, method, in) }
-	serve := rt.serve
+	take := func() bool { return s.take(id, method, in) }
+	out := serve
 	switch {
 	case in.kind == instrStatus:
 		if take() {
-			rt.serve = func(http.ResponseWriter, *http.Request) error { return retryStatusError(id, raw, in) }
+			out = func(http.ResponseWriter, *http.Request) error { return retryStatusError(id, raw, in) }
 		}
 	case in.kind == instrReset:
 		if take() {
-			rt.serve = func(w http.ResponseWriter, _ *http.Request) error {
+			out = func(w http.ResponseWriter, _ *http.Request) error {
 				closeConn(w, true)
 				return &connClosedError{fmt.Sprintf("fakes: retry test %s: %s", id, raw)}
 			}
 		}
 	case in.kind == instrBroken:
-		rt.serve = func(w http.ResponseWriter, r *http.Request) error {
+		out = func(w http.ResponseWriter, r *http.Request) error {
 			bw := &brokenWriter{ResponseWriter: w, left: in.bytes, take: take}
 			err := serve(bw, r)
 			if bw.broke {
@@ -113,12 +95,13 @@ func (s *Server) retryHTTP(r *http.Request, rt *httpRoute) {
 			return err
 		}
 	case method == "storage.objects.insert":
-		rt.serve = s.retryUpload(id, raw, in, take, serve)
+		out = s.retryUpload(id, raw, in, take, serve)
 	case in.kind == instrStall:
-		rt.serve = func(w http.ResponseWriter, r *http.Request) error {
+		out = func(w http.ResponseWriter, r *http.Request) error {
 			return serve(&stallWriter{ResponseWriter: w, s: s, ctx: r.Context(), left: in.bytes, d: in.stall, take: take}, r)
 		}
 	}
+	return out
 }
 
 // retryUpload returns the handler of an upload request under an
@@ -133,7 +116,7 @@ func (s *Server) retryHTTP(r *http.Request, rt *httpRoute) {
 //     at least M bytes: it fails with nothing stored, or waits first.
 //
 // Other requests, such as the start of a session or a status query, pass.
-func (s *Server) retryUpload(id, raw string, in instruction, take func() bool, serve func(http.ResponseWriter, *http.Request) error) func(http.ResponseWriter, *http.Request) error {
+func (s *Tests) retryUpload(id, raw string, in instruction, take func() bool, serve Handler) Handler {
 	fail := func() error { return retryStatusError(id, raw, instruction{kind: instrStatus, status: in.status}) }
 	return func(w http.ResponseWriter, r *http.Request) error {
 		q := r.URL.Query()
@@ -158,30 +141,24 @@ func (s *Server) retryUpload(id, raw string, in instruction, take func() bool, s
 		if r.Method != http.MethodPut && r.Method != http.MethodPost {
 			return serve(w, r)
 		}
-		cr, err := parseContentRange(r.Header.Get("Content-Range"), r.ContentLength)
-		if err != nil || cr.first < 0 {
+		cr, ok := s.host.Chunk(r, upID)
+		if !ok {
 			return serve(w, r)
 		}
-		up, err := s.jsonSession(upID)
-		if err != nil {
-			return serve(w, r)
-		}
-		up.mu.Lock()
-		persisted, done := up.Size, up.stored != nil || up.gone
-		up.mu.Unlock()
+		persisted, done := cr.Persisted, cr.Done
 		at := in.bytes
-		if cr.open && r.ContentLength < 0 && !done && cr.first <= min(persisted, at) {
+		if cr.Open && r.ContentLength < 0 && !done && cr.First <= min(persisted, at) {
 			// The bytes of "bytes A-*/..." in a body of unknown length
 			// run to its end: read as far as byte at, to learn whether
 			// the request reaches it, and serve the body from there.
-			r.Body, cr.last = peekBody(r.Body, at+1-cr.first)
-			cr.last += cr.first - 1
+			r.Body, cr.Last = peekBody(r.Body, at+1-cr.First)
+			cr.Last += cr.First - 1
 		}
 		switch {
-		case done || cr.first > persisted:
+		case done || cr.First > persisted:
 			return serve(w, r) // the handler answers
 		case in.kind == instrStall:
-			if persisted <= at && cr.first <= at && at <= cr.last && take() {
+			if persisted <= at && cr.First <= at && at <= cr.Last && take() {
 				if err := s.wait(r.Context(), in.stall); err != nil {
 					return err
 				}
@@ -192,17 +169,17 @@ func (s *Server) retryUpload(id, raw string, in instruction, take func() bool, s
 				return fail()
 			}
 			return serve(w, r)
-		case at > cr.last+1:
+		case at > cr.Last+1:
 			return serve(w, r)
 		}
 		// The chunk carries byte at: store the bytes before it, as a chunk
 		// of unknown total (so that it cannot complete the object), and
 		// fail.
-		n := at - cr.first
+		n := at - cr.First
 		r2 := r.Clone(r.Context())
 		r2.Body = io.NopCloser(io.LimitReader(r.Body, n))
 		r2.ContentLength = n
-		r2.Header.Set("Content-Range", fmt.Sprintf("bytes %d-%d/*", cr.first, at-1))
+		r2.Header.Set("Content-Range", fmt.Sprintf("bytes %d-%d/*", cr.First, at-1))
 		if err := serve(discardWriter{http.Header{}}, r2); err != nil {
 			return err
 		}
@@ -248,7 +225,7 @@ func (d discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (d discardWriter) WriteHeader(int)             {}
 
 // wait blocks for d, or until ctx ends or the server closes.
-func (s *Server) wait(ctx context.Context, d time.Duration) error {
+func (s *Tests) wait(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -256,7 +233,7 @@ func (s *Server) wait(ctx context.Context, d time.Duration) error {
 		return nil
 	case <-ctx.Done():
 		return status.FromContextError(ctx.Err()).Err()
-	case <-s.faults.stop:
+	case <-s.host.Stopping():
 		return status.Error(codes.Unavailable, "fakes: server closing")
 	}
 }
@@ -316,7 +293,7 @@ func (b *brokenWriter) Unwrap() http.ResponseWriter { return b.ResponseWriter }
 // before it writes more.
 type stallWriter struct {
 	http.ResponseWriter
-	s     *Server
+	s     *Tests
 	ctx   context.Context
 	left  int64
 	d     time.Duration

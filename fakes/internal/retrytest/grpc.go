@@ -1,4 +1,4 @@
-package fakes
+package retrytest
 
 import (
 	"context"
@@ -7,18 +7,16 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/emptypb"
 
-	"github.com/objup/objup/fakes/internal/api"
 	"github.com/objup/objup/header"
 	"github.com/objup/objup/internal/crc32c"
 	"github.com/objup/objup/internal/wire"
 )
 
-// retryCall is a gRPC call under a retry test: the instructions that apply
+// Call is a gRPC call under a retry test: the instructions that apply
 // while it runs (after-bytes for uploads, broken streams for reads).
-type retryCall struct {
-	s      *Server
+type Call struct {
+	s      *Tests
 	id     string
 	method string // the retry test method name
 
@@ -27,42 +25,39 @@ type retryCall struct {
 	hasBroken bool
 }
 
-// retryGRPC applies the retry test that a gRPC call names in its
-// x-retry-test-id metadata, if the test runs over gRPC and has an
+// GRPC applies the retry test that a gRPC call names in its
+// x-retry-test-id metadata (Header), if the test runs over gRPC and has an
 // instruction left for the call's method. A status instruction (its HTTP
 // status mapped to a gRPC code as the testbench does) or a reset
 // (codes.Unavailable) is consumed at once: a unary call fails with it, a
 // stream once the server has received its first message, as GCS reads a
 // request before it answers (a stream that failed sooner could make the
 // client's first send fail with io.EOF rather than the status). For the
-// other instructions it returns the retryCall that carries them out while
-// the call runs; nil if there is none.
-func (s *Server) retryGRPC(ctx context.Context, method string, stream bool) (*retryCall, error) {
-	if s.retry.count.Load() == 0 {
+// other instructions it returns the Call that carries them out while the
+// call runs (Wrap); nil if there is none. name is the retry test method
+// whose instructions the call consumes, "" for none; bidiWrite says the
+// call is a BidiWriteObject, which redirects apply to.
+func (s *Tests) GRPC(ctx context.Context, name string, bidiWrite, stream bool) (*Call, error) {
+	if name == "" || s.count.Load() == 0 {
 		return nil, nil
 	}
-	name := grpcRetryMethods[method]
-	if name == "" {
-		return nil, nil
-	}
-	id := header.FromIncoming(ctx, retryTestHeader)
+	id := header.FromIncoming(ctx, Header)
 	if id == "" {
 		return nil, nil
 	}
-	in, ok := s.retry.peek(id, name, transportGRPC)
+	in, ok := s.peek(id, name, transportGRPC)
 	if !ok {
 		return nil, nil
 	}
-	rc := &retryCall{s: s, id: id, method: name}
-	bidiWrite := method == MethodBidiWriteObject
+	rc := &Call{s: s, id: id, method: name}
 	if in.kind == instrExpectToken {
 		// The client followed a redirect if it sends the token; the
 		// instruction after it applies to the same call.
-		if !bidiWrite || !hasRoutingToken(ctx, in.token) {
+		if !bidiWrite || !s.host.HasRoutingToken(ctx, in.token) {
 			return nil, nil
 		}
 		rc.take(in)
-		if in, ok = s.retry.peek(id, name, transportGRPC); !ok {
+		if in, ok = s.peek(id, name, transportGRPC); !ok {
 			return nil, nil
 		}
 	}
@@ -84,7 +79,7 @@ func (s *Server) retryGRPC(ctx context.Context, method string, stream bool) (*re
 			return nil, nil
 		}
 		if rc.take(in) {
-			err = redirectError("fakes: retry test "+id+": "+instructionText(in), in.token, nil, 0)
+			err = s.host.Redirect("fakes: retry test "+id+": "+instructionText(in), in.token, nil, 0)
 		}
 	case instrRedirectHandle, instrExpectToken:
 		if !bidiWrite {
@@ -98,23 +93,31 @@ func (s *Server) retryGRPC(ctx context.Context, method string, stream bool) (*re
 	return rc, nil
 }
 
-func (rc *retryCall) take(in instruction) bool { return rc.s.retry.take(rc.id, rc.method, in) }
+func (rc *Call) take(in instruction) bool { return rc.s.take(rc.id, rc.method, in) }
 
-// redirectWrite applies a redirect-send-handle-and-token instruction to an
+// RedirectWrite applies a redirect-send-handle-and-token instruction to an
 // appendable write whose first message opened the object as generation
 // gen, with write handle handle: it consumes it and returns the redirect
 // error, or returns nil if the test's next instruction is another.
-func (rc *retryCall) redirectWrite(handle []byte, gen int64) error {
-	in, ok := rc.s.retry.peek(rc.id, rc.method, transportGRPC)
+func (rc *Call) RedirectWrite(handle []byte, gen int64) error {
+	in, ok := rc.s.peek(rc.id, rc.method, transportGRPC)
 	if !ok || in.kind != instrRedirectHandle || !rc.take(in) {
 		return nil
 	}
-	return redirectError("fakes: retry test "+rc.id+": "+instructionText(in), in.token, handle, gen)
+	return rc.s.host.Redirect("fakes: retry test "+rc.id+": "+instructionText(in), in.token, handle, gen)
 }
 
-// brokenError consumes the broken-stream instruction and returns the error
+// HasBroken reports whether the call is a read under a broken-stream
+// instruction, which ends it with BrokenError.
+func (rc *Call) HasBroken() bool { return rc.hasBroken }
+
+// BrokenAfter is the number of content bytes a read under a broken-stream
+// instruction (HasBroken) sends before it ends with BrokenError.
+func (rc *Call) BrokenAfter() int64 { return rc.broken.bytes }
+
+// BrokenError consumes the broken-stream instruction and returns the error
 // that ends the read.
-func (rc *retryCall) brokenError() error {
+func (rc *Call) BrokenError() error {
 	rc.take(rc.broken)
 	return status.Errorf(codes.Unavailable, "fakes: retry test %s: %s", rc.id, instructionText(rc.broken))
 }
@@ -124,7 +127,7 @@ func (rc *retryCall) brokenError() error {
 // instruction says.
 type retryStream struct {
 	grpc.ServerStream
-	rc      *retryCall
+	rc      *Call
 	sent    int64 // content bytes sent by a read
 	pending error // the error of the next RecvMsg, once an upload was cut
 }
@@ -160,7 +163,7 @@ func (rs *retryStream) SendMsg(m any) error {
 	if err := rs.ServerStream.SendMsg(msg); err != nil {
 		return err
 	}
-	return rs.rc.brokenError()
+	return rs.rc.BrokenError()
 }
 
 // RecvMsg receives a write message and applies a return-N-after-MK
@@ -173,7 +176,7 @@ func (rs *retryStream) SendMsg(m any) error {
 func (rs *retryStream) RecvMsg(m any) error {
 	if rs.rc.fail != nil {
 		if rs.ServerStream.RecvMsg(m) == nil {
-			rs.noteTarget(m)
+			rs.rc.s.host.NoteTarget(rs.Context(), m)
 		}
 		return rs.rc.fail
 	}
@@ -202,7 +205,7 @@ func (rs *retryStream) RecvMsg(m any) error {
 	if n == 0 {
 		return nil
 	}
-	in, ok := rs.rc.s.retry.peek(rs.rc.id, rs.rc.method, transportGRPC)
+	in, ok := rs.rc.s.peek(rs.rc.id, rs.rc.method, transportGRPC)
 	if !ok || in.kind != instrStatusAfter || offset >= in.bytes || offset+n < in.bytes {
 		return nil
 	}
@@ -219,43 +222,17 @@ func (rs *retryStream) RecvMsg(m any) error {
 	return nil
 }
 
-// noteTarget records the bucket and object that a stream's first message
-// names, for the request log of a stream that fails on it.
-func (rs *retryStream) noteTarget(m any) {
-	ctx := rs.Context()
-	switch r := m.(type) {
-	case *emptypb.Empty: // BidiReadObject
-		if spec, _, err := parseBidiRead(r.ProtoReflect().GetUnknown()); err == nil && spec != nil {
-			if b, err := api.ParseBucket(spec.bucket); err == nil {
-				noteTarget(ctx, b, spec.object)
-			}
-		}
-	case interface{ GetUploadId() string }:
-		if id := r.GetUploadId(); id != "" {
-			rs.rc.s.session(ctx, id) // notes the session's object
-			return
-		}
-		if b, o := targetOf(m); b != "" {
-			noteTarget(ctx, b, o)
-		}
-	default:
-		if b, o := targetOf(m); b != "" {
-			noteTarget(ctx, b, o)
-		}
-	}
-}
-
-// retryStreamOf returns the retry call of a stream, or nil.
-func retryStreamOf(ss grpc.ServerStream) *retryCall {
+// CallOf returns the retry test call of a stream (Wrap), or nil.
+func CallOf(ss grpc.ServerStream) *Call {
 	if rs, ok := ss.(*retryStream); ok {
 		return rs.rc
 	}
 	return nil
 }
 
-// wrapRetry returns ss, or a retryStream over it when the call runs under
-// a retry test with instructions that apply while it runs.
-func wrapRetry(ss grpc.ServerStream, rc *retryCall) grpc.ServerStream {
+// Wrap returns ss, or a stream over it that carries out the instructions
+// of rc (GRPC) while the call runs: nil rc leaves ss as it is.
+func Wrap(ss grpc.ServerStream, rc *Call) grpc.ServerStream {
 	if rc == nil {
 		return ss
 	}
