@@ -2,7 +2,6 @@ package fakes
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -32,34 +31,6 @@ const (
 	MethodUpdateObject        = "UpdateObject"
 	MethodComposeObject       = "ComposeObject"
 )
-
-var methods = []string{
-	MethodWriteObject, MethodBidiWriteObject, MethodStartResumableWrite, MethodQueryWriteStatus,
-	MethodReadObject, MethodBidiReadObject, MethodGetObject, MethodListObjects, MethodDeleteObject,
-	MethodUpdateObject, MethodComposeObject,
-}
-
-// shortMethod turns "/google.storage.v2.Storage/WriteObject" into
-// "WriteObject".
-func shortMethod(full string) string {
-	return full[strings.LastIndexByte(full, '/')+1:]
-}
-
-// mustMethod returns the short name of method (short or full), and panics if
-// it is not one the server implements, or not a write stream when writeOnly.
-func mustMethod(op, method string, writeOnly bool) string {
-	m := shortMethod(method)
-	if writeOnly {
-		if m != MethodWriteObject && m != MethodBidiWriteObject {
-			panic(fmt.Sprintf("fakes: %s: method %q is not WriteObject or BidiWriteObject", op, method))
-		}
-		return m
-	}
-	if !slices.Contains(methods, m) {
-		panic(fmt.Sprintf("fakes: %s: unknown method %q; want one of %s", op, method, strings.Join(methods, ", ")))
-	}
-	return m
-}
 
 // Call is one call as the request log records it: a gRPC call, or a
 // request to the JSON API.

@@ -97,8 +97,9 @@
 // metadata.KEY ("*" for all of them), bumping the metageneration as
 // objects.patch does; output-only fields in the mask are ignored, other
 // fields are codes.Unimplemented. The messages of these two methods are not
-// among internal/wire's: the server's handler of unknown methods serves them
-// from their protobuf encoding.
+// among internal/wire's: they are served raw, from their protobuf encoding
+// (see How to add an RPC). A method the fake does not serve is
+// codes.Unimplemented.
 //
 // # Appendable objects
 //
@@ -471,6 +472,29 @@
 // sink.WithMaxStreams) caps the concurrent streams of one gRPC connection
 // as GCS's front ends do, about 100, and [Server.Conns] then counts each
 // connection's calls.
+//
+// # How to add an RPC
+//
+// Every method the gRPC server serves is one entry of the table rpcs
+// (rpcs.go): its name (the gRPC method name, which the request log records
+// as Call.Method), its handler, the retry test method whose instructions
+// it consumes (retry), and whether the fault rules take it (faults, for a
+// method with an exported Method name). The server registers one
+// grpc.ServiceDesc built from the table; its interceptors record each call,
+// apply the fault rules and the retry test, whatever the method. To add one:
+//
+//  1. write its handler: a unary method on internal/wire's messages is a
+//     method of service, entered with unaryRPC; any other method is a
+//     func(*Server, grpc.ServerStream) error, which for messages not in
+//     internal/wire reads and writes their encoding with recvRaw, sendRaw
+//     and eachField (grpc_raw.go; see grpc_buckets.go), entered with raw;
+//  2. add its entry to rpcs, with its retry test method if the testbench
+//     has one (package fakes/internal/retrytest then accepts instructions
+//     for that method over gRPC), and list it under gRPC methods above.
+//
+// The request log, the counters, Conns, the fault rules and the retry test
+// need nothing more. A test drives it through a client as grpc_buckets_test
+// does.
 //
 // # In tests
 //

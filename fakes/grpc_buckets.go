@@ -13,7 +13,6 @@ import (
 
 	"github.com/objup/objup/fakes/internal/api"
 	"github.com/objup/objup/fakes/internal/store"
-	"github.com/objup/objup/internal/wire"
 )
 
 // The bucket and IAM methods of storage v2 (GetBucket, CreateBucket,
@@ -21,9 +20,8 @@ import (
 // GetIamPolicy, SetIamPolicy, TestIamPermissions; RewriteObject is in
 // grpc_rewrite.go), on the
 // store the JSON API's bucket methods use. Their messages are not in
-// internal/wire: the server's handler of unknown methods serves them from
-// their protobuf encoding (see grpc_raw.go), and they are written here
-// with protowire, field by field.
+// internal/wire: they are served raw (see rpcs and grpc_raw.go), and
+// written here with protowire, field by field.
 
 // The gRPC method names served here.
 const (
@@ -38,23 +36,6 @@ const (
 	methodTestIamPermissions = "TestIamPermissions"
 	methodRewriteObject      = "RewriteObject"
 )
-
-func init() {
-	for name, f := range map[string]func(*Server, grpc.ServerStream) error{
-		methodGetBucket:          (*Server).grpcGetBucket,
-		methodCreateBucket:       (*Server).grpcCreateBucket,
-		methodDeleteBucket:       (*Server).grpcDeleteBucket,
-		methodListBuckets:        (*Server).grpcListBuckets,
-		methodUpdateBucket:       (*Server).grpcUpdateBucket,
-		methodLockRetention:      (*Server).grpcLockRetention,
-		methodGetIamPolicy:       (*Server).grpcGetIamPolicy,
-		methodSetIamPolicy:       (*Server).grpcSetIamPolicy,
-		methodTestIamPermissions: (*Server).grpcTestIamPermissions,
-		methodRewriteObject:      (*Server).grpcRewriteObject,
-	} {
-		rawMethods["/"+wire.ServiceName+"/"+name] = f
-	}
-}
 
 // unary receives a raw unary call's request and decodes it with decode.
 func unary(ss grpc.ServerStream, name string, decode func(field) error) error {

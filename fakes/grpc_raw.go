@@ -2,32 +2,14 @@ package fakes
 
 import (
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/types/known/emptypb"
-
-	"github.com/objup/objup/internal/wire"
 )
 
-// rawMethods are the storage v2 methods served by the server's unknown-method
-// handler: their messages are not in internal/wire, so the handler reads and
-// writes their protobuf encoding with protowire, and reuses wire's messages
-// (Object, CommonObjectRequestParams) where they are embedded.
-var rawMethods = map[string]func(*Server, grpc.ServerStream) error{
-	"/" + wire.ServiceName + "/" + MethodBidiReadObject: (*Server).bidiReadObject,
-	"/" + wire.ServiceName + "/" + MethodUpdateObject:   (*Server).grpcUpdateObject,
-}
-
-// serveRaw is the gRPC server's handler of methods missing from its
-// service table: the raw methods, and codes.Unimplemented for any other.
-func (s *Server) serveRaw(_ any, ss grpc.ServerStream) error {
-	full, _ := grpc.MethodFromServerStream(ss)
-	if f := rawMethods[full]; f != nil {
-		return f(s, ss)
-	}
-	return status.Errorf(codes.Unimplemented, "fakes: method %s is not implemented by the fake", full)
-}
+// The methods whose messages are not in internal/wire are served raw (see
+// rpcs): their handlers read and write the protobuf encoding with
+// protowire, and reuse wire's messages (Object, CommonObjectRequestParams)
+// where they are embedded.
 
 // recvRaw receives one message and returns its protobuf encoding. It uses
 // emptypb.Empty, all of whose fields are unknown, so the codec keeps them

@@ -38,32 +38,6 @@ func retryName(method string) string {
 	return "storage." + method
 }
 
-// grpcRetryMethods maps the gRPC methods that consume instructions to the
-// JSON API method whose instructions they consume, as the testbench does.
-// QueryWriteStatus consumes none.
-var grpcRetryMethods = map[string]string{
-	MethodWriteObject:         "storage.objects.insert",
-	MethodBidiWriteObject:     "storage.objects.insert",
-	MethodStartResumableWrite: "storage.objects.insert",
-	MethodReadObject:          "storage.objects.get",
-	MethodBidiReadObject:      "storage.objects.get",
-	MethodGetObject:           "storage.objects.get",
-	MethodListObjects:         "storage.objects.list",
-	MethodDeleteObject:        "storage.objects.delete",
-	MethodUpdateObject:        "storage.objects.patch",
-	MethodComposeObject:       "storage.objects.compose",
-	methodRewriteObject:       "storage.objects.rewrite",
-	methodGetBucket:           "storage.buckets.get",
-	methodCreateBucket:        "storage.buckets.insert",
-	methodDeleteBucket:        "storage.buckets.delete",
-	methodListBuckets:         "storage.buckets.list",
-	methodUpdateBucket:        "storage.buckets.patch",
-	methodLockRetention:       "storage.buckets.lockRetentionPolicy",
-	methodGetIamPolicy:        "storage.buckets.getIamPolicy",
-	methodSetIamPolicy:        "storage.buckets.setIamPolicy",
-	methodTestIamPermissions:  "storage.buckets.testIamPermissions",
-}
-
 // retryMethodOf returns the retry test method name of a request to a JSON
 // API route ("objects.get" and "xml.objects.get" are "storage.objects.get";
 // the cancel of a resumable session, DELETE on its URI, is
@@ -80,9 +54,9 @@ func retryMethodOf(r *http.Request, route string) string {
 // newRetryTests returns the server's retry test registry.
 func newRetryTests(s *Server) *retrytest.Tests {
 	var grpcNames []string
-	for _, name := range grpcRetryMethods {
-		if !slices.Contains(grpcNames, name) {
-			grpcNames = append(grpcNames, name)
+	for _, r := range rpcs {
+		if r.retry != "" && !slices.Contains(grpcNames, r.retry) {
+			grpcNames = append(grpcNames, r.retry)
 		}
 	}
 	return retrytest.New(retryHost{s}, grpcNames)
@@ -96,12 +70,17 @@ func (s *Server) retryHTTP(r *http.Request, rt *httpRoute) {
 	rt.serve = s.retry.HTTP(r, retryMethodOf(r, rt.method), rt.serve)
 }
 
-// retryGRPC applies the retry test a gRPC call names (retrytest.Tests.GRPC).
+// retryGRPC applies the retry test a gRPC call names (retrytest.Tests.GRPC)
+// to the instructions of its method's retry test method (rpc.retry).
 func (s *Server) retryGRPC(ctx context.Context, method string, stream bool) (*retrytest.Call, error) {
 	if !s.retry.Active() {
 		return nil, nil
 	}
-	return s.retry.GRPC(ctx, grpcRetryMethods[method], method == MethodBidiWriteObject, stream)
+	var name string
+	if r := rpcNamed[method]; r != nil {
+		name = r.retry
+	}
+	return s.retry.GRPC(ctx, name, method == MethodBidiWriteObject, stream)
 }
 
 // retryHost is the Server as the retry test API sees it.

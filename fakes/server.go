@@ -17,7 +17,6 @@ import (
 	"github.com/objup/objup/fakes/internal/retrytest"
 	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/fakes/link"
-	"github.com/objup/objup/internal/wire"
 )
 
 // Server is a running fake GCS: a storage v2 gRPC server and a JSON API
@@ -37,6 +36,7 @@ type Server struct {
 	calls  callLog
 	conns  conns
 	retry  *retrytest.Tests
+	svc    service // the handlers of rpcs
 
 	httpConns   atomic.Int64  // TCP connections the JSON API port accepted
 	commitDelay time.Duration // WithCommitDelay
@@ -91,9 +91,10 @@ func New(opts ...Option) (*Server, error) {
 		grpc.MaxRecvMsgSize(64 << 20),
 		grpc.ChainUnaryInterceptor(s.unaryInterceptor),
 		grpc.ChainStreamInterceptor(s.streamInterceptor),
-		grpc.UnknownServiceHandler(s.serveRaw),
+		grpc.UnknownServiceHandler(s.serveUnknown),
 	}, s.conns.serverOptions(cfg.maxStreams, cfg.link)...)...)
-	wire.RegisterStorageServer(s.grpc, &service{s: s})
+	s.svc.s = s
+	s.grpc.RegisterService(&serviceDesc, s)
 	s.http = &http.Server{Handler: http.HandlerFunc(s.serveHTTP), ReadHeaderTimeout: 30 * time.Second,
 		ConnState: func(_ net.Conn, st http.ConnState) {
 			if st == http.StateNew {
@@ -184,9 +185,8 @@ func (s *Server) Close() error {
 	return s.closeErr
 }
 
-// service implements wire.StorageServer for a Server, keeping the RPC
-// methods off the Server's public API.
+// service holds the handlers of the RPCs on internal/wire's messages (see
+// rpcs), keeping them off the Server's public API.
 type service struct {
-	wire.UnimplementedStorageServer
 	s *Server
 }
