@@ -706,3 +706,32 @@ func TestNoisyTenant(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteRate: with -write-rate the embedded fake refuses writes over its
+// rate; with the admission stage every object is stored all the same, and
+// the report shows the fake's counts and the rate the client learnt.
+func TestWriteRate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		on   bool
+	}{
+		{"admission", nil, true},
+		{"without admission", []string{"-admission=false"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hermetic(t)
+			s := runJSON(t, 0, append([]string{"-n", "600", "-concurrency", "32", "-write-rate", "300"}, tc.args...)...)
+			if !s.OK || s.Uploaded != 600 || !s.Verify.Passed {
+				t.Fatalf("ok %v, %d uploaded, verify %+v", s.OK, s.Uploaded, s.Verify)
+			}
+			a := s.Admission
+			if a == nil || a.On != tc.on || a.WriteRate != 300 || a.Admitted != 600 {
+				t.Fatalf("admission summary %+v: want the stage %v, the fake's 300 writes/s, 600 writes admitted", a, tc.on)
+			}
+			if tc.on && (a.Rejections != a.Refused || a.Refused > 0 && a.LearnedRate == 0) {
+				t.Fatalf("admission summary %+v: the client saw other refusals than the fake made, or learnt no rate", a)
+			}
+		})
+	}
+}
