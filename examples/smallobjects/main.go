@@ -46,6 +46,14 @@
 //	-quiet               no progress output
 //	-json                print the summary as one JSON object
 //	-timeout 10m         give up after this long
+//	-write-rate N        the embedded fake admits N object writes a second and
+//	                     refuses the rest (429), as a GCS bucket does
+//	-admission=false     turn the client's admission stage off
+//	                     (uploader.WithoutAdmission)
+//
+// With -write-rate the report has an "admission" line: the writes the fake
+// admitted and refused, and the rate the client's stage learnt from the
+// refusals; -admission=false shows the same run without the stage.
 //
 // Progress goes to standard error: a bar when it is a terminal, a line every
 // two seconds otherwise. The summary goes to standard output.
