@@ -119,6 +119,19 @@
 // A network failure is Unavailable over both transports (an answer that
 // broke off included); Internal is left for the service's own status.
 //
+// # When the service pushes back
+//
+// Every object write of a client passes an admission stage per bucket (see
+// WithoutAdmission): free until the bucket first refuses writes for load
+// (429, RESOURCE_EXHAUSTED, 503), then a rate learnt from the answers, at
+// which writes wait for their turn, tenant by tenant and oldest first,
+// never failing for it. A write refused for load was not applied, so it is
+// retried whatever the retry policy says of idempotence, and retries pass
+// the same stage. The figures are metrics: objup.admission.wait,
+// objup.admission.rate, objup.admission.rejections and
+// objup.admission.waits. TenantLimits.Writes caps a tenant's writes per
+// second.
+//
 // # Tenants and headers
 //
 // Headers added to the context with the header package (header.WithTenant,
