@@ -2,6 +2,7 @@ package uploader
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -37,6 +38,22 @@ import (
 // bucket.
 func WithoutAdmission() option.ClientOption {
 	return newClientOption(func(c *clientConfig) { c.noAdmission = true })
+}
+
+// WithWriteRamp makes the client start each bucket's writes at from a
+// second and at most double that rate every every, as GCS asks of a new
+// bucket or a new prefix (about 1,000 writes a second at first, doubling no
+// faster than every 20 minutes: WithWriteRamp(1000, 20*time.Minute)), so
+// that a fleet coming up does not meet the bucket's limit all at once.
+// Pushback still cuts the rate below the ramp. Both must be positive; it
+// has no effect WithoutAdmission.
+func WithWriteRamp(from float64, every time.Duration) option.ClientOption {
+	return newClientOption(func(c *clientConfig) {
+		if (from <= 0 || every <= 0) && c.err == nil {
+			c.err = fmt.Errorf("write ramp from %v writes a second, doubling every %v: both must be positive", from, every)
+		}
+		c.rampFrom, c.rampEvery = from, every
+	})
 }
 
 // admitted is a transport whose object writes pass the client's admission

@@ -243,3 +243,28 @@ func TestAdmissionWaitCancelled(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteRamp: a client with a write ramp paces a new bucket's writes
+// from the start, before any pushback: 40 uploads at 20 writes a second,
+// doubling every second, take over a second; a bad ramp is refused.
+func TestWriteRamp(t *testing.T) {
+	e := newEnv(t, uploader.WithWriteRamp(20, time.Second))
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Go(func() {
+			if _, err := e.c.Upload(context.Background(), bucket, fmt.Sprintf("ramp/%d", i), bytes.NewReader([]byte("x"))); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if d := time.Since(start); d < time.Second {
+		t.Fatalf("40 uploads took %v at a ramp of 20 writes a second", d)
+	}
+	for _, bad := range []option.ClientOption{uploader.WithWriteRamp(0, time.Second), uploader.WithWriteRamp(10, 0)} {
+		if _, err := uploader.NewClient(context.Background(), append(dialOptions(e.srv), bad)...); !uploader.IsInvalidArgument(err) {
+			t.Fatalf("NewClient with a bad ramp: %v, want InvalidArgument", err)
+		}
+	}
+}

@@ -174,6 +174,9 @@ func (c *Client) admit(cfg clientConfig) {
 	}
 	if !cfg.noAdmission {
 		c.stage = admit.New(tenantOf, cfg.tenantLimits.Weight, nil)
+		if cfg.rampFrom > 0 {
+			c.stage.Ramp(cfg.rampFrom, cfg.rampEvery)
+		}
 		a.stage = c.stage
 	}
 	if a.stage == nil && a.writes == nil {

@@ -31,8 +31,10 @@ type clientConfig struct {
 	keepalive    keepaliveConfig
 	telemetry    telemetryConfig
 	http         bool
-	noAdmission  bool  // WithoutAdmission
-	err          error // the first invalid option
+	noAdmission  bool // WithoutAdmission
+	rampFrom     float64
+	rampEvery    time.Duration // WithWriteRamp
+	err          error         // the first invalid option
 }
 
 // keepaliveConfig is how the client's connections are watched: see

@@ -69,6 +69,20 @@ type Stage struct {
 	tenantOf func(context.Context) string
 	weight   func(tenant string) int
 	buckets  sync.Map // name -> *Bucket
+
+	// A ramp (see Ramp): each bucket starts at rampFrom writes a second
+	// and at most doubles every rampEvery.
+	rampFrom  float64
+	rampEvery time.Duration
+}
+
+// Ramp makes every bucket the stage sees from now on start at from writes
+// a second, and its rate at most double every every, whatever the
+// service's answers (GCS asks for about 1,000 writes a second to a new
+// bucket, doubling no faster than every 20 minutes). Pushback still cuts
+// the rate below the ramp. Call it before the first write.
+func (s *Stage) Ramp(from float64, every time.Duration) {
+	s.rampFrom, s.rampEvery = from, every
 }
 
 // New returns a stage. tenantOf reads the tenant of a write's context (nil:
@@ -98,7 +112,15 @@ func (s *Stage) Bucket(name string) *Bucket {
 	if b, ok := s.buckets.Load(name); ok {
 		return b.(*Bucket)
 	}
-	b, _ := s.buckets.LoadOrStore(name, &Bucket{s: s, name: name, tenants: map[string]*queue{}})
+	nb := &Bucket{s: s, name: name, tenants: map[string]*queue{}}
+	if s.rampFrom > 0 {
+		now := s.now()
+		nb.rampAt, nb.ramping = now, true
+		nb.rate, nb.wmax, nb.cutAt, nb.refill = s.rampFrom, s.rampFrom, now, now
+		nb.tokens = nb.burstLocked()
+		nb.active.Store(true)
+	}
+	b, _ := s.buckets.LoadOrStore(name, nb)
 	return b.(*Bucket)
 }
 
@@ -124,6 +146,8 @@ type Bucket struct {
 	wmax    float64   // the rate at the last cut
 	cutAt   time.Time // the last cut
 	probing bool      // since the first cut: the rate doubles each CutEvery until the next pushback
+	ramping bool      // a ramp and no pushback yet: the rate is the ramp's
+	rampAt  time.Time // when the bucket's ramp began
 	tenants map[string]*queue
 	ring    []*queue // the tenants with waiting writes, in turn
 	next    int      // the ring's next turn
@@ -251,7 +275,7 @@ func (b *Bucket) cut(now time.Time) {
 	base := achieved
 	if b.active.Load() {
 		base = math.Min(b.rate, achieved)
-		b.probing = false
+		b.probing, b.ramping = false, false
 	} else {
 		// The first pushback: what was measured so far may be little,
 		// so the rate probes upward quickly until the next one.
@@ -271,6 +295,9 @@ func (b *Bucket) cut(now time.Time) {
 func (b *Bucket) grow(now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.ramping {
+		return // the ramp sets the rate until the first pushback
+	}
 	t := now.Sub(b.cutAt).Seconds()
 	var r float64
 	if b.probing {
@@ -283,14 +310,22 @@ func (b *Bucket) grow(now time.Time) {
 	if !b.probing {
 		r = math.Min(r, 2*achieved+MinRate)
 	}
-	r = math.Max(r, MinRate)
+	r = math.Max(math.Min(r, b.rampCap(now)), MinRate)
 	if r > b.rate {
 		b.refillLocked(now)
 		b.rate = r
 	}
-	if now.Sub(b.cutAt) > Reopen && b.rate > 4*achieved && len(b.ring) == 0 {
+	if now.Sub(b.cutAt) > Reopen && b.rate > 4*achieved && len(b.ring) == 0 && math.IsInf(b.rampCap(now), 1) {
 		b.active.Store(false)
 	}
+}
+
+// rampCap is the most the ramp allows now; +Inf without a ramp.
+func (b *Bucket) rampCap(now time.Time) float64 {
+	if b.s.rampFrom <= 0 {
+		return math.Inf(1)
+	}
+	return b.s.rampFrom * math.Pow(2, now.Sub(b.rampAt).Seconds()/b.s.rampEvery.Seconds())
 }
 
 // burstLocked is how many writes may go at once: a twentieth of a second
@@ -299,6 +334,9 @@ func (b *Bucket) burstLocked() float64 { return math.Max(1, b.rate/20) }
 
 // refillLocked adds the tokens earned since the last refill.
 func (b *Bucket) refillLocked(now time.Time) {
+	if b.ramping {
+		b.rate = b.rampCap(now)
+	}
 	if d := now.Sub(b.refill); d > 0 {
 		b.tokens = math.Min(b.tokens+d.Seconds()*b.rate, b.burstLocked())
 		b.refill = now

@@ -258,3 +258,33 @@ func TestFleetConverges(t *testing.T) {
 		t.Fatalf("%.0f stored/s and %.0f attempts/s at a capacity of %.0f/s: want most of it stored, attempts near it", s, a, capacity)
 	}
 }
+
+// TestRamp: with a ramp, a new bucket admits writes at the ramp's rate,
+// doubling every period, before any pushback: here 20 a second doubling
+// every half second lets about 43 writes through in a second, where the
+// open stage would let thousands.
+func TestRamp(t *testing.T) {
+	s := New(nil, nil, nil)
+	s.Ramp(20, 500*time.Millisecond)
+	b := s.Bucket("new")
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for {
+				if _, err := b.Wait(ctx, 0); err != nil {
+					return
+				}
+				n.Add(1)
+				b.Answer(OK)
+			}
+		})
+	}
+	wg.Wait()
+	if got := n.Load(); got < 20 || got > 90 {
+		t.Fatalf("%d writes in the ramp's first second, want about 43", got)
+	}
+}
