@@ -350,26 +350,39 @@ func (g *grpcTransport) getObject(u *upload, name string, timeout time.Duration)
 	return o, nil
 }
 
-// fence asks, on the connection of u's last attempt, for the object's
-// attributes: any answer of the service proves that it handled what the
-// connection carried before, the abandoned attempt's stream and its reset
-// included. Without an answer within timeout the connection is reset.
+// fence asks, on every connection of the transport, for the object's
+// attributes: any answer of the service on a connection proves that it
+// handled what the connection carried before, the abandoned attempts'
+// streams and their resets included (an attempt may have gone out on any
+// connection: u.via names only the last). A connection with no answer
+// within timeout is presumed stalled and cut, with every other connection
+// silent that long, so what it holds is dropped.
 func (g *grpcTransport) fence(u *upload, timeout time.Duration) bool {
 	if !u.scratch.open {
 		return true
 	}
-	c := u.via
-	if c == nil {
-		return false
+	conns := g.conns[:len(g.conns):len(g.conns)]
+	if g.lane != nil {
+		conns = append(conns, g.lane)
 	}
-	c.active.Add(1)
-	req := &wire.GetObjectRequest{Bucket: u.resource(), Object: u.object}
-	err := g.invokeOn(c, u, wire.MethodGetObject, req, new(wire.Object), timeout)
-	if err == nil || fromService(err) || g.cut.CutSilent(timeout) > 0 {
-		u.scratch.open = false
-		return true
+	silent := atomic.Bool{}
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Go(func() {
+			pu := u.detached(u.ctx)
+			c.active.Add(1)
+			req := &wire.GetObjectRequest{Bucket: u.resource(), Object: u.object}
+			if err := g.invokeOn(c, pu, wire.MethodGetObject, req, new(wire.Object), timeout); err != nil && !fromService(err) {
+				silent.Store(true)
+			}
+		})
 	}
-	return false
+	wg.Wait()
+	if silent.Load() {
+		g.cut.CutSilent(timeout)
+	}
+	u.scratch.open = false
+	return true
 }
 
 // fromService reports whether err is a status the service sent rather
