@@ -255,9 +255,15 @@ func (p *parallel) dispatch() error {
 	p.parts = append(p.parts, pt)
 	p.inflight.Add(1)
 	p.g.Go(func() error {
-		defer p.slots.Release(1)
 		defer p.inflight.Add(-1)
-		return p.send(pt)
+		err := p.send(pt)
+		if err != nil {
+			// Cancelled before the turn frees, so no part starts after a
+			// failure.
+			p.cancel()
+		}
+		p.slots.Release(1)
+		return err
 	})
 	if err := p.ctx.Err(); err != nil {
 		return p.failure(err)

@@ -45,11 +45,17 @@ type blackhole struct {
 
 func newBlackhole(t *testing.T, target string, limit int64) *blackhole {
 	t.Helper()
+	return newBlackholeEvery(t, target, limit, false)
+}
+
+// newBlackholeEvery is newBlackhole whose every connection dies, if every.
+func newBlackholeEvery(t *testing.T, target string, limit int64, every bool) *blackhole {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &blackhole{ln: ln, target: target, limit: limit}
+	p := &blackhole{ln: ln, target: target, limit: limit, every: every}
 	p.wg.Add(1)
 	go p.serve()
 	t.Cleanup(p.close)
@@ -202,8 +208,7 @@ func TestSilentHandshakeIsAbandoned(t *testing.T) {
 // attempt's code, and store nothing.
 func TestRetryDeadlineHoldsOnDeadConnection(t *testing.T) {
 	e := newEnv(t)
-	p := newBlackhole(t, e.srv.GRPCAddr(), 1*mib)
-	p.every = true
+	p := newBlackholeEvery(t, e.srv.GRPCAddr(), 1*mib, true)
 	// One connection: a pool would route around the dead one.
 	c := clientVia(t, p.addr(), uploader.WithoutKeepalive(), option.WithGRPCConnectionPool(1),
 		retryWith(uploader.WithAttemptTimeout(300*time.Millisecond), uploader.WithRetryDeadline(2*time.Second), uploader.WithPolicy(uploader.RetryAlways)))
