@@ -164,6 +164,9 @@ func TestRandomFaults(t *testing.T) {
 	for i := range cases {
 		fc := faultCase{name: fmt.Sprintf("fault/%05d", i), seed: rng.Uint64(), deadline: time.Minute}
 		fc.tr = []string{"gRPC", "JSON"}[rng.IntN(2)]
+		if tr := os.Getenv("OBJUP_FAULT_TRANSPORT"); tr != "" {
+			fc.tr = tr // gRPC or JSON alone
+		}
 		fc.short = rng.IntN(2) == 0
 		switch r := rng.IntN(10); {
 		case r < 5:
@@ -173,6 +176,9 @@ func TestRandomFaults(t *testing.T) {
 		default:
 			fc.size = 4<<20 + rng.IntN(12<<20)
 			fc.parallel = rng.IntN(2) == 0
+		}
+		if os.Getenv("OBJUP_FAULT_PARALLEL") != "" {
+			fc.size, fc.parallel = 4<<20+rng.IntN(12<<20), true // parallel uploads alone
 		}
 		fc.ifNew = rng.IntN(2) == 0
 		if rng.IntN(4) == 0 {
@@ -230,6 +236,7 @@ func TestRandomFaults(t *testing.T) {
 	}
 	close(work)
 	wg.Wait()
+	runEnd := time.Now()
 
 	// Let everything in flight end: the clients' background work, the
 	// stalls (what they held lands now, or was dropped), the commits.
@@ -333,7 +340,7 @@ func TestRandomFaults(t *testing.T) {
 	}
 	t.Logf("%-72s %d", "temporary objects left:", len(temps))
 	for _, o := range temps {
-		t.Errorf("temporary object left: %s", o.Name)
+		t.Errorf("temporary object left: %s (%d bytes, created %s, %v before the end of the run)", o.Name, o.Size, o.Created.Format(time.StampMicro), runEnd.Sub(o.Created))
 	}
 	if len(temps) > 0 {
 		warnings.Lock()

@@ -5,12 +5,13 @@
 //
 // A bucket's stage stays open, at the cost of an atomic load per write and
 // a count per success, until the service first pushes back (429,
-// RESOURCE_EXHAUSTED, 503). It then admits writes at a learned rate: cut
-// to Beta of the rate at which its writes were answered in the last
-// second, doubled every CutEvery until the next pushback (what was
-// measured before the first may be little), then grown along a cubic curve
-// while writes succeed (CUBIC, as TCP and the AWS SDK for Go's adaptive
-// retry mode do), never above twice the rate of answers. Several processes sharing a bucket each settle at a share of
+// RESOURCE_EXHAUSTED, 503). It then admits writes at a learned rate: at
+// the first pushback, Beta of the rate at which its writes were answered,
+// doubled every CutEvery until the next pushback; at every later one, Beta
+// of the rate the service accepted in the last second (this client's share
+// of the bucket); in between grown along a cubic curve while writes succeed
+// (CUBIC, as TCP and the AWS SDK for Go's adaptive retry mode do), never
+// above twice the rate of answers. Several processes sharing a bucket each settle at a share of
 // it, without talking to each other, since each cuts what it achieved.
 //
 // Writes wait as their context allows and never fail for admission. The
@@ -138,6 +139,7 @@ type Bucket struct {
 	name   string
 	active atomic.Bool // pushback seen: writes wait for their turn
 	sent   meter       // writes a second the service answered
+	ok     meter       // writes a second the service accepted
 
 	mu      sync.Mutex
 	rate    float64   // writes per second admitted
@@ -251,6 +253,7 @@ func (b *Bucket) Answer(o Outcome) {
 	b.sent.add(now)
 	switch o {
 	case OK:
+		b.ok.add(now)
 		if b.active.Load() {
 			b.grow(now)
 		}
@@ -263,22 +266,25 @@ func (b *Bucket) Answer(o Outcome) {
 }
 
 // cut lowers the rate after a pushback, at most once per CutEvery: to Beta
-// times the rate at which the service answered this client's writes in the
-// last second, or the current rate if lower.
+// times the rate at which the service accepted this client's writes in the
+// last second (its share of the bucket), or the current rate if lower; the
+// first cut, to Beta times the rate at which writes were answered.
 func (b *Bucket) cut(now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.active.Load() && now.Sub(b.cutAt) < CutEvery {
 		return
 	}
-	achieved := math.Max(b.sent.rate(now), MinRate)
-	base := achieved
+	var base float64
 	if b.active.Load() {
-		base = math.Min(b.rate, achieved)
+		// The bucket's share for this client: what it accepted.
+		base = math.Min(b.rate, math.Max(b.ok.rate(now), MinRate))
 		b.probing, b.ramping = false, false
 	} else {
-		// The first pushback: what was measured so far may be little,
-		// so the rate probes upward quickly until the next one.
+		// The first pushback: what was answered so far says how fast
+		// the client goes (what was accepted may be little, if the bucket
+		// refused at once); the rate probes upward until the next one.
+		base = math.Max(b.sent.rate(now), MinRate)
 		b.refill, b.tokens, b.probing = now, 0, true
 	}
 	b.wmax, b.cutAt = base, now
