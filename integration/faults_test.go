@@ -134,7 +134,11 @@ func TestRandomFaults(t *testing.T) {
 		sync.Mutex
 		bytes.Buffer
 	}
-	logger := slog.New(slog.NewTextHandler(&lockedWriter{mu: &warnings.Mutex, w: &warnings.Buffer}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	level := slog.LevelWarn
+	if os.Getenv("OBJUP_FAULT_DEBUG") != "" {
+		level = slog.LevelDebug // every part and every temporary deleted
+	}
+	logger := slog.New(slog.NewTextHandler(&lockedWriter{mu: &warnings.Mutex, w: &warnings.Buffer}, &slog.HandlerOptions{Level: level}))
 	common := []option.ClientOption{uploader.WithPool(buffers), option.WithoutAuthentication(), uploader.WithLogger(logger)}
 	grpcOpts := append(common[:len(common):len(common)], option.WithEndpoint(gp.Addr()),
 		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())))

@@ -375,7 +375,9 @@ func (p *parallel) event(pt *part, start time.Time, err error) {
 	}
 	if l := p.w.c.tel.logger; l != nil {
 		l.LogAttrs(p.w.ctx, slog.LevelDebug, "objup: uploaded a part", p.w.ev.logAttrs(
-			slog.Int("part", pt.index), slog.Int64("bytes", pt.size), slog.Duration("took", time.Since(start)), slog.Any("error", err))...)
+			slog.Int("part", pt.index), slog.String("temporary", pt.object), slog.Int64("generation", pt.gen),
+			slog.Bool("sent", pt.sent.Load()), slog.Bool("open", pt.scratch.open),
+			slog.Int64("bytes", pt.size), slog.Duration("took", time.Since(start)), slog.Any("error", err))...)
 	}
 }
 
@@ -605,6 +607,8 @@ func (p *parallel) close() {
 				})
 				if err != nil {
 					p.leftBehind(d.name, err)
+				} else if l := w.c.tel.logger; l != nil {
+					l.LogAttrs(ctx, slog.LevelDebug, "objup: deleted a temporary object", slog.String("temporary", d.name), slog.Int64("generation", d.gen), slog.Bool("fenced", d.open))
 				}
 				return nil
 			})

@@ -318,7 +318,11 @@ func (w *Writer) fail(op string, err error) {
 // Close finishes the upload: it sends what is left with the object's checksums
 // and waits for the service to store the object, whose attributes Attrs then
 // returns. Close releases every buffer the Writer held before it returns,
-// whatever the outcome. Closing twice returns the first result.
+// whatever the outcome, with one exception: once the upload's context
+// ended, buffers of the client's pool that gRPC still holds (a torn-down
+// stream's messages) go back in the background, so that Close returns by
+// AfterContext; Client.Close waits for them. A WithBuffer buffer is always
+// released before Close returns. Closing twice returns the first result.
 func (w *Writer) Close() error {
 	w.enter("Close")
 	defer w.leave()

@@ -343,7 +343,20 @@ func uploadAndVerify(ctx context.Context, cfg *config, stderr io.Writer) (*summa
 	if noisy != nil {
 		s.Noisy, noisyErr = noisy.stop()
 	}
-	memAfter, poolAfter := readMem(), poolStats(client.Allocator())
+	memAfter := readMem()
+	// The admission figures are the client's gauges: read them while it
+	// is open.
+	if cfg.writeRate > 0 || !cfg.admission {
+		if s.Admission, err = admissionFrom(context.WithoutCancel(ctx), cfg, srv, reader); err != nil {
+			fmt.Fprintf(stderr, "smallobjects: collecting the admission figures: %v\n", err)
+		}
+	}
+	// Buffers that gRPC held when the noisy tenant's uploads were
+	// abandoned go back in the background, and Close waits for them.
+	if err := client.Close(); err != nil {
+		fmt.Fprintf(stderr, "smallobjects: closing the client: %v\n", err)
+	}
+	poolAfter := poolStats(client.Allocator())
 	prog.finish()
 	if results == nil && upErr != nil {
 		// The batch was rejected before anything was sent: a bad bucket
@@ -367,11 +380,6 @@ func uploadAndVerify(ctx context.Context, cfg *config, stderr io.Writer) (*summa
 	// Collected even when ctx ended: the uploads that ran were recorded.
 	if s.ByTenant, err = tenantsFrom(context.WithoutCancel(ctx), reader); err != nil {
 		fmt.Fprintf(stderr, "smallobjects: collecting the client's metrics: %v\n", err)
-	}
-	if cfg.writeRate > 0 || !cfg.admission {
-		if s.Admission, err = admissionFrom(context.WithoutCancel(ctx), cfg, srv, reader); err != nil {
-			fmt.Fprintf(stderr, "smallobjects: collecting the admission figures: %v\n", err)
-		}
 	}
 	if cfg.tenant != "" {
 		tenants = []string{cfg.tenant}
