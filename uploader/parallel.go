@@ -40,6 +40,10 @@ const (
 	// cleanupTimeout bounds the deletion of the temporary objects after an
 	// upload, whose own context may have ended.
 	cleanupTimeout = time.Minute
+	// resweepAfter is when the deletes of parts whose last answer was lost
+	// are repeated: the service may have been committing such a part when
+	// the first delete found nothing.
+	resweepAfter = time.Second
 )
 
 // ParallelUpload configures a parallel composite upload (see
@@ -74,7 +78,9 @@ type ParallelUpload struct {
 // whose last request is already out is awaited (bounded by the attempt
 // timeout, at which its connection is cut) rather than abandoned: the
 // service could store such a part after a delete had found nothing; its
-// memory goes back to the pool then. A part whose answer was lost and
+// memory goes back to the pool then. A part whose last answer was lost
+// (the service may have been committing it when the connection broke) is
+// deleted once more a second later. A part whose answer was lost and
 // whose retry meets the part's own write (412) is found stored, not
 // failed. The final object gets the Writer's attributes and
 // preconditions; it is never visible partially.
@@ -583,35 +589,57 @@ func (p *parallel) close() {
 		}
 		ctx, cancel := context.WithTimeout(base.ctx, cleanupTimeout)
 		defer cancel()
+		del := func(d temporary) {
+			u := &part{}
+			u.target = target{c: base.c, ctx: ctx, bucket: base.bucket, object: d.name, params: base.params}
+			u.ev = uploadEvents{tg: &u.target, span: w.ev.span, start: now()}
+			u.retry.init(cfg, &u.ev)
+			if d.open {
+				// An abandoned attempt of the part may still be on its
+				// way: it must arrive, or be cut, before the delete.
+				u.via, u.scratch.open = d.via, true
+				tr.fence(&u.upload, u.retry.attemptTimeout())
+			}
+			err := u.retry.do(&u.target, tr.names().delete, true, nil, func() (string, bool, error) {
+				err := tr.deleteObject(&u.upload, d.name, d.gen, u.retry.attemptTimeout())
+				if IsNotFound(err) {
+					err = nil
+				}
+				return "", true, err
+			})
+			if err != nil {
+				p.leftBehind(d.name, err)
+			} else if l := w.c.tel.logger; l != nil {
+				l.LogAttrs(ctx, slog.LevelDebug, "objup: deleted a temporary object", slog.String("temporary", d.name), slog.Int64("generation", d.gen), slog.Bool("fenced", d.open))
+			}
+		}
 		var g errgroup.Group
 		g.SetLimit(maxDeletes)
 		for _, d := range doomed {
-			g.Go(func() error {
-				u := &part{}
-				u.target = target{c: base.c, ctx: ctx, bucket: base.bucket, object: d.name, params: base.params}
-				u.ev = uploadEvents{tg: &u.target, span: w.ev.span, start: now()}
-				u.retry.init(cfg, &u.ev)
-				if d.open {
-					// An abandoned attempt of the part may still be on
-					// its way: it must arrive, or be cut, before the
-					// delete.
-					u.via, u.scratch.open = d.via, true
-					tr.fence(&u.upload, u.retry.attemptTimeout())
-				}
-				err := u.retry.do(&u.target, tr.names().delete, true, nil, func() (string, bool, error) {
-					err := tr.deleteObject(&u.upload, d.name, d.gen, u.retry.attemptTimeout())
-					if IsNotFound(err) {
-						err = nil
-					}
-					return "", true, err
-				})
-				if err != nil {
-					p.leftBehind(d.name, err)
-				} else if l := w.c.tel.logger; l != nil {
-					l.LogAttrs(ctx, slog.LevelDebug, "objup: deleted a temporary object", slog.String("temporary", d.name), slog.Int64("generation", d.gen), slog.Bool("fenced", d.open))
-				}
-				return nil
-			})
+			g.Go(func() error { del(d); return nil })
+		}
+		_ = g.Wait()
+		// A part whose last answer was lost may still be committing on the
+		// service (it received the whole write before the connection
+		// broke): its delete is repeated once, a moment later.
+		var unknown []temporary
+		for _, d := range doomed {
+			if d.gen == 0 {
+				d.open = false
+				unknown = append(unknown, d)
+			}
+		}
+		if len(unknown) > 0 {
+			t := time.NewTimer(resweepAfter)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+			}
+			for _, d := range unknown {
+				g.Go(func() error { del(d); return nil })
+			}
+			_ = g.Wait()
 		}
 		_ = g.Wait()
 		p.life.wait()
