@@ -9,7 +9,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
@@ -138,10 +137,7 @@ func (w *writeStream) openAppend(m *api.WriteMsg) error {
 	case !o.Live():
 		return status.Errorf(codes.FailedPrecondition, "object %q generation %d is noncurrent: only the live generation can be appended to", o.Name(), o.Generation())
 	}
-	handle, hasHandle, err := writeHandleOf(spec)
-	if err != nil {
-		return err
-	}
+	handle, hasHandle := spec.GetWriteHandle().GetHandle(), spec.WriteHandle != nil
 	up := owner.(*upload)
 	up.mu.Lock()
 	defer up.mu.Unlock()
@@ -191,49 +187,6 @@ func parseWriteHandle(h []byte) (gen int64, epoch uint64, ok bool) {
 	return gen, epoch, err1 == nil && err2 == nil
 }
 
-// Field numbers of the storage v2 messages that internal/wire does not
-// declare: AppendObjectSpec.write_handle, BidiWriteObjectResponse.write_handle,
-// BidiWriteHandle.handle and BidiWriteObjectRedirectedError's fields.
-const (
-	fieldAppendSpecHandle    = 7
-	fieldBidiWriteRespHandle = 3
-	fieldHandleBytes         = 1
-	fieldRedirectToken       = 1
-	fieldRedirectHandle      = 2
-	fieldRedirectGeneration  = 3
-)
-
-// writeHandleOf returns the write handle of an append_object_spec. The
-// spec is encoded and its field read from the encoding, so this works
-// whether or not internal/wire declares the field.
-func writeHandleOf(spec *wire.AppendObjectSpec) (handle []byte, ok bool, err error) {
-	b, err := proto.Marshal(spec)
-	if err != nil {
-		return nil, false, status.Errorf(codes.InvalidArgument, "append_object_spec: %v", err)
-	}
-	err = eachField(b, func(f field) error {
-		if f.num != fieldAppendSpecHandle || f.typ != protowire.BytesType {
-			return nil
-		}
-		ok = true
-		return eachField(f.b, func(g field) error {
-			if g.num == fieldHandleBytes && g.typ == protowire.BytesType {
-				handle = g.b
-			}
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, false, status.Errorf(codes.InvalidArgument, "append_object_spec: %v", err)
-	}
-	return handle, ok, nil
-}
-
-// handleField is a BidiWriteHandle holding h, encoded as field num.
-func handleField(num protowire.Number, h []byte) []byte {
-	return appendBytesField(nil, num, appendBytesField(nil, fieldHandleBytes, h))
-}
-
 // appendResponse is the response of an appendable write that has not
 // finalized: after its first message, the object (with the bytes persisted
 // so far) if the stream created or took it over, else the persisted size,
@@ -255,7 +208,7 @@ func (w *writeStream) appendResponse(first bool) *wire.BidiWriteObjectResponse {
 		resp.PersistedDataChecksums = &wire.ObjectChecksums{Crc32C: &crc}
 	}
 	if first {
-		resp.ProtoReflect().SetUnknown(handleField(fieldBidiWriteRespHandle, writeHandle(gen, w.epoch)))
+		resp.WriteHandle = &wire.BidiWriteHandle{Handle: writeHandle(gen, w.epoch)}
 	}
 	return resp
 }
@@ -265,10 +218,14 @@ func (w *writeStream) appendResponse(first bool) *wire.BidiWriteObjectResponse {
 // the routing token and, for an appendable object, the write handle and
 // generation to resume with.
 func redirectError(msg, token string, handle []byte, gen int64) error {
-	d := appendBytesField(nil, fieldRedirectToken, []byte(token))
+	r := &wire.BidiWriteObjectRedirectedError{RoutingToken: &token}
 	if handle != nil {
-		d = append(d, handleField(fieldRedirectHandle, handle)...)
-		d = appendVarintField(d, fieldRedirectGeneration, uint64(gen))
+		r.WriteHandle = &wire.BidiWriteHandle{Handle: handle}
+		r.Generation = &gen
+	}
+	d, err := proto.Marshal(r)
+	if err != nil {
+		return status.Errorf(codes.Internal, "redirect: %v", err)
 	}
 	p := status.New(codes.Aborted, msg).Proto()
 	p.Details = []*anypb.Any{{TypeUrl: "type.googleapis.com/google.storage.v2.BidiWriteObjectRedirectedError", Value: d}}

@@ -93,37 +93,16 @@ func creating(name string, m *wire.BidiWriteObjectRequest) *wire.BidiWriteObject
 func appending(name string, gen int64, h []byte, m *wire.BidiWriteObjectRequest) *wire.BidiWriteObjectRequest {
 	s := &wire.AppendObjectSpec{Bucket: bucketRes, Object: name, Generation: gen}
 	if h != nil {
-		// write_handle (7): a BidiWriteHandle {handle (1)}, which
-		// internal/wire does not declare.
-		inner := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), h)
-		s.ProtoReflect().SetUnknown(protowire.AppendBytes(protowire.AppendTag(nil, 7, protowire.BytesType), inner))
+		s.WriteHandle = &wire.BidiWriteHandle{Handle: h}
 	}
 	m.FirstMessage = &wire.BidiWriteObjectRequest_AppendObjectSpec{AppendObjectSpec: s}
 	return m
 }
 
-// handleOf returns the write handle of a response (field 3, undeclared
-// in internal/wire), or nil.
+// handleOf returns the write handle of a response, or nil.
 func handleOf(t *testing.T, r *wire.BidiWriteObjectResponse) []byte {
 	t.Helper()
-	var h []byte
-	b := r.ProtoReflect().GetUnknown()
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			t.Fatalf("response's unknown fields: %v", protowire.ParseError(n))
-		}
-		b = b[n:]
-		n = protowire.ConsumeFieldValue(num, typ, b)
-		if num == 3 && typ == protowire.BytesType {
-			inner, _ := protowire.ConsumeBytes(b)
-			if _, _, m := protowire.ConsumeTag(inner); m > 0 {
-				h, _ = protowire.ConsumeBytes(inner[m:])
-			}
-		}
-		b = b[n:]
-	}
-	return h
+	return r.GetWriteHandle().GetHandle()
 }
 
 func lookup(m *wire.BidiWriteObjectRequest) *wire.BidiWriteObjectRequest {

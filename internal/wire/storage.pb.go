@@ -78,7 +78,7 @@ func (x Object_Retention_Mode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Object_Retention_Mode.Descriptor instead.
 func (Object_Retention_Mode) EnumDescriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{21, 1, 0}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{23, 1, 0}
 }
 
 type ChecksummedData struct {
@@ -647,6 +647,7 @@ type AppendObjectSpec struct {
 	IfMetagenerationMatch    *int64                 `protobuf:"varint,4,opt,name=if_metageneration_match,json=ifMetagenerationMatch,proto3,oneof" json:"if_metageneration_match,omitempty"`
 	IfMetagenerationNotMatch *int64                 `protobuf:"varint,5,opt,name=if_metageneration_not_match,json=ifMetagenerationNotMatch,proto3,oneof" json:"if_metageneration_not_match,omitempty"`
 	RoutingToken             *string                `protobuf:"bytes,6,opt,name=routing_token,json=routingToken,proto3,oneof" json:"routing_token,omitempty"`
+	WriteHandle              *BidiWriteHandle       `protobuf:"bytes,7,opt,name=write_handle,json=writeHandle,proto3,oneof" json:"write_handle,omitempty"`
 	unknownFields            protoimpl.UnknownFields
 	sizeCache                protoimpl.SizeCache
 }
@@ -723,6 +724,121 @@ func (x *AppendObjectSpec) GetRoutingToken() string {
 	return ""
 }
 
+func (x *AppendObjectSpec) GetWriteHandle() *BidiWriteHandle {
+	if x != nil {
+		return x.WriteHandle
+	}
+	return nil
+}
+
+// A handle that lets a later stream take over an appendable object's write
+// without the metageneration checks of a first open.
+type BidiWriteHandle struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Handle        []byte                 `protobuf:"bytes,1,opt,name=handle,proto3" json:"handle,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BidiWriteHandle) Reset() {
+	*x = BidiWriteHandle{}
+	mi := &file_internal_wire_storage_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BidiWriteHandle) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BidiWriteHandle) ProtoMessage() {}
+
+func (x *BidiWriteHandle) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_wire_storage_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BidiWriteHandle.ProtoReflect.Descriptor instead.
+func (*BidiWriteHandle) Descriptor() ([]byte, []int) {
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *BidiWriteHandle) GetHandle() []byte {
+	if x != nil {
+		return x.Handle
+	}
+	return nil
+}
+
+// The detail of an ABORTED BidiWriteObject that asks the client to open its
+// stream again with the routing token, write handle and generation given.
+type BidiWriteObjectRedirectedError struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RoutingToken  *string                `protobuf:"bytes,1,opt,name=routing_token,json=routingToken,proto3,oneof" json:"routing_token,omitempty"`
+	WriteHandle   *BidiWriteHandle       `protobuf:"bytes,2,opt,name=write_handle,json=writeHandle,proto3,oneof" json:"write_handle,omitempty"`
+	Generation    *int64                 `protobuf:"varint,3,opt,name=generation,proto3,oneof" json:"generation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BidiWriteObjectRedirectedError) Reset() {
+	*x = BidiWriteObjectRedirectedError{}
+	mi := &file_internal_wire_storage_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BidiWriteObjectRedirectedError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BidiWriteObjectRedirectedError) ProtoMessage() {}
+
+func (x *BidiWriteObjectRedirectedError) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_wire_storage_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BidiWriteObjectRedirectedError.ProtoReflect.Descriptor instead.
+func (*BidiWriteObjectRedirectedError) Descriptor() ([]byte, []int) {
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *BidiWriteObjectRedirectedError) GetRoutingToken() string {
+	if x != nil && x.RoutingToken != nil {
+		return *x.RoutingToken
+	}
+	return ""
+}
+
+func (x *BidiWriteObjectRedirectedError) GetWriteHandle() *BidiWriteHandle {
+	if x != nil {
+		return x.WriteHandle
+	}
+	return nil
+}
+
+func (x *BidiWriteObjectRedirectedError) GetGeneration() int64 {
+	if x != nil && x.Generation != nil {
+		return *x.Generation
+	}
+	return 0
+}
+
 type BidiWriteObjectRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to FirstMessage:
@@ -747,7 +863,7 @@ type BidiWriteObjectRequest struct {
 
 func (x *BidiWriteObjectRequest) Reset() {
 	*x = BidiWriteObjectRequest{}
-	mi := &file_internal_wire_storage_proto_msgTypes[8]
+	mi := &file_internal_wire_storage_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -759,7 +875,7 @@ func (x *BidiWriteObjectRequest) String() string {
 func (*BidiWriteObjectRequest) ProtoMessage() {}
 
 func (x *BidiWriteObjectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[8]
+	mi := &file_internal_wire_storage_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -772,7 +888,7 @@ func (x *BidiWriteObjectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BidiWriteObjectRequest.ProtoReflect.Descriptor instead.
 func (*BidiWriteObjectRequest) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{8}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *BidiWriteObjectRequest) GetFirstMessage() isBidiWriteObjectRequest_FirstMessage {
@@ -907,13 +1023,14 @@ type BidiWriteObjectResponse struct {
 	//	*BidiWriteObjectResponse_Resource
 	WriteStatus            isBidiWriteObjectResponse_WriteStatus `protobuf_oneof:"write_status"`
 	PersistedDataChecksums *ObjectChecksums                      `protobuf:"bytes,4,opt,name=persisted_data_checksums,json=persistedDataChecksums,proto3" json:"persisted_data_checksums,omitempty"`
+	WriteHandle            *BidiWriteHandle                      `protobuf:"bytes,3,opt,name=write_handle,json=writeHandle,proto3,oneof" json:"write_handle,omitempty"`
 	unknownFields          protoimpl.UnknownFields
 	sizeCache              protoimpl.SizeCache
 }
 
 func (x *BidiWriteObjectResponse) Reset() {
 	*x = BidiWriteObjectResponse{}
-	mi := &file_internal_wire_storage_proto_msgTypes[9]
+	mi := &file_internal_wire_storage_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -925,7 +1042,7 @@ func (x *BidiWriteObjectResponse) String() string {
 func (*BidiWriteObjectResponse) ProtoMessage() {}
 
 func (x *BidiWriteObjectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[9]
+	mi := &file_internal_wire_storage_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -938,7 +1055,7 @@ func (x *BidiWriteObjectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BidiWriteObjectResponse.ProtoReflect.Descriptor instead.
 func (*BidiWriteObjectResponse) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{9}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *BidiWriteObjectResponse) GetWriteStatus() isBidiWriteObjectResponse_WriteStatus {
@@ -973,6 +1090,13 @@ func (x *BidiWriteObjectResponse) GetPersistedDataChecksums() *ObjectChecksums {
 	return nil
 }
 
+func (x *BidiWriteObjectResponse) GetWriteHandle() *BidiWriteHandle {
+	if x != nil {
+		return x.WriteHandle
+	}
+	return nil
+}
+
 type isBidiWriteObjectResponse_WriteStatus interface {
 	isBidiWriteObjectResponse_WriteStatus()
 }
@@ -1000,7 +1124,7 @@ type StartResumableWriteRequest struct {
 
 func (x *StartResumableWriteRequest) Reset() {
 	*x = StartResumableWriteRequest{}
-	mi := &file_internal_wire_storage_proto_msgTypes[10]
+	mi := &file_internal_wire_storage_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1012,7 +1136,7 @@ func (x *StartResumableWriteRequest) String() string {
 func (*StartResumableWriteRequest) ProtoMessage() {}
 
 func (x *StartResumableWriteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[10]
+	mi := &file_internal_wire_storage_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1025,7 +1149,7 @@ func (x *StartResumableWriteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartResumableWriteRequest.ProtoReflect.Descriptor instead.
 func (*StartResumableWriteRequest) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{10}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *StartResumableWriteRequest) GetWriteObjectSpec() *WriteObjectSpec {
@@ -1058,7 +1182,7 @@ type StartResumableWriteResponse struct {
 
 func (x *StartResumableWriteResponse) Reset() {
 	*x = StartResumableWriteResponse{}
-	mi := &file_internal_wire_storage_proto_msgTypes[11]
+	mi := &file_internal_wire_storage_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1070,7 +1194,7 @@ func (x *StartResumableWriteResponse) String() string {
 func (*StartResumableWriteResponse) ProtoMessage() {}
 
 func (x *StartResumableWriteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[11]
+	mi := &file_internal_wire_storage_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1083,7 +1207,7 @@ func (x *StartResumableWriteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartResumableWriteResponse.ProtoReflect.Descriptor instead.
 func (*StartResumableWriteResponse) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{11}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *StartResumableWriteResponse) GetUploadId() string {
@@ -1103,7 +1227,7 @@ type QueryWriteStatusRequest struct {
 
 func (x *QueryWriteStatusRequest) Reset() {
 	*x = QueryWriteStatusRequest{}
-	mi := &file_internal_wire_storage_proto_msgTypes[12]
+	mi := &file_internal_wire_storage_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1115,7 +1239,7 @@ func (x *QueryWriteStatusRequest) String() string {
 func (*QueryWriteStatusRequest) ProtoMessage() {}
 
 func (x *QueryWriteStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[12]
+	mi := &file_internal_wire_storage_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1128,7 +1252,7 @@ func (x *QueryWriteStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryWriteStatusRequest.ProtoReflect.Descriptor instead.
 func (*QueryWriteStatusRequest) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{12}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *QueryWriteStatusRequest) GetUploadId() string {
@@ -1159,7 +1283,7 @@ type QueryWriteStatusResponse struct {
 
 func (x *QueryWriteStatusResponse) Reset() {
 	*x = QueryWriteStatusResponse{}
-	mi := &file_internal_wire_storage_proto_msgTypes[13]
+	mi := &file_internal_wire_storage_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1171,7 +1295,7 @@ func (x *QueryWriteStatusResponse) String() string {
 func (*QueryWriteStatusResponse) ProtoMessage() {}
 
 func (x *QueryWriteStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[13]
+	mi := &file_internal_wire_storage_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1184,7 +1308,7 @@ func (x *QueryWriteStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryWriteStatusResponse.ProtoReflect.Descriptor instead.
 func (*QueryWriteStatusResponse) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{13}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *QueryWriteStatusResponse) GetWriteStatus() isQueryWriteStatusResponse_WriteStatus {
@@ -1254,7 +1378,7 @@ type ReadObjectRequest struct {
 
 func (x *ReadObjectRequest) Reset() {
 	*x = ReadObjectRequest{}
-	mi := &file_internal_wire_storage_proto_msgTypes[14]
+	mi := &file_internal_wire_storage_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1266,7 +1390,7 @@ func (x *ReadObjectRequest) String() string {
 func (*ReadObjectRequest) ProtoMessage() {}
 
 func (x *ReadObjectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[14]
+	mi := &file_internal_wire_storage_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1279,7 +1403,7 @@ func (x *ReadObjectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadObjectRequest.ProtoReflect.Descriptor instead.
 func (*ReadObjectRequest) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{14}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ReadObjectRequest) GetBucket() string {
@@ -1371,7 +1495,7 @@ type ReadObjectResponse struct {
 
 func (x *ReadObjectResponse) Reset() {
 	*x = ReadObjectResponse{}
-	mi := &file_internal_wire_storage_proto_msgTypes[15]
+	mi := &file_internal_wire_storage_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1383,7 +1507,7 @@ func (x *ReadObjectResponse) String() string {
 func (*ReadObjectResponse) ProtoMessage() {}
 
 func (x *ReadObjectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[15]
+	mi := &file_internal_wire_storage_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1396,7 +1520,7 @@ func (x *ReadObjectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadObjectResponse.ProtoReflect.Descriptor instead.
 func (*ReadObjectResponse) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{15}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ReadObjectResponse) GetChecksummedData() *ChecksummedData {
@@ -1446,7 +1570,7 @@ type GetObjectRequest struct {
 
 func (x *GetObjectRequest) Reset() {
 	*x = GetObjectRequest{}
-	mi := &file_internal_wire_storage_proto_msgTypes[16]
+	mi := &file_internal_wire_storage_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1458,7 +1582,7 @@ func (x *GetObjectRequest) String() string {
 func (*GetObjectRequest) ProtoMessage() {}
 
 func (x *GetObjectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[16]
+	mi := &file_internal_wire_storage_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1471,7 +1595,7 @@ func (x *GetObjectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetObjectRequest.ProtoReflect.Descriptor instead.
 func (*GetObjectRequest) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{16}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetObjectRequest) GetBucket() string {
@@ -1573,7 +1697,7 @@ type ListObjectsRequest struct {
 
 func (x *ListObjectsRequest) Reset() {
 	*x = ListObjectsRequest{}
-	mi := &file_internal_wire_storage_proto_msgTypes[17]
+	mi := &file_internal_wire_storage_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1585,7 +1709,7 @@ func (x *ListObjectsRequest) String() string {
 func (*ListObjectsRequest) ProtoMessage() {}
 
 func (x *ListObjectsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[17]
+	mi := &file_internal_wire_storage_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1598,7 +1722,7 @@ func (x *ListObjectsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListObjectsRequest.ProtoReflect.Descriptor instead.
 func (*ListObjectsRequest) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{17}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListObjectsRequest) GetParent() string {
@@ -1710,7 +1834,7 @@ type ListObjectsResponse struct {
 
 func (x *ListObjectsResponse) Reset() {
 	*x = ListObjectsResponse{}
-	mi := &file_internal_wire_storage_proto_msgTypes[18]
+	mi := &file_internal_wire_storage_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1722,7 +1846,7 @@ func (x *ListObjectsResponse) String() string {
 func (*ListObjectsResponse) ProtoMessage() {}
 
 func (x *ListObjectsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[18]
+	mi := &file_internal_wire_storage_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1735,7 +1859,7 @@ func (x *ListObjectsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListObjectsResponse.ProtoReflect.Descriptor instead.
 func (*ListObjectsResponse) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{18}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListObjectsResponse) GetObjects() []*Object {
@@ -1775,7 +1899,7 @@ type DeleteObjectRequest struct {
 
 func (x *DeleteObjectRequest) Reset() {
 	*x = DeleteObjectRequest{}
-	mi := &file_internal_wire_storage_proto_msgTypes[19]
+	mi := &file_internal_wire_storage_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1787,7 +1911,7 @@ func (x *DeleteObjectRequest) String() string {
 func (*DeleteObjectRequest) ProtoMessage() {}
 
 func (x *DeleteObjectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[19]
+	mi := &file_internal_wire_storage_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1800,7 +1924,7 @@ func (x *DeleteObjectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteObjectRequest.ProtoReflect.Descriptor instead.
 func (*DeleteObjectRequest) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{19}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DeleteObjectRequest) GetBucket() string {
@@ -1875,7 +1999,7 @@ type ComposeObjectRequest struct {
 
 func (x *ComposeObjectRequest) Reset() {
 	*x = ComposeObjectRequest{}
-	mi := &file_internal_wire_storage_proto_msgTypes[20]
+	mi := &file_internal_wire_storage_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1887,7 +2011,7 @@ func (x *ComposeObjectRequest) String() string {
 func (*ComposeObjectRequest) ProtoMessage() {}
 
 func (x *ComposeObjectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[20]
+	mi := &file_internal_wire_storage_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1900,7 +2024,7 @@ func (x *ComposeObjectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ComposeObjectRequest.ProtoReflect.Descriptor instead.
 func (*ComposeObjectRequest) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{20}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ComposeObjectRequest) GetDestination() *Object {
@@ -1994,7 +2118,7 @@ type Object struct {
 
 func (x *Object) Reset() {
 	*x = Object{}
-	mi := &file_internal_wire_storage_proto_msgTypes[21]
+	mi := &file_internal_wire_storage_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2006,7 +2130,7 @@ func (x *Object) String() string {
 func (*Object) ProtoMessage() {}
 
 func (x *Object) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[21]
+	mi := &file_internal_wire_storage_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2019,7 +2143,7 @@ func (x *Object) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Object.ProtoReflect.Descriptor instead.
 func (*Object) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{21}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Object) GetName() string {
@@ -2226,7 +2350,7 @@ type ObjectAccessControl struct {
 
 func (x *ObjectAccessControl) Reset() {
 	*x = ObjectAccessControl{}
-	mi := &file_internal_wire_storage_proto_msgTypes[22]
+	mi := &file_internal_wire_storage_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2238,7 +2362,7 @@ func (x *ObjectAccessControl) String() string {
 func (*ObjectAccessControl) ProtoMessage() {}
 
 func (x *ObjectAccessControl) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[22]
+	mi := &file_internal_wire_storage_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2251,7 +2375,7 @@ func (x *ObjectAccessControl) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectAccessControl.ProtoReflect.Descriptor instead.
 func (*ObjectAccessControl) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{22}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ObjectAccessControl) GetRole() string {
@@ -2312,7 +2436,7 @@ type ObjectContexts struct {
 
 func (x *ObjectContexts) Reset() {
 	*x = ObjectContexts{}
-	mi := &file_internal_wire_storage_proto_msgTypes[23]
+	mi := &file_internal_wire_storage_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2324,7 +2448,7 @@ func (x *ObjectContexts) String() string {
 func (*ObjectContexts) ProtoMessage() {}
 
 func (x *ObjectContexts) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[23]
+	mi := &file_internal_wire_storage_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2337,7 +2461,7 @@ func (x *ObjectContexts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectContexts.ProtoReflect.Descriptor instead.
 func (*ObjectContexts) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{23}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ObjectContexts) GetCustom() map[string]*ObjectCustomContextPayload {
@@ -2358,7 +2482,7 @@ type ObjectCustomContextPayload struct {
 
 func (x *ObjectCustomContextPayload) Reset() {
 	*x = ObjectCustomContextPayload{}
-	mi := &file_internal_wire_storage_proto_msgTypes[24]
+	mi := &file_internal_wire_storage_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2370,7 +2494,7 @@ func (x *ObjectCustomContextPayload) String() string {
 func (*ObjectCustomContextPayload) ProtoMessage() {}
 
 func (x *ObjectCustomContextPayload) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[24]
+	mi := &file_internal_wire_storage_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2383,7 +2507,7 @@ func (x *ObjectCustomContextPayload) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectCustomContextPayload.ProtoReflect.Descriptor instead.
 func (*ObjectCustomContextPayload) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{24}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ObjectCustomContextPayload) GetValue() string {
@@ -2419,7 +2543,7 @@ type ComposeObjectRequest_SourceObject struct {
 
 func (x *ComposeObjectRequest_SourceObject) Reset() {
 	*x = ComposeObjectRequest_SourceObject{}
-	mi := &file_internal_wire_storage_proto_msgTypes[25]
+	mi := &file_internal_wire_storage_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2431,7 +2555,7 @@ func (x *ComposeObjectRequest_SourceObject) String() string {
 func (*ComposeObjectRequest_SourceObject) ProtoMessage() {}
 
 func (x *ComposeObjectRequest_SourceObject) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[25]
+	mi := &file_internal_wire_storage_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2444,7 +2568,7 @@ func (x *ComposeObjectRequest_SourceObject) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use ComposeObjectRequest_SourceObject.ProtoReflect.Descriptor instead.
 func (*ComposeObjectRequest_SourceObject) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{20, 0}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{22, 0}
 }
 
 func (x *ComposeObjectRequest_SourceObject) GetName() string {
@@ -2478,7 +2602,7 @@ type ComposeObjectRequest_SourceObject_ObjectPreconditions struct {
 
 func (x *ComposeObjectRequest_SourceObject_ObjectPreconditions) Reset() {
 	*x = ComposeObjectRequest_SourceObject_ObjectPreconditions{}
-	mi := &file_internal_wire_storage_proto_msgTypes[26]
+	mi := &file_internal_wire_storage_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2490,7 +2614,7 @@ func (x *ComposeObjectRequest_SourceObject_ObjectPreconditions) String() string 
 func (*ComposeObjectRequest_SourceObject_ObjectPreconditions) ProtoMessage() {}
 
 func (x *ComposeObjectRequest_SourceObject_ObjectPreconditions) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[26]
+	mi := &file_internal_wire_storage_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2503,7 +2627,7 @@ func (x *ComposeObjectRequest_SourceObject_ObjectPreconditions) ProtoReflect() p
 
 // Deprecated: Use ComposeObjectRequest_SourceObject_ObjectPreconditions.ProtoReflect.Descriptor instead.
 func (*ComposeObjectRequest_SourceObject_ObjectPreconditions) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{20, 0, 0}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{22, 0, 0}
 }
 
 func (x *ComposeObjectRequest_SourceObject_ObjectPreconditions) GetIfGenerationMatch() int64 {
@@ -2524,7 +2648,7 @@ type Object_Retention struct {
 
 func (x *Object_Retention) Reset() {
 	*x = Object_Retention{}
-	mi := &file_internal_wire_storage_proto_msgTypes[28]
+	mi := &file_internal_wire_storage_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2536,7 +2660,7 @@ func (x *Object_Retention) String() string {
 func (*Object_Retention) ProtoMessage() {}
 
 func (x *Object_Retention) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[28]
+	mi := &file_internal_wire_storage_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2549,7 +2673,7 @@ func (x *Object_Retention) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Object_Retention.ProtoReflect.Descriptor instead.
 func (*Object_Retention) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{21, 1}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{23, 1}
 }
 
 func (x *Object_Retention) GetMode() Object_Retention_Mode {
@@ -2619,7 +2743,7 @@ const file_internal_wire_storage_proto_rawDesc = "" +
 	"\x0epersisted_size\x18\x01 \x01(\x03H\x00R\rpersistedSize\x123\n" +
 	"\bresource\x18\x02 \x01(\v2\x15.objup.wire.v2.ObjectH\x00R\bresource\x12X\n" +
 	"\x18persisted_data_checksums\x18\x03 \x01(\v2\x1e.objup.wire.v2.ObjectChecksumsR\x16persistedDataChecksumsB\x0e\n" +
-	"\fwrite_status\"\xdb\x02\n" +
+	"\fwrite_status\"\xb4\x03\n" +
 	"\x10AppendObjectSpec\x12\x16\n" +
 	"\x06bucket\x18\x01 \x01(\tR\x06bucket\x12\x16\n" +
 	"\x06object\x18\x02 \x01(\tR\x06object\x12\x1e\n" +
@@ -2628,10 +2752,23 @@ const file_internal_wire_storage_proto_rawDesc = "" +
 	"generation\x12;\n" +
 	"\x17if_metageneration_match\x18\x04 \x01(\x03H\x00R\x15ifMetagenerationMatch\x88\x01\x01\x12B\n" +
 	"\x1bif_metageneration_not_match\x18\x05 \x01(\x03H\x01R\x18ifMetagenerationNotMatch\x88\x01\x01\x12(\n" +
-	"\rrouting_token\x18\x06 \x01(\tH\x02R\froutingToken\x88\x01\x01B\x1a\n" +
+	"\rrouting_token\x18\x06 \x01(\tH\x02R\froutingToken\x88\x01\x01\x12F\n" +
+	"\fwrite_handle\x18\a \x01(\v2\x1e.objup.wire.v2.BidiWriteHandleH\x03R\vwriteHandle\x88\x01\x01B\x1a\n" +
 	"\x18_if_metageneration_matchB\x1e\n" +
 	"\x1c_if_metageneration_not_matchB\x10\n" +
-	"\x0e_routing_token\"\xf1\x04\n" +
+	"\x0e_routing_tokenB\x0f\n" +
+	"\r_write_handle\")\n" +
+	"\x0fBidiWriteHandle\x12\x16\n" +
+	"\x06handle\x18\x01 \x01(\fR\x06handle\"\xe9\x01\n" +
+	"\x1eBidiWriteObjectRedirectedError\x12(\n" +
+	"\rrouting_token\x18\x01 \x01(\tH\x00R\froutingToken\x88\x01\x01\x12F\n" +
+	"\fwrite_handle\x18\x02 \x01(\v2\x1e.objup.wire.v2.BidiWriteHandleH\x01R\vwriteHandle\x88\x01\x01\x12#\n" +
+	"\n" +
+	"generation\x18\x03 \x01(\x03H\x02R\n" +
+	"generation\x88\x01\x01B\x10\n" +
+	"\x0e_routing_tokenB\x0f\n" +
+	"\r_write_handleB\r\n" +
+	"\v_generation\"\xf1\x04\n" +
 	"\x16BidiWriteObjectRequest\x12\x1d\n" +
 	"\tupload_id\x18\x01 \x01(\tH\x00R\buploadId\x12L\n" +
 	"\x11write_object_spec\x18\x02 \x01(\v2\x1e.objup.wire.v2.WriteObjectSpecH\x00R\x0fwriteObjectSpec\x12O\n" +
@@ -2645,12 +2782,14 @@ const file_internal_wire_storage_proto_rawDesc = "" +
 	"\x1ccommon_object_request_params\x18\n" +
 	" \x01(\v2(.objup.wire.v2.CommonObjectRequestParamsR\x19commonObjectRequestParamsB\x0f\n" +
 	"\rfirst_messageB\x06\n" +
-	"\x04data\"\xe1\x01\n" +
+	"\x04data\"\xba\x02\n" +
 	"\x17BidiWriteObjectResponse\x12'\n" +
 	"\x0epersisted_size\x18\x01 \x01(\x03H\x00R\rpersistedSize\x123\n" +
 	"\bresource\x18\x02 \x01(\v2\x15.objup.wire.v2.ObjectH\x00R\bresource\x12X\n" +
-	"\x18persisted_data_checksums\x18\x04 \x01(\v2\x1e.objup.wire.v2.ObjectChecksumsR\x16persistedDataChecksumsB\x0e\n" +
-	"\fwrite_status\"\x9e\x02\n" +
+	"\x18persisted_data_checksums\x18\x04 \x01(\v2\x1e.objup.wire.v2.ObjectChecksumsR\x16persistedDataChecksums\x12F\n" +
+	"\fwrite_handle\x18\x03 \x01(\v2\x1e.objup.wire.v2.BidiWriteHandleH\x01R\vwriteHandle\x88\x01\x01B\x0e\n" +
+	"\fwrite_statusB\x0f\n" +
+	"\r_write_handle\"\x9e\x02\n" +
 	"\x1aStartResumableWriteRequest\x12J\n" +
 	"\x11write_object_spec\x18\x01 \x01(\v2\x1e.objup.wire.v2.WriteObjectSpecR\x0fwriteObjectSpec\x12i\n" +
 	"\x1ccommon_object_request_params\x18\x03 \x01(\v2(.objup.wire.v2.CommonObjectRequestParamsR\x19commonObjectRequestParams\x12I\n" +
@@ -2856,7 +2995,7 @@ func file_internal_wire_storage_proto_rawDescGZIP() []byte {
 }
 
 var file_internal_wire_storage_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_internal_wire_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_internal_wire_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_internal_wire_storage_proto_goTypes = []any{
 	(Object_Retention_Mode)(0),                                    // 0: objup.wire.v2.Object.Retention.Mode
 	(*ChecksummedData)(nil),                                       // 1: objup.wire.v2.ChecksummedData
@@ -2867,90 +3006,95 @@ var file_internal_wire_storage_proto_goTypes = []any{
 	(*WriteObjectRequest)(nil),                                    // 6: objup.wire.v2.WriteObjectRequest
 	(*WriteObjectResponse)(nil),                                   // 7: objup.wire.v2.WriteObjectResponse
 	(*AppendObjectSpec)(nil),                                      // 8: objup.wire.v2.AppendObjectSpec
-	(*BidiWriteObjectRequest)(nil),                                // 9: objup.wire.v2.BidiWriteObjectRequest
-	(*BidiWriteObjectResponse)(nil),                               // 10: objup.wire.v2.BidiWriteObjectResponse
-	(*StartResumableWriteRequest)(nil),                            // 11: objup.wire.v2.StartResumableWriteRequest
-	(*StartResumableWriteResponse)(nil),                           // 12: objup.wire.v2.StartResumableWriteResponse
-	(*QueryWriteStatusRequest)(nil),                               // 13: objup.wire.v2.QueryWriteStatusRequest
-	(*QueryWriteStatusResponse)(nil),                              // 14: objup.wire.v2.QueryWriteStatusResponse
-	(*ReadObjectRequest)(nil),                                     // 15: objup.wire.v2.ReadObjectRequest
-	(*ReadObjectResponse)(nil),                                    // 16: objup.wire.v2.ReadObjectResponse
-	(*GetObjectRequest)(nil),                                      // 17: objup.wire.v2.GetObjectRequest
-	(*ListObjectsRequest)(nil),                                    // 18: objup.wire.v2.ListObjectsRequest
-	(*ListObjectsResponse)(nil),                                   // 19: objup.wire.v2.ListObjectsResponse
-	(*DeleteObjectRequest)(nil),                                   // 20: objup.wire.v2.DeleteObjectRequest
-	(*ComposeObjectRequest)(nil),                                  // 21: objup.wire.v2.ComposeObjectRequest
-	(*Object)(nil),                                                // 22: objup.wire.v2.Object
-	(*ObjectAccessControl)(nil),                                   // 23: objup.wire.v2.ObjectAccessControl
-	(*ObjectContexts)(nil),                                        // 24: objup.wire.v2.ObjectContexts
-	(*ObjectCustomContextPayload)(nil),                            // 25: objup.wire.v2.ObjectCustomContextPayload
-	(*ComposeObjectRequest_SourceObject)(nil),                     // 26: objup.wire.v2.ComposeObjectRequest.SourceObject
-	(*ComposeObjectRequest_SourceObject_ObjectPreconditions)(nil), // 27: objup.wire.v2.ComposeObjectRequest.SourceObject.ObjectPreconditions
-	nil,                           // 28: objup.wire.v2.Object.MetadataEntry
-	(*Object_Retention)(nil),      // 29: objup.wire.v2.Object.Retention
-	nil,                           // 30: objup.wire.v2.ObjectContexts.CustomEntry
-	(*fieldmaskpb.FieldMask)(nil), // 31: google.protobuf.FieldMask
-	(*timestamppb.Timestamp)(nil), // 32: google.protobuf.Timestamp
+	(*BidiWriteHandle)(nil),                                       // 9: objup.wire.v2.BidiWriteHandle
+	(*BidiWriteObjectRedirectedError)(nil),                        // 10: objup.wire.v2.BidiWriteObjectRedirectedError
+	(*BidiWriteObjectRequest)(nil),                                // 11: objup.wire.v2.BidiWriteObjectRequest
+	(*BidiWriteObjectResponse)(nil),                               // 12: objup.wire.v2.BidiWriteObjectResponse
+	(*StartResumableWriteRequest)(nil),                            // 13: objup.wire.v2.StartResumableWriteRequest
+	(*StartResumableWriteResponse)(nil),                           // 14: objup.wire.v2.StartResumableWriteResponse
+	(*QueryWriteStatusRequest)(nil),                               // 15: objup.wire.v2.QueryWriteStatusRequest
+	(*QueryWriteStatusResponse)(nil),                              // 16: objup.wire.v2.QueryWriteStatusResponse
+	(*ReadObjectRequest)(nil),                                     // 17: objup.wire.v2.ReadObjectRequest
+	(*ReadObjectResponse)(nil),                                    // 18: objup.wire.v2.ReadObjectResponse
+	(*GetObjectRequest)(nil),                                      // 19: objup.wire.v2.GetObjectRequest
+	(*ListObjectsRequest)(nil),                                    // 20: objup.wire.v2.ListObjectsRequest
+	(*ListObjectsResponse)(nil),                                   // 21: objup.wire.v2.ListObjectsResponse
+	(*DeleteObjectRequest)(nil),                                   // 22: objup.wire.v2.DeleteObjectRequest
+	(*ComposeObjectRequest)(nil),                                  // 23: objup.wire.v2.ComposeObjectRequest
+	(*Object)(nil),                                                // 24: objup.wire.v2.Object
+	(*ObjectAccessControl)(nil),                                   // 25: objup.wire.v2.ObjectAccessControl
+	(*ObjectContexts)(nil),                                        // 26: objup.wire.v2.ObjectContexts
+	(*ObjectCustomContextPayload)(nil),                            // 27: objup.wire.v2.ObjectCustomContextPayload
+	(*ComposeObjectRequest_SourceObject)(nil),                     // 28: objup.wire.v2.ComposeObjectRequest.SourceObject
+	(*ComposeObjectRequest_SourceObject_ObjectPreconditions)(nil), // 29: objup.wire.v2.ComposeObjectRequest.SourceObject.ObjectPreconditions
+	nil,                           // 30: objup.wire.v2.Object.MetadataEntry
+	(*Object_Retention)(nil),      // 31: objup.wire.v2.Object.Retention
+	nil,                           // 32: objup.wire.v2.ObjectContexts.CustomEntry
+	(*fieldmaskpb.FieldMask)(nil), // 33: google.protobuf.FieldMask
+	(*timestamppb.Timestamp)(nil), // 34: google.protobuf.Timestamp
 }
 var file_internal_wire_storage_proto_depIdxs = []int32{
-	22, // 0: objup.wire.v2.WriteObjectSpec.resource:type_name -> objup.wire.v2.Object
+	24, // 0: objup.wire.v2.WriteObjectSpec.resource:type_name -> objup.wire.v2.Object
 	5,  // 1: objup.wire.v2.WriteObjectRequest.write_object_spec:type_name -> objup.wire.v2.WriteObjectSpec
 	1,  // 2: objup.wire.v2.WriteObjectRequest.checksummed_data:type_name -> objup.wire.v2.ChecksummedData
 	2,  // 3: objup.wire.v2.WriteObjectRequest.object_checksums:type_name -> objup.wire.v2.ObjectChecksums
 	3,  // 4: objup.wire.v2.WriteObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
-	22, // 5: objup.wire.v2.WriteObjectResponse.resource:type_name -> objup.wire.v2.Object
+	24, // 5: objup.wire.v2.WriteObjectResponse.resource:type_name -> objup.wire.v2.Object
 	2,  // 6: objup.wire.v2.WriteObjectResponse.persisted_data_checksums:type_name -> objup.wire.v2.ObjectChecksums
-	5,  // 7: objup.wire.v2.BidiWriteObjectRequest.write_object_spec:type_name -> objup.wire.v2.WriteObjectSpec
-	8,  // 8: objup.wire.v2.BidiWriteObjectRequest.append_object_spec:type_name -> objup.wire.v2.AppendObjectSpec
-	1,  // 9: objup.wire.v2.BidiWriteObjectRequest.checksummed_data:type_name -> objup.wire.v2.ChecksummedData
-	2,  // 10: objup.wire.v2.BidiWriteObjectRequest.object_checksums:type_name -> objup.wire.v2.ObjectChecksums
-	3,  // 11: objup.wire.v2.BidiWriteObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
-	22, // 12: objup.wire.v2.BidiWriteObjectResponse.resource:type_name -> objup.wire.v2.Object
-	2,  // 13: objup.wire.v2.BidiWriteObjectResponse.persisted_data_checksums:type_name -> objup.wire.v2.ObjectChecksums
-	5,  // 14: objup.wire.v2.StartResumableWriteRequest.write_object_spec:type_name -> objup.wire.v2.WriteObjectSpec
-	3,  // 15: objup.wire.v2.StartResumableWriteRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
-	2,  // 16: objup.wire.v2.StartResumableWriteRequest.object_checksums:type_name -> objup.wire.v2.ObjectChecksums
-	3,  // 17: objup.wire.v2.QueryWriteStatusRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
-	22, // 18: objup.wire.v2.QueryWriteStatusResponse.resource:type_name -> objup.wire.v2.Object
-	2,  // 19: objup.wire.v2.QueryWriteStatusResponse.persisted_data_checksums:type_name -> objup.wire.v2.ObjectChecksums
-	3,  // 20: objup.wire.v2.ReadObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
-	31, // 21: objup.wire.v2.ReadObjectRequest.read_mask:type_name -> google.protobuf.FieldMask
-	1,  // 22: objup.wire.v2.ReadObjectResponse.checksummed_data:type_name -> objup.wire.v2.ChecksummedData
-	2,  // 23: objup.wire.v2.ReadObjectResponse.object_checksums:type_name -> objup.wire.v2.ObjectChecksums
-	4,  // 24: objup.wire.v2.ReadObjectResponse.content_range:type_name -> objup.wire.v2.ContentRange
-	22, // 25: objup.wire.v2.ReadObjectResponse.metadata:type_name -> objup.wire.v2.Object
-	3,  // 26: objup.wire.v2.GetObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
-	31, // 27: objup.wire.v2.GetObjectRequest.read_mask:type_name -> google.protobuf.FieldMask
-	31, // 28: objup.wire.v2.ListObjectsRequest.read_mask:type_name -> google.protobuf.FieldMask
-	22, // 29: objup.wire.v2.ListObjectsResponse.objects:type_name -> objup.wire.v2.Object
-	3,  // 30: objup.wire.v2.DeleteObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
-	22, // 31: objup.wire.v2.ComposeObjectRequest.destination:type_name -> objup.wire.v2.Object
-	26, // 32: objup.wire.v2.ComposeObjectRequest.source_objects:type_name -> objup.wire.v2.ComposeObjectRequest.SourceObject
-	3,  // 33: objup.wire.v2.ComposeObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
-	2,  // 34: objup.wire.v2.ComposeObjectRequest.object_checksums:type_name -> objup.wire.v2.ObjectChecksums
-	32, // 35: objup.wire.v2.Object.create_time:type_name -> google.protobuf.Timestamp
-	2,  // 36: objup.wire.v2.Object.checksums:type_name -> objup.wire.v2.ObjectChecksums
-	32, // 37: objup.wire.v2.Object.update_time:type_name -> google.protobuf.Timestamp
-	32, // 38: objup.wire.v2.Object.update_storage_class_time:type_name -> google.protobuf.Timestamp
-	28, // 39: objup.wire.v2.Object.metadata:type_name -> objup.wire.v2.Object.MetadataEntry
-	32, // 40: objup.wire.v2.Object.custom_time:type_name -> google.protobuf.Timestamp
-	32, // 41: objup.wire.v2.Object.finalize_time:type_name -> google.protobuf.Timestamp
-	23, // 42: objup.wire.v2.Object.acl:type_name -> objup.wire.v2.ObjectAccessControl
-	32, // 43: objup.wire.v2.Object.retention_expire_time:type_name -> google.protobuf.Timestamp
-	29, // 44: objup.wire.v2.Object.retention:type_name -> objup.wire.v2.Object.Retention
-	24, // 45: objup.wire.v2.Object.contexts:type_name -> objup.wire.v2.ObjectContexts
-	30, // 46: objup.wire.v2.ObjectContexts.custom:type_name -> objup.wire.v2.ObjectContexts.CustomEntry
-	32, // 47: objup.wire.v2.ObjectCustomContextPayload.create_time:type_name -> google.protobuf.Timestamp
-	32, // 48: objup.wire.v2.ObjectCustomContextPayload.update_time:type_name -> google.protobuf.Timestamp
-	27, // 49: objup.wire.v2.ComposeObjectRequest.SourceObject.object_preconditions:type_name -> objup.wire.v2.ComposeObjectRequest.SourceObject.ObjectPreconditions
-	0,  // 50: objup.wire.v2.Object.Retention.mode:type_name -> objup.wire.v2.Object.Retention.Mode
-	32, // 51: objup.wire.v2.Object.Retention.retain_until_time:type_name -> google.protobuf.Timestamp
-	25, // 52: objup.wire.v2.ObjectContexts.CustomEntry.value:type_name -> objup.wire.v2.ObjectCustomContextPayload
-	53, // [53:53] is the sub-list for method output_type
-	53, // [53:53] is the sub-list for method input_type
-	53, // [53:53] is the sub-list for extension type_name
-	53, // [53:53] is the sub-list for extension extendee
-	0,  // [0:53] is the sub-list for field type_name
+	9,  // 7: objup.wire.v2.AppendObjectSpec.write_handle:type_name -> objup.wire.v2.BidiWriteHandle
+	9,  // 8: objup.wire.v2.BidiWriteObjectRedirectedError.write_handle:type_name -> objup.wire.v2.BidiWriteHandle
+	5,  // 9: objup.wire.v2.BidiWriteObjectRequest.write_object_spec:type_name -> objup.wire.v2.WriteObjectSpec
+	8,  // 10: objup.wire.v2.BidiWriteObjectRequest.append_object_spec:type_name -> objup.wire.v2.AppendObjectSpec
+	1,  // 11: objup.wire.v2.BidiWriteObjectRequest.checksummed_data:type_name -> objup.wire.v2.ChecksummedData
+	2,  // 12: objup.wire.v2.BidiWriteObjectRequest.object_checksums:type_name -> objup.wire.v2.ObjectChecksums
+	3,  // 13: objup.wire.v2.BidiWriteObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
+	24, // 14: objup.wire.v2.BidiWriteObjectResponse.resource:type_name -> objup.wire.v2.Object
+	2,  // 15: objup.wire.v2.BidiWriteObjectResponse.persisted_data_checksums:type_name -> objup.wire.v2.ObjectChecksums
+	9,  // 16: objup.wire.v2.BidiWriteObjectResponse.write_handle:type_name -> objup.wire.v2.BidiWriteHandle
+	5,  // 17: objup.wire.v2.StartResumableWriteRequest.write_object_spec:type_name -> objup.wire.v2.WriteObjectSpec
+	3,  // 18: objup.wire.v2.StartResumableWriteRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
+	2,  // 19: objup.wire.v2.StartResumableWriteRequest.object_checksums:type_name -> objup.wire.v2.ObjectChecksums
+	3,  // 20: objup.wire.v2.QueryWriteStatusRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
+	24, // 21: objup.wire.v2.QueryWriteStatusResponse.resource:type_name -> objup.wire.v2.Object
+	2,  // 22: objup.wire.v2.QueryWriteStatusResponse.persisted_data_checksums:type_name -> objup.wire.v2.ObjectChecksums
+	3,  // 23: objup.wire.v2.ReadObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
+	33, // 24: objup.wire.v2.ReadObjectRequest.read_mask:type_name -> google.protobuf.FieldMask
+	1,  // 25: objup.wire.v2.ReadObjectResponse.checksummed_data:type_name -> objup.wire.v2.ChecksummedData
+	2,  // 26: objup.wire.v2.ReadObjectResponse.object_checksums:type_name -> objup.wire.v2.ObjectChecksums
+	4,  // 27: objup.wire.v2.ReadObjectResponse.content_range:type_name -> objup.wire.v2.ContentRange
+	24, // 28: objup.wire.v2.ReadObjectResponse.metadata:type_name -> objup.wire.v2.Object
+	3,  // 29: objup.wire.v2.GetObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
+	33, // 30: objup.wire.v2.GetObjectRequest.read_mask:type_name -> google.protobuf.FieldMask
+	33, // 31: objup.wire.v2.ListObjectsRequest.read_mask:type_name -> google.protobuf.FieldMask
+	24, // 32: objup.wire.v2.ListObjectsResponse.objects:type_name -> objup.wire.v2.Object
+	3,  // 33: objup.wire.v2.DeleteObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
+	24, // 34: objup.wire.v2.ComposeObjectRequest.destination:type_name -> objup.wire.v2.Object
+	28, // 35: objup.wire.v2.ComposeObjectRequest.source_objects:type_name -> objup.wire.v2.ComposeObjectRequest.SourceObject
+	3,  // 36: objup.wire.v2.ComposeObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
+	2,  // 37: objup.wire.v2.ComposeObjectRequest.object_checksums:type_name -> objup.wire.v2.ObjectChecksums
+	34, // 38: objup.wire.v2.Object.create_time:type_name -> google.protobuf.Timestamp
+	2,  // 39: objup.wire.v2.Object.checksums:type_name -> objup.wire.v2.ObjectChecksums
+	34, // 40: objup.wire.v2.Object.update_time:type_name -> google.protobuf.Timestamp
+	34, // 41: objup.wire.v2.Object.update_storage_class_time:type_name -> google.protobuf.Timestamp
+	30, // 42: objup.wire.v2.Object.metadata:type_name -> objup.wire.v2.Object.MetadataEntry
+	34, // 43: objup.wire.v2.Object.custom_time:type_name -> google.protobuf.Timestamp
+	34, // 44: objup.wire.v2.Object.finalize_time:type_name -> google.protobuf.Timestamp
+	25, // 45: objup.wire.v2.Object.acl:type_name -> objup.wire.v2.ObjectAccessControl
+	34, // 46: objup.wire.v2.Object.retention_expire_time:type_name -> google.protobuf.Timestamp
+	31, // 47: objup.wire.v2.Object.retention:type_name -> objup.wire.v2.Object.Retention
+	26, // 48: objup.wire.v2.Object.contexts:type_name -> objup.wire.v2.ObjectContexts
+	32, // 49: objup.wire.v2.ObjectContexts.custom:type_name -> objup.wire.v2.ObjectContexts.CustomEntry
+	34, // 50: objup.wire.v2.ObjectCustomContextPayload.create_time:type_name -> google.protobuf.Timestamp
+	34, // 51: objup.wire.v2.ObjectCustomContextPayload.update_time:type_name -> google.protobuf.Timestamp
+	29, // 52: objup.wire.v2.ComposeObjectRequest.SourceObject.object_preconditions:type_name -> objup.wire.v2.ComposeObjectRequest.SourceObject.ObjectPreconditions
+	0,  // 53: objup.wire.v2.Object.Retention.mode:type_name -> objup.wire.v2.Object.Retention.Mode
+	34, // 54: objup.wire.v2.Object.Retention.retain_until_time:type_name -> google.protobuf.Timestamp
+	27, // 55: objup.wire.v2.ObjectContexts.CustomEntry.value:type_name -> objup.wire.v2.ObjectCustomContextPayload
+	56, // [56:56] is the sub-list for method output_type
+	56, // [56:56] is the sub-list for method input_type
+	56, // [56:56] is the sub-list for extension type_name
+	56, // [56:56] is the sub-list for extension extendee
+	0,  // [0:56] is the sub-list for field type_name
 }
 
 func init() { file_internal_wire_storage_proto_init() }
@@ -2971,34 +3115,35 @@ func file_internal_wire_storage_proto_init() {
 		(*WriteObjectResponse_Resource)(nil),
 	}
 	file_internal_wire_storage_proto_msgTypes[7].OneofWrappers = []any{}
-	file_internal_wire_storage_proto_msgTypes[8].OneofWrappers = []any{
+	file_internal_wire_storage_proto_msgTypes[9].OneofWrappers = []any{}
+	file_internal_wire_storage_proto_msgTypes[10].OneofWrappers = []any{
 		(*BidiWriteObjectRequest_UploadId)(nil),
 		(*BidiWriteObjectRequest_WriteObjectSpec)(nil),
 		(*BidiWriteObjectRequest_AppendObjectSpec)(nil),
 		(*BidiWriteObjectRequest_ChecksummedData)(nil),
 	}
-	file_internal_wire_storage_proto_msgTypes[9].OneofWrappers = []any{
+	file_internal_wire_storage_proto_msgTypes[11].OneofWrappers = []any{
 		(*BidiWriteObjectResponse_PersistedSize)(nil),
 		(*BidiWriteObjectResponse_Resource)(nil),
 	}
-	file_internal_wire_storage_proto_msgTypes[13].OneofWrappers = []any{
+	file_internal_wire_storage_proto_msgTypes[15].OneofWrappers = []any{
 		(*QueryWriteStatusResponse_PersistedSize)(nil),
 		(*QueryWriteStatusResponse_Resource)(nil),
 	}
-	file_internal_wire_storage_proto_msgTypes[14].OneofWrappers = []any{}
 	file_internal_wire_storage_proto_msgTypes[16].OneofWrappers = []any{}
-	file_internal_wire_storage_proto_msgTypes[17].OneofWrappers = []any{}
+	file_internal_wire_storage_proto_msgTypes[18].OneofWrappers = []any{}
 	file_internal_wire_storage_proto_msgTypes[19].OneofWrappers = []any{}
-	file_internal_wire_storage_proto_msgTypes[20].OneofWrappers = []any{}
 	file_internal_wire_storage_proto_msgTypes[21].OneofWrappers = []any{}
-	file_internal_wire_storage_proto_msgTypes[26].OneofWrappers = []any{}
+	file_internal_wire_storage_proto_msgTypes[22].OneofWrappers = []any{}
+	file_internal_wire_storage_proto_msgTypes[23].OneofWrappers = []any{}
+	file_internal_wire_storage_proto_msgTypes[28].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_wire_storage_proto_rawDesc), len(file_internal_wire_storage_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   30,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
