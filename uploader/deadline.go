@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/objup/objup/uploader/internal/mono"
 )
 
 // attemptCtx is the context of one attempt of a unary call: the call's
@@ -25,7 +27,7 @@ type attemptCtx struct {
 	context.Context // the call's context; its values and cancellation
 
 	mu    sync.Mutex
-	at    mono          // the attempt's deadline
+	at    mono.Time     // the attempt's deadline
 	armed bool          // an attempt is running
 	fired bool          // the attempt's deadline passed
 	done  chan struct{} // made on first Done, closed when fired; nil until then
@@ -38,7 +40,7 @@ type attemptCtx struct {
 // arm starts an attempt of at most d on ctx.
 func (a *attemptCtx) arm(ctx context.Context, d time.Duration) {
 	a.mu.Lock()
-	a.Context, a.at, a.armed, a.fired, a.f, a.pstop = ctx, now()+mono(d), true, false, nil, nil
+	a.Context, a.at, a.armed, a.fired, a.f, a.pstop = ctx, mono.Now().Add(d), true, false, nil, nil
 	if a.done != nil {
 		select {
 		case <-a.done: // closed by an earlier attempt
@@ -97,7 +99,7 @@ func (a *attemptCtx) fire() {
 // Deadline returns the attempt's deadline, or the parent's if earlier.
 func (a *attemptCtx) Deadline() (time.Time, bool) {
 	a.mu.Lock()
-	at, parent := epoch.Add(time.Duration(a.at)), a.Context
+	at, parent := a.at.Wall(), a.Context
 	a.mu.Unlock()
 	if d, ok := parent.Deadline(); ok && d.Before(at) {
 		return d, true

@@ -1,10 +1,6 @@
 package uploader
 
-import (
-	"time"
-
-	"github.com/objup/objup/internal/wire"
-)
+import "github.com/objup/objup/internal/wire"
 
 // writeOnce sends the whole object, r, in one request of the client's
 // transport, retried while the retrier allows, and returns what the
@@ -51,5 +47,5 @@ func (w *Writer) writeOnce(r *chunkRef) (*wire.Object, error) {
 // expect describes the object the Writer wrote, once its last chunk is
 // known.
 func (w *Writer) expect() *expect {
-	return &expect{size: w.ch.Size(), crc: w.ch.CRC32C(), hasCRC: !w.cfg.noCRC32C, since: epoch.Add(time.Duration(w.ev.start))}
+	return &expect{size: w.ch.Size(), crc: w.ch.CRC32C(), hasCRC: !w.cfg.noCRC32C, since: w.ev.start.Wall()}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/objup/objup/chunker"
 	"github.com/objup/objup/internal/crc32c"
 	"github.com/objup/objup/internal/wire"
+	"github.com/objup/objup/uploader/internal/mono"
 )
 
 // Defaults of a parallel composite upload (see ParallelUpload).
@@ -228,7 +229,7 @@ func (p *parallel) newPart(i int) *part {
 	pt := &part{index: i}
 	pt.target = target{c: w.c, ctx: p.ctx, bucket: w.bucket, object: p.prefix + "part-" + strconv.Itoa(i), params: w.params}
 	pt.initSpec(w)
-	pt.ev = uploadEvents{tg: &pt.target, span: w.ev.span, start: now()}
+	pt.ev = uploadEvents{tg: &pt.target, span: w.ev.span, start: mono.Now()}
 	pt.life.ev = &pt.ev
 	pt.retry.init(w.cfg.retry, &pt.ev)
 	return pt
@@ -292,7 +293,7 @@ func (p *parallel) send(pt *part) error {
 	names := p.tr.names()
 	var o *wire.Object
 	lost := false
-	want := &expect{size: pt.size, crc: pt.scratch.crc, hasCRC: true, since: epoch.Add(time.Duration(p.w.ev.start))}
+	want := &expect{size: pt.size, crc: pt.scratch.crc, hasCRC: true, since: p.w.ev.start.Wall()}
 	err := pt.retry.do(&pt.target, names.write, true, nil, func() (string, bool, error) {
 		if err := p.ctx.Err(); err != nil {
 			// No attempt starts once the upload is cancelled.
@@ -592,7 +593,7 @@ func (p *parallel) close() {
 		del := func(d temporary) {
 			u := &part{}
 			u.target = target{c: base.c, ctx: ctx, bucket: base.bucket, object: d.name, params: base.params}
-			u.ev = uploadEvents{tg: &u.target, span: w.ev.span, start: now()}
+			u.ev = uploadEvents{tg: &u.target, span: w.ev.span, start: mono.Now()}
 			u.retry.init(cfg, &u.ev)
 			if d.open {
 				// An abandoned attempt of the part may still be on its

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/objup/objup/internal/wire"
+	"github.com/objup/objup/uploader/internal/mono"
 )
 
 // doneCtx is an already cancelled context.
@@ -458,14 +459,14 @@ func (s *resumable) close() {
 type windowRounds struct {
 	min, max int64
 	growing  bool
-	limited  bool    // the window held the Writer back in this round
-	start    mono    // when the round started; 0 before the session's stream opened
-	from     int64   // persisted at the round's start
-	end      int64   // pushed at the round's start: the round ends when it is persisted
-	window   int64   // the window of the round
-	best     float64 // bytes per second, the best round's
-	bestWin  int64   // the window of the best round
-	flat     int     // window-limited rounds in a row without a rise
+	limited  bool      // the window held the Writer back in this round
+	start    mono.Time // when the round started; 0 before the session's stream opened
+	from     int64     // persisted at the round's start
+	end      int64     // pushed at the round's start: the round ends when it is persisted
+	window   int64     // the window of the round
+	best     float64   // bytes per second, the best round's
+	bestWin  int64     // the window of the best round
+	flat     int       // window-limited rounds in a row without a rise
 }
 
 func (w *windowRounds) init(floor, start, max int64) {
@@ -476,7 +477,7 @@ func (w *windowRounds) init(floor, start, max int64) {
 // once the first window is persisted, a round trip after it went out, so
 // the window may grow then rather than a round trip later.
 func (w *windowRounds) begin(window int64) {
-	w.start, w.end, w.window = now(), window, window
+	w.start, w.end, w.window = mono.Now(), window, window
 }
 
 // acked takes in a new persisted size and returns the window.
@@ -484,8 +485,8 @@ func (w *windowRounds) acked(persisted, last, window int64) int64 {
 	if !w.growing || persisted < w.end {
 		return window
 	}
-	t := now()
-	if d := t.since(w.start); w.start != 0 && w.limited && d > 0 {
+	t := mono.Now()
+	if d := t.Since(w.start); w.start != 0 && w.limited && d > 0 {
 		rate := float64(persisted-w.from) / d.Seconds()
 		if rate >= w.best*1.25 {
 			w.best, w.bestWin, w.flat = rate, w.window, 0

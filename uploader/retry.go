@@ -10,6 +10,8 @@ import (
 	"github.com/googleapis/gax-go/v2"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/objup/objup/uploader/internal/mono"
 )
 
 // RetryPolicy says which uploads are retried after a transient failure. It
@@ -222,8 +224,8 @@ type retrier struct {
 	cfg      *retryConfig
 	ev       *uploadEvents
 	bo       gax.Backoff
-	start    mono // first failure of the current episode; zero if none
-	attempts int  // failed attempts in the episode
+	start    mono.Time // first failure of the current episode; zero if none
+	attempts int       // failed attempts in the episode
 }
 
 func (r *retrier) init(cfg *retryConfig, ev *uploadEvents) {
@@ -244,7 +246,7 @@ func (r *retrier) progress() {
 func (r *retrier) attemptTimeout() time.Duration {
 	d := r.cfg.attemptTimeout
 	if r.start != 0 {
-		if left := r.cfg.deadline - now().since(r.start); left < d {
+		if left := r.cfg.deadline - mono.Now().Since(r.start); left < d {
 			d = max(left, r.minAttempt())
 		}
 	}
@@ -301,7 +303,7 @@ func (r *retrier) retry(ctx context.Context, op string, err error, sent, idempot
 	if !r.retryable(err, sent, idempotent) {
 		return err
 	}
-	t0 := now()
+	t0 := mono.Now()
 	if r.start == 0 {
 		r.start = t0
 	}
@@ -312,7 +314,7 @@ func (r *retrier) retry(ctx context.Context, op string, err error, sent, idempot
 	// The pause is cut so that the retry still starts with minAttempt of
 	// the deadline left; only when not even that is left does the episode
 	// end, having used its deadline.
-	left := r.cfg.deadline - t0.since(r.start) - r.minAttempt()
+	left := r.cfg.deadline - t0.Since(r.start) - r.minAttempt()
 	if left <= 0 {
 		return fmt.Errorf("%w: retry deadline of %v reached after %d attempts: %w", errRetryExhausted, r.cfg.deadline, r.attempts, err)
 	}
@@ -383,15 +385,3 @@ func ctxEnded(ctx context.Context) error {
 	}
 	return nil
 }
-
-// mono is a point in time as the monotonic time since the process started
-// (8 bytes where a time.Time takes 24, which keeps the Writer in a smaller
-// size class); never 0.
-type mono time.Duration
-
-var epoch = time.Now()
-
-func now() mono { return mono(time.Since(epoch)) + 1 }
-
-// since returns the time from t to m.
-func (m mono) since(t mono) time.Duration { return time.Duration(m - t) }

@@ -21,6 +21,7 @@ import (
 	"github.com/objup/objup/header"
 	"github.com/objup/objup/pool"
 	"github.com/objup/objup/uploader/internal/admit"
+	"github.com/objup/objup/uploader/internal/mono"
 )
 
 // instrumentationName names objup's meter and tracer.
@@ -368,7 +369,7 @@ func (t *telemetry) tenantOf(ctx context.Context) string {
 type uploadEvents struct {
 	tg      *target    // the upload's context, names and client
 	span    trace.Span // nil when not tracing
-	start   mono
+	start   mono.Time
 	retries int32
 	resumes int32
 }
@@ -460,7 +461,7 @@ func (e *uploadEvents) ended(size int64, path string, err error) {
 		o := t.opts(setKey{code: code, path: path, tenant: t.tenantOf(e.tg.ctx)})
 		ctx := e.tg.ctx
 		t.uploads.Add(ctx, 1, o.add...)
-		t.duration.Record(ctx, now().since(e.start).Seconds(), o.record...)
+		t.duration.Record(ctx, mono.Now().Since(e.start).Seconds(), o.record...)
 		t.size.Record(ctx, size, o.record...)
 		if e.retries > 0 {
 			t.retries.Add(ctx, int64(e.retries), o.add...)

@@ -15,6 +15,7 @@ import (
 	"github.com/objup/objup/header"
 	"github.com/objup/objup/internal/wire"
 	"github.com/objup/objup/pool"
+	"github.com/objup/objup/uploader/internal/mono"
 )
 
 var (
@@ -150,7 +151,7 @@ func (w *Writer) init(ctx context.Context, bucket, object string, opts []WriterO
 	}
 	w.life.alloc = alloc
 	w.scratch.noCRC = w.cfg.noCRC32C
-	w.ev = uploadEvents{tg: &w.target, start: now()}
+	w.ev = uploadEvents{tg: &w.target, start: mono.Now()}
 	w.ctx, w.ev.span = w.c.tel.startSpan(ctx, bucket, object)
 	w.life.ev = &w.ev
 	w.retry.init(w.cfg.retry, &w.ev)
