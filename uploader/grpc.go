@@ -148,10 +148,10 @@ func (g *grpcTransport) invoke(u *upload, method string, req, resp any, timeout 
 // invokeOn is invoke on c, which pick or use counted.
 func (g *grpcTransport) invokeOn(c *grpcConn, u *upload, method string, req, resp any, timeout time.Duration) error {
 	u.via = c
-	u.attempt.arm(u.outgoing(u.attemptCtx()), timeout)
+	u.attempt.Arm(u.outgoing(u.attemptCtx()), timeout)
 	err := c.Invoke(&u.attempt, method, req, resp, g.callOpts...)
-	timedOut := u.attempt.timedOut()
-	u.attempt.disarm()
+	timedOut := u.attempt.TimedOut()
+	u.attempt.Disarm()
 	c.done()
 	if err != nil {
 		g.abandoned(u, timedOut, timeout, nil)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/objup/objup/header"
 	"github.com/objup/objup/internal/wire"
+	"github.com/objup/objup/uploader/internal/deadline"
 )
 
 const (
@@ -24,7 +25,7 @@ type target struct {
 	object string
 	params string // "bucket=projects/_/buckets/NAME"; params[len("bucket="):] is the resource name
 
-	attempt attemptCtx // the context of the current unary attempt
+	attempt deadline.Attempt // the context of the current unary attempt
 }
 
 func (t *target) resource() string { return t.params[len("bucket="):] }

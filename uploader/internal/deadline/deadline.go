@@ -1,4 +1,4 @@
-package uploader
+package deadline
 
 import (
 	"context"
@@ -9,21 +9,24 @@ import (
 	"github.com/objup/objup/uploader/internal/mono"
 )
 
-// attemptCtx is the context of one attempt of a unary call: the call's
-// context with the attempt's deadline. It lives inside the Writer and is
-// re-armed for each attempt, because context.WithTimeout costs seven
-// allocations and about 640 bytes per call once gRPC derives its own context
-// from it, more than the rest of a small upload's client side together.
+// Attempt is the context of one attempt of a unary call: the call's context
+// with the attempt's deadline. Arm starts an attempt and Disarm ends it; in
+// between, Attempt is a context.Context whose Deadline is the earlier of the
+// attempt's and the parent's, and whose Done and Err report the attempt's
+// deadline as context.DeadlineExceeded and the parent's end as the parent's
+// error.
 //
 // gRPC derives a cancelable child from it; context.WithCancel registers that
-// child through AfterFunc (the method the context package looks for), so no
-// goroutine watches it. The timer and the registration are the only costs,
-// and the timer is made once per Writer. Deadline reports the attempt's
-// deadline, so gRPC also sends it to the server as grpc-timeout.
+// child through AfterFunc, so no goroutine watches it. The timer and the
+// registration are the only costs, and the timer is made once per Attempt.
+// Deadline reports the attempt's deadline, so gRPC also sends it to the
+// server as grpc-timeout.
 //
-// Only the Writer's goroutine arms and disarms it; the timer and the
-// context's users read it under mu.
-type attemptCtx struct {
+// The zero Attempt is ready to Arm, and must not be copied after first use.
+// Only one goroutine (the owner's) arms and disarms it; the timer and the
+// context's users read it under a lock, so its context methods are safe for
+// concurrent use.
+type Attempt struct {
 	context.Context // the call's context; its values and cancellation
 
 	mu    sync.Mutex
@@ -38,7 +41,7 @@ type attemptCtx struct {
 }
 
 // arm starts an attempt of at most d on ctx.
-func (a *attemptCtx) arm(ctx context.Context, d time.Duration) {
+func (a *Attempt) Arm(ctx context.Context, d time.Duration) {
 	a.mu.Lock()
 	a.Context, a.at, a.armed, a.fired, a.f, a.pstop = ctx, mono.Now().Add(d), true, false, nil, nil
 	if a.done != nil {
@@ -59,7 +62,7 @@ func (a *attemptCtx) arm(ctx context.Context, d time.Duration) {
 
 // timedOut reports whether the attempt's own deadline ended it while the
 // call's context is still alive.
-func (a *attemptCtx) timedOut() bool {
+func (a *Attempt) TimedOut() bool {
 	a.mu.Lock()
 	fired, parent := a.fired, a.Context
 	a.mu.Unlock()
@@ -67,7 +70,7 @@ func (a *attemptCtx) timedOut() bool {
 }
 
 // disarm ends the attempt.
-func (a *attemptCtx) disarm() {
+func (a *Attempt) Disarm() {
 	a.timer.Stop()
 	a.mu.Lock()
 	a.armed, a.f = false, nil
@@ -79,7 +82,7 @@ func (a *attemptCtx) disarm() {
 }
 
 // fire ends the attempt at its deadline: the registered child is cancelled.
-func (a *attemptCtx) fire() {
+func (a *Attempt) fire() {
 	a.mu.Lock()
 	if !a.armed || a.fired {
 		a.mu.Unlock()
@@ -97,7 +100,7 @@ func (a *attemptCtx) fire() {
 }
 
 // Deadline returns the attempt's deadline, or the parent's if earlier.
-func (a *attemptCtx) Deadline() (time.Time, bool) {
+func (a *Attempt) Deadline() (time.Time, bool) {
 	a.mu.Lock()
 	at, parent := a.at.Wall(), a.Context
 	a.mu.Unlock()
@@ -109,7 +112,7 @@ func (a *attemptCtx) Deadline() (time.Time, bool) {
 
 // Done returns a channel closed when the attempt's deadline passed or the
 // parent is done.
-func (a *attemptCtx) Done() <-chan struct{} {
+func (a *Attempt) Done() <-chan struct{} {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.done == nil {
@@ -126,7 +129,7 @@ func (a *attemptCtx) Done() <-chan struct{} {
 
 // Err returns the parent's error, or context.DeadlineExceeded once the
 // attempt's deadline passed.
-func (a *attemptCtx) Err() error {
+func (a *Attempt) Err() error {
 	a.mu.Lock()
 	fired, parent := a.fired, a.Context
 	a.mu.Unlock()
@@ -143,7 +146,7 @@ func (a *attemptCtx) Err() error {
 // the parent's cancellation); context.WithCancel calls it for a child of a.
 // The first registration, the one gRPC makes for its child, costs nothing;
 // a later one is chained to it, with a stop function of its own.
-func (a *attemptCtx) AfterFunc(f func()) (stop func() bool) {
+func (a *Attempt) AfterFunc(f func()) (stop func() bool) {
 	a.mu.Lock()
 	if a.fired {
 		a.mu.Unlock()
@@ -170,7 +173,7 @@ func (a *attemptCtx) AfterFunc(f func()) (stop func() bool) {
 }
 
 // unregister is the stop function AfterFunc returns.
-func (a *attemptCtx) unregister() bool {
+func (a *Attempt) unregister() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	had := a.f != nil && !a.fired

@@ -1,4 +1,4 @@
-package uploader
+package deadline
 
 import (
 	"context"
@@ -7,16 +7,16 @@ import (
 	"time"
 )
 
-// TestAttemptContext checks attemptCtx against the context contract: a child
+// TestAttemptContext checks Attempt against the context contract: a child
 // made with context.WithCancel ends at the attempt's deadline or with the
 // parent, Done and Err agree, Deadline reports the earlier deadline, and a
 // disarmed attempt cancels nothing.
 func TestAttemptContext(t *testing.T) {
-	var a attemptCtx
+	var a Attempt
 	bg := context.Background()
 
 	// The deadline ends the child.
-	a.arm(bg, 20*time.Millisecond)
+	a.Arm(bg, 20*time.Millisecond)
 	child, cancel := context.WithCancel(&a)
 	select {
 	case <-child.Done():
@@ -35,11 +35,11 @@ func TestAttemptContext(t *testing.T) {
 		t.Fatal("Done is open although Err is set")
 	}
 	cancel()
-	a.disarm()
+	a.Disarm()
 
 	// The next attempt starts afresh, and the parent's cancellation ends it.
 	parent, cancelParent := context.WithCancel(bg)
-	a.arm(parent, time.Hour)
+	a.Arm(parent, time.Hour)
 	if a.Err() != nil {
 		t.Fatalf("a new attempt starts with error %v", a.Err())
 	}
@@ -61,19 +61,19 @@ func TestAttemptContext(t *testing.T) {
 	}
 	cancel()
 	cancel2()
-	a.disarm()
+	a.Disarm()
 
 	// A parent deadline earlier than the attempt's is the one reported.
 	soon, cancelSoon := context.WithTimeout(bg, time.Minute)
 	defer cancelSoon()
-	a.arm(soon, time.Hour)
+	a.Arm(soon, time.Hour)
 	if d, _ := a.Deadline(); time.Until(d) > 2*time.Minute {
 		t.Fatalf("Deadline %v is not the parent's", d)
 	}
 	// A child cancelled by its owner unregisters; the attempt ends quietly.
 	_, cancel = context.WithCancel(&a)
 	cancel()
-	a.disarm()
+	a.Disarm()
 	if a.f != nil {
 		t.Fatal("a cancelled child stayed registered")
 	}
