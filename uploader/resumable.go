@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/objup/objup/internal/wire"
-	"github.com/objup/objup/uploader/internal/mono"
+	"github.com/objup/objup/uploader/internal/window"
 )
 
 // doneCtx is an already cancelled context.
@@ -49,7 +49,7 @@ type resumable struct {
 	mu        sync.Mutex
 	last      int64 // the end of the data pushed so far; written under mu, read freely by the Writer's goroutine
 	window    int64 // bytes that may be pushed and not yet persisted
-	rounds    windowRounds
+	rounds    window.Rounds
 	pending   []*chunkRef // not yet persisted, in offset order
 	persisted int64
 	resource  *wire.Object
@@ -61,10 +61,10 @@ type resumable struct {
 // startResumable opens a resumable session for u (retried) and its first
 // stream.
 // The window starts at window, may grow to maxWindow and shrink to floor
-// (see windowRounds).
+// (see package window).
 func startResumable(u *upload, tr transport, r *retrier, ev *uploadEvents, floor, window, maxWindow int64, progress *progressReporter) (*resumable, error) {
 	s := &resumable{u: u, tr: tr, retry: r, ev: ev, window: window, progress: progress, acked: make(chan struct{}, 1)}
-	s.rounds.init(floor, window, maxWindow)
+	s.rounds.Init(floor, window, maxWindow)
 	s.names = tr.names()
 	err := r.do(&u.target, s.names.start, true, nil, func() (string, bool, error) {
 		id, err := tr.startUpload(u, r.attemptTimeout())
@@ -75,7 +75,7 @@ func startResumable(u *upload, tr transport, r *retrier, ev *uploadEvents, floor
 		return nil, err
 	}
 	r.progress()
-	s.rounds.begin(window)
+	s.rounds.Begin(window)
 	if err := s.open(0); err != nil {
 		// A stream that cannot open is resumed like a broken one.
 		if err := s.recoverFrom(s.names.stream, err); err != nil {
@@ -176,7 +176,7 @@ func (s *resumable) ackLocked(persisted int64) error {
 	n := copy(s.pending, s.pending[i:])
 	clear(s.pending[n:])
 	s.pending = s.pending[:n]
-	s.window = s.rounds.acked(persisted, s.last, s.window)
+	s.window = s.rounds.Acked(persisted, s.last, s.window)
 	return nil
 }
 
@@ -222,7 +222,7 @@ func (s *resumable) inWindow() bool {
 	if s.last-s.persisted <= s.window {
 		return true
 	}
-	s.rounds.limited = true
+	s.rounds.Limited()
 	return false
 }
 
@@ -230,7 +230,7 @@ func (s *resumable) inWindow() bool {
 // pool's budget is shared with other uploads, so the window gives way.
 func (s *resumable) contended() {
 	s.mu.Lock()
-	s.window = s.rounds.shrink(s.window)
+	s.window = s.rounds.Shrink(s.window)
 	s.mu.Unlock()
 }
 
@@ -441,68 +441,4 @@ func (s *resumable) close() {
 		s.pending[i] = nil
 	}
 	s.pending = nil
-}
-
-// windowRounds adapts a session's window to its path, one round trip at a
-// time, as TCP's and BBR's start-up do. A round starts at an
-// acknowledgement and ends once everything that was pushed then is
-// acknowledged: about a round trip while the window limits the upload.
-// Each round in which the window held the Writer back quadruples the
-// window (up to max), while the acknowledged rate keeps rising: the path's
-// bandwidth x round trip is not filled yet, and an object of a few windows
-// must not spend its life ramping up. Once two such rounds in a row
-// brought no rise of a quarter over the best rate, more in flight would only
-// queue: growth stops, and the window settles where the best rate was
-// measured (not below its floor). A Writer that finds the pool's budget
-// spent halves the window (down to its floor, two 2 MiB messages) and, since
-// the budget and not the path limits it, does not grow it again.
-type windowRounds struct {
-	min, max int64
-	growing  bool
-	limited  bool      // the window held the Writer back in this round
-	start    mono.Time // when the round started; 0 before the session's stream opened
-	from     int64     // persisted at the round's start
-	end      int64     // pushed at the round's start: the round ends when it is persisted
-	window   int64     // the window of the round
-	best     float64   // bytes per second, the best round's
-	bestWin  int64     // the window of the best round
-	flat     int       // window-limited rounds in a row without a rise
-}
-
-func (w *windowRounds) init(floor, start, max int64) {
-	w.min, w.max, w.growing = floor, max, max > start
-}
-
-// begin starts the first round as the session's stream opens: it ends
-// once the first window is persisted, a round trip after it went out, so
-// the window may grow then rather than a round trip later.
-func (w *windowRounds) begin(window int64) {
-	w.start, w.end, w.window = mono.Now(), window, window
-}
-
-// acked takes in a new persisted size and returns the window.
-func (w *windowRounds) acked(persisted, last, window int64) int64 {
-	if !w.growing || persisted < w.end {
-		return window
-	}
-	t := mono.Now()
-	if d := t.Since(w.start); w.start != 0 && w.limited && d > 0 {
-		rate := float64(persisted-w.from) / d.Seconds()
-		if rate >= w.best*1.25 {
-			w.best, w.bestWin, w.flat = rate, w.window, 0
-		} else if w.flat++; w.flat >= 2 {
-			w.growing = false
-			return max(w.bestWin, w.min)
-		}
-		window = min(4*window, w.max)
-	}
-	w.start, w.from, w.end, w.limited, w.window = t, persisted, last, false, window
-	return window
-}
-
-// shrink returns the window halved, not below its floor, and stops its
-// growth.
-func (w *windowRounds) shrink(window int64) int64 {
-	w.growing = false
-	return max(window/2, w.min)
 }
