@@ -62,6 +62,18 @@ func WithMD5() Option {
 	return optionFunc(func(c *Chunker) { c.md5 = md5.New() })
 }
 
+// Continuing makes the Chunker continue an object whose first size bytes,
+// of CRC-32C crc, exist already (an appendable object taken over): chunk
+// offsets start at size, and Size and CRC32C count those bytes. An MD5
+// (WithMD5) covers only the bytes written through the Chunker. Continuing
+// panics if size is negative.
+func Continuing(size int64, crc uint32) Option {
+	if size < 0 {
+		panic("chunker: Continuing with a negative size")
+	}
+	return optionFunc(func(c *Chunker) { c.off, c.crc = size, crc })
+}
+
 // maxEmptyReads bounds consecutive reads that return neither data nor an
 // error, after which Fill gives up with io.ErrNoProgress (as bufio does).
 const maxEmptyReads = 100

@@ -707,3 +707,40 @@ func chunkInto(c *chunker.Chunker, ring *[2][]byte, p []byte, r io.Reader, fill 
 		panic("chunkInto: wrong size")
 	}
 }
+
+// TestContinuing checks that a Chunker continuing an object counts the
+// bytes before it: offsets, Size and the whole object's CRC-32C.
+func TestContinuing(t *testing.T) {
+	whole := bytes.Repeat([]byte("appendable "), 300)
+	for _, cut := range []int{0, 1, 1000, len(whole)} {
+		var c chunker.Chunker
+		if err := c.Reset(256, chunker.Continuing(int64(cut), crc32c(whole[:cut]))); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 256)
+		c.Attach(&buf)
+		off := int64(cut)
+		for p := whole[cut:]; len(p) > 0; {
+			k := c.Write(p)
+			p = p[k:]
+			if c.Full() {
+				ch := c.Seal()
+				if ch.Offset != off {
+					t.Fatalf("cut %d: chunk at %d, want %d", cut, ch.Offset, off)
+				}
+				off += int64(len(ch.Data))
+				c.Attach(&buf)
+			}
+		}
+		last, _ := c.Finish()
+		if last.Offset != off {
+			t.Fatalf("cut %d: last chunk at %d, want %d", cut, last.Offset, off)
+		}
+		if got := c.Size(); got != int64(len(whole)) {
+			t.Errorf("cut %d: Size %d, want %d", cut, got, len(whole))
+		}
+		if got, want := c.CRC32C(), crc32c(whole); got != want {
+			t.Errorf("cut %d: CRC32C %08x, want %08x", cut, got, want)
+		}
+	}
+}

@@ -34,6 +34,9 @@ type ObjectAttrs struct {
 	Updated time.Time
 	// CustomTime is the object's custom time, zero if none.
 	CustomTime time.Time
+	// Finalized is when the object was finalized: zero for an appendable
+	// object left unfinalized (WithoutFinalize).
+	Finalized time.Time
 	// KMSKeyName names the Cloud KMS key that encrypts the object, if any.
 	KMSKeyName string
 	// ACL is the object's access control list, as the service reported it.
@@ -95,6 +98,9 @@ func (a *ObjectAttrs) setFromObject(o *wire.Object) {
 	}
 	if t := o.GetUpdateTime(); t != nil {
 		a.Updated = t.AsTime()
+	}
+	if t := o.GetFinalizeTime(); t != nil {
+		a.Finalized = t.AsTime()
 	}
 	if t := o.GetCustomTime(); t != nil {
 		a.CustomTime = t.AsTime()

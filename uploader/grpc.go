@@ -396,6 +396,11 @@ func fromService(err error) bool {
 }
 
 func (g *grpcTransport) startUpload(u *upload, timeout time.Duration) (string, error) {
+	if u.app != nil {
+		// An appendable object has no session: its first stream creates
+		// it (see openAppend).
+		return "", nil
+	}
 	req := &wire.StartResumableWriteRequest{WriteObjectSpec: u.spec()}
 	var resp wire.StartResumableWriteResponse
 	if err := g.invoke(u, wire.MethodStartResumableWrite, req, &resp, timeout); err != nil {
@@ -411,7 +416,10 @@ func (g *grpcTransport) startUpload(u *upload, timeout time.Duration) (string, e
 // by force (see outMsg). Every stream of a session takes that connection
 // (see openStream), so this covers all of its messages; a call on another
 // connection would prove nothing.
-func (g *grpcTransport) queryStatus(u *upload, id string, route any, _ int64, timeout time.Duration) (int64, *wire.Object, error) {
+func (g *grpcTransport) queryStatus(u *upload, id string, route any, size int64, timeout time.Duration) (int64, *wire.Object, error) {
+	if u.app != nil {
+		return g.appendStatus(u, size, timeout)
+	}
 	var st wire.QueryWriteStatusResponse
 	req := &wire.QueryWriteStatusRequest{UploadId: id}
 	c, streamed := route.(*grpcConn)
@@ -464,6 +472,7 @@ type grpcStream struct {
 	local    net.Addr // the TCP connection's local address, which the cut dialer knows it by
 	cut      *netcut.Dialer
 	acked    atomic.Int64 // persisted, as the service last said
+	app      *appendState // an appendable object's, else nil
 	finished atomic.Bool  // the service returned the object
 	err      error        // why the receiver stopped; read after recvDone
 
@@ -487,6 +496,9 @@ type grpcStream struct {
 // took (route; see pick), so that a status query on that connection proves
 // the writer went past every message of the session's earlier streams.
 func (g *grpcTransport) openStream(u *upload, id string, route any, persisted int64, sink streamSink, timeout time.Duration) (stream, error) {
+	if u.app != nil {
+		return g.openAppendStream(u, persisted, sink, timeout)
+	}
 	ctx, cancel := context.WithCancelCause(u.ctx)
 	c, ok := route.(*grpcConn)
 	if ok {
@@ -537,6 +549,14 @@ func (g *grpcStream) receive() {
 			default:
 				continue
 			}
+			if g.app != nil {
+				g.app.answered(resp)
+				if !isFinalized(o) {
+					// An appendable object's resource before the
+					// finish: what it persisted so far.
+					o = nil
+				}
+			}
 			g.acked.Store(persisted)
 			if o != nil {
 				g.finished.Store(true)
@@ -548,6 +568,9 @@ func (g *grpcStream) receive() {
 			}
 		} else if err == io.EOF && !g.finished.Load() {
 			err = fmt.Errorf("the service ended the stream before the upload finished: %w", io.ErrUnexpectedEOF)
+		}
+		if g.app != nil {
+			g.app.redirected(err)
 		}
 		g.err = err
 		g.cancel(err)
@@ -657,7 +680,7 @@ func (g *grpcStream) send(p pushed, all bool) error {
 // the upload.
 func (g *grpcStream) startRequest(req *wire.BidiWriteObjectRequest, offset int64) {
 	req.WriteOffset = offset
-	if g.fresh {
+	if g.fresh && g.app == nil {
 		req.FirstMessage = &wire.BidiWriteObjectRequest_UploadId{UploadId: g.id}
 		g.fresh = false
 	}

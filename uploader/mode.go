@@ -104,19 +104,28 @@ type session struct {
 }
 
 func (m *session) push(c chunker.Chunk) error {
-	w := m.w
-	r := w.life.newRef(c)
-	if m.s == nil {
-		tr := w.c.tr
-		floor, start, limit := w.c.window(w.ch.ChunkSize())
-		s, err := startResumable(&w.upload, tr, &w.retry, &w.ev, tr.window(floor), tr.window(start), tr.window(limit), w.cfg.progress)
-		if err != nil {
-			r.unref()
-			return err
-		}
-		m.s = s
+	r := m.w.life.newRef(c)
+	if err := m.start(); err != nil {
+		r.unref()
+		return err
 	}
 	return m.s.push(r)
+}
+
+// start opens the session, once.
+func (m *session) start() error {
+	if m.s != nil {
+		return nil
+	}
+	w := m.w
+	tr := w.c.tr
+	floor, start, limit := w.c.window(w.ch.ChunkSize())
+	s, err := startResumable(&w.upload, tr, &w.retry, &w.ev, tr.window(floor), tr.window(start), tr.window(limit), w.cfg.progress)
+	if err != nil {
+		return err
+	}
+	m.s = s
+	return nil
 }
 
 // buffer takes an empty buffer. A wait for one (under a pool budget, or
@@ -154,6 +163,9 @@ func (m *session) buffer() (*[]byte, error) {
 // upload.settled).
 func (m *session) finish(last chunker.Chunk) (*wire.Object, error) {
 	w := m.w
+	if w.app != nil {
+		return m.finishAppendable(last)
+	}
 	w.scratch.hasSums = w.checksums() != nil
 	o, err := m.s.finish(w.life.newRef(last))
 	if err != nil && answerLost(err) {
@@ -173,6 +185,14 @@ func (m *session) close() {
 	if m.s != nil {
 		m.s.close()
 	}
+	if a := m.w.app; a != nil {
+		a.dropReady()
+	}
 }
 
-func (*session) path() string { return pathResumable }
+func (m *session) path() string {
+	if m.w.app != nil {
+		return pathAppendable
+	}
+	return pathResumable
+}

@@ -77,7 +77,7 @@ func (w *Writer) checksums() *wire.ObjectChecksums {
 	}
 	switch {
 	case cfg.sendMD5 != nil:
-		cs.Md5Hash = cfg.sendMD5
+		cs.Md5Hash = cfg.sendMD5[:]
 	case cfg.md5:
 		cs.Md5Hash = w.ch.MD5()
 	}

@@ -241,6 +241,21 @@ func (s *resumable) windowNow() int64 {
 	return s.window
 }
 
+// startAt makes the session go on from persisted, the size of the
+// appendable object it took over: nothing was pushed yet.
+func (s *resumable) startAt(persisted int64) {
+	s.mu.Lock()
+	s.last, s.persisted, s.seen = persisted, persisted, persisted
+	s.mu.Unlock()
+}
+
+// lastNow returns the end of the data pushed so far.
+func (s *resumable) lastNow() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
+}
+
 // take makes the session the owner of r: close drops its reference
 // whatever happens next.
 func (s *resumable) take(r *chunkRef) {
@@ -294,7 +309,15 @@ func (s *resumable) finish(r *chunkRef) (*wire.Object, error) {
 
 // waitFor waits until cond holds (evaluated under s.mu), recovering from
 // stream failures on the way.
-func (s *resumable) waitFor(cond func() bool) error {
+func (s *resumable) waitFor(cond func() bool) error { return s.waitIn(nil, cond) }
+
+// waitIn is waitFor that also gives up when ctx, if not nil, ends (a
+// Flush's context): it then returns ctx's error, and the session goes on.
+func (s *resumable) waitIn(ctx context.Context, cond func() bool) error {
+	var done <-chan struct{}
+	if ctx != nil {
+		done = ctx.Done()
+	}
 	for {
 		s.mu.Lock()
 		ok, serr, persisted := cond(), s.streamErr, s.persisted
@@ -322,6 +345,8 @@ func (s *resumable) waitFor(cond func() bool) error {
 		case <-s.acked:
 		case <-s.u.ctx.Done():
 			return s.u.err(s.names.stream, s.u.ctx.Err())
+		case <-done:
+			return ctx.Err()
 		}
 	}
 }

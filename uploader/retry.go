@@ -190,14 +190,16 @@ func WithAttemptTimeout(d time.Duration) RetryOption {
 
 // ShouldRetry reports whether err, from the service or the network, is
 // transient: codes UNAVAILABLE, RESOURCE_EXHAUSTED, INTERNAL and
-// DEADLINE_EXCEEDED, and a stream that broke (io.ErrUnexpectedEOF), as the
-// official client's ShouldRetry for gRPC. It is the default of WithErrorFunc,
+// DEADLINE_EXCEEDED, a stream that broke (io.ErrUnexpectedEOF), and a
+// redirect of an appendable object's stream (ABORTED with a
+// BidiWriteObjectRedirectedError), as the official client's ShouldRetry for
+// gRPC. It is the default of WithErrorFunc,
 // and a custom function may call it.
 func ShouldRetry(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, io.ErrUnexpectedEOF) {
+	if errors.Is(err, io.ErrUnexpectedEOF) || isRedirect(err) {
 		return true
 	}
 	switch status.Code(err) {

@@ -160,6 +160,8 @@ type upload struct {
 	one     [1]*chunkRef // a one-shot upload's chunk, as writeObject takes it
 	// via is the gRPC connection of the last attempt, for fence.
 	via *grpcConn
+	// app is an appendable object's state (WithAppendable), else nil.
+	app *appendState
 }
 
 // checksums returns the whole-object checksums the finish carries (in

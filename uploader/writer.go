@@ -105,6 +105,9 @@ func (w *Writer) init(ctx context.Context, bucket, object string, opts []WriterO
 	if err := w.cfg.checkParallel(); err != nil {
 		return invalid("NewWriter", bucket, object, "%w", err)
 	}
+	if err := w.checkAppendable(); err != nil {
+		return invalid("NewWriter", bucket, object, "%w", err)
+	}
 	if w.cfg.chunkSize != 0 {
 		if err := checkChunkSize(w.cfg.chunkSize); err != nil {
 			return invalid("NewWriter", bucket, object, "%w", err)
@@ -346,7 +349,7 @@ func (w *Writer) Close() error {
 	last, _ := w.ch.Finish()
 	if w.mode == nil {
 		// The whole object is in its first chunk.
-		w.mode = oneShot{w}
+		w.mode = w.single(last)
 	}
 	o, err := w.mode.finish(last)
 	if err == nil {

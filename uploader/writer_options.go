@@ -1,6 +1,7 @@
 package uploader
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"time"
@@ -31,7 +32,7 @@ type writerConfig struct {
 	progress  *progressReporter // made per Writer (see Writer.init)
 	parallel  *parallel         // WithParallelUpload: its settings, and its state once started
 	buffer    []byte
-	sendMD5   []byte // the caller's MD5 of the object, sent as it is
+	sendMD5   *[16]byte // the caller's MD5 of the object, sent as it is
 	chunkSize int
 	retry     *retryConfig // the client's, until a WithRetry of the Writer's own
 	sendCRC   uint32       // the caller's CRC32C of the object, if hasCRC
@@ -40,6 +41,8 @@ type writerConfig struct {
 	md5       bool
 	hasBuffer bool
 	ownRetry  bool
+	appending bool // WithAppendable
+	keepOpen  bool // WithoutFinalize
 }
 
 // WithAttrs gives the object the attributes of a, as the official client's
@@ -273,7 +276,7 @@ func WithSendMD5(sum []byte) WriterOption {
 		if len(sum) != 16 {
 			return fmt.Errorf("MD5 of %d bytes, want 16", len(sum))
 		}
-		c.sendMD5 = append([]byte(nil), sum...)
+		c.sendMD5 = (*[16]byte)(bytes.Clone(sum))
 		return nil
 	})
 }

@@ -1,0 +1,299 @@
+package uploader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/objup/objup/chunker"
+	"github.com/objup/objup/internal/wire"
+)
+
+// pathAppendable is the "path" attribute of an appendable upload.
+const pathAppendable = "appendable"
+
+// WithAppendable makes the Writer write an appendable object, the only
+// kind a zonal (Rapid) bucket takes: the object exists on the service from
+// the first Flush or the first full chunk on, grows with each Flush
+// (durable and readable at once), can be taken over by another writer
+// (Client.TakeOver) and is finalized by Close. It needs the gRPC transport,
+// and excludes WithParallelUpload; NewWriter reports either as an
+// InvalidArgument error.
+//
+// An appendable Writer streams its data on one BidiWriteObject stream,
+// sending each full chunk as it fills and keeping every byte until the
+// service reports it persisted: after a broken stream, a redirect or a
+// lost connection it opens a new stream on the object (with the write
+// handle and routing token the service gave) and sends again what the
+// service lacks. Close sends the rest and finalizes the object with the
+// CRC32C of all of it (see WithoutFinalize). An upload that fails or is
+// abandoned (CloseWithError) leaves the object unfinalized with what was
+// persisted, as GCS keeps it; a later Client.TakeOver can go on or finalize
+// it.
+//
+// A Writer with nothing unflushed holds no chunk buffer, and no goroutine
+// beyond its stream's receiver.
+func WithAppendable() WriterOption {
+	return writerOptionFunc(func(c *writerConfig) error {
+		c.appending = true
+		return nil
+	})
+}
+
+// WithoutFinalize makes Close of an appendable Writer (WithAppendable,
+// Client.TakeOver) flush what is left and leave the object unfinalized, so
+// that a later writer can take it over; Attrs then reports the object as
+// persisted. Without WithAppendable it is an InvalidArgument error.
+func WithoutFinalize() WriterOption {
+	return writerOptionFunc(func(c *writerConfig) error {
+		c.keepOpen = true
+		return nil
+	})
+}
+
+// checkAppendable checks the options of an appendable Writer and sets up
+// its state.
+func (w *Writer) checkAppendable() error {
+	cfg := &w.cfg
+	switch {
+	case !cfg.appending && cfg.keepOpen:
+		return errors.New("WithoutFinalize needs WithAppendable")
+	case !cfg.appending:
+		return nil
+	case !w.c.grpc():
+		return errors.New("appendable objects are written over gRPC only, not the JSON API (WithHTTP)")
+	case cfg.parallel != nil:
+		return errors.New("WithAppendable and WithParallelUpload exclude each other")
+	}
+	yes := true
+	w.scratch.spec.Appendable = &yes
+	w.app = &appendState{unfinalized: cfg.keepOpen}
+	return nil
+}
+
+// grpc reports whether the client uploads over gRPC.
+func (c *Client) grpc() bool {
+	tr := c.tr
+	if a, ok := tr.(admitted); ok {
+		tr = a.transport
+	}
+	_, ok := tr.(*grpcTransport)
+	return ok
+}
+
+// TakeOver opens a Writer that appends to generation gen of the
+// unfinalized appendable object gs://bucket/object, as GCS lets a second
+// writer take an appendable object over: the service fences the writer
+// before it, whose next call fails. TakeOver opens the object's stream at
+// once and returns the Writer and the object's persisted size, where the
+// bytes written next go. The Writer is appendable (WithAppendable is
+// implied); its Close finalizes the object, with the CRC32C of the whole
+// object (the service's checksum of the persisted bytes combined with the
+// new ones), unless WithoutFinalize.
+//
+// Only options a takeover can honour are accepted: attributes
+// (WithAttrs), preconditions, WithMD5, WithSendMD5 and WithParallelUpload
+// are InvalidArgument errors, since the object exists.
+func (c *Client) TakeOver(ctx context.Context, bucket, object string, gen int64, opts ...WriterOption) (*Writer, int64, error) {
+	w := &Writer{c: c}
+	if err := w.init(ctx, bucket, object, opts); err != nil {
+		return nil, 0, err
+	}
+	if err := w.takeoverOptions(gen); err != nil {
+		w.end()
+		return nil, 0, invalid("TakeOver", bucket, object, "%w", err)
+	}
+	if err := w.checkAppendable(); err != nil {
+		w.end()
+		return nil, 0, invalid("TakeOver", bucket, object, "%w", err)
+	}
+	w.app.takeover, w.app.gen = true, gen
+	m := &session{w: w}
+	w.mode = m
+	if err := m.start(); err != nil {
+		w.fail("TakeOver", err)
+		w.closed = true
+		w.end()
+		return nil, 0, w.err
+	}
+	a := w.app
+	a.mu.Lock()
+	persisted, crc, hasCRC := a.persisted, a.crc, a.hasCRC
+	a.mu.Unlock()
+	m.s.startAt(persisted)
+	var chOpts []chunker.Option
+	chOpts = append(chOpts, chunker.Continuing(persisted, crc))
+	if !hasCRC {
+		// No checksum of the persisted bytes: the whole object's
+		// CRC32C is unknown, and the finish goes without it.
+		w.cfg.noCRC32C = true
+	}
+	if err := w.ch.Reset(w.ch.ChunkSize(), chOpts...); err != nil {
+		panic(err) // the size was accepted by init
+	}
+	w.ev.tookOver()
+	return w, persisted, nil
+}
+
+// takeoverOptions refuses the options a takeover cannot honour.
+func (w *Writer) takeoverOptions(gen int64) error {
+	cfg := &w.cfg
+	s := &w.scratch.spec
+	o := s.Resource
+	switch {
+	case gen <= 0:
+		return fmt.Errorf("generation %d: a takeover names the object's generation", gen)
+	case cfg.md5 || cfg.sendMD5 != nil:
+		return errors.New("an MD5 of the whole object cannot be computed after a takeover")
+	case s.IfGenerationMatch != nil || s.IfGenerationNotMatch != nil || s.IfMetagenerationMatch != nil || s.IfMetagenerationNotMatch != nil:
+		return errors.New("a takeover takes no preconditions: the generation names the object")
+	case cfg.parallel != nil:
+		return errors.New("a takeover cannot be a parallel upload")
+	case o.ContentType != "" || o.ContentEncoding != "" || o.ContentDisposition != "" || o.ContentLanguage != "" ||
+		o.CacheControl != "" || o.StorageClass != "" || len(o.Metadata) > 0 || o.CustomTime != nil || o.KmsKey != "" ||
+		len(o.Acl) > 0 || s.PredefinedAcl != "" || o.Retention != nil || o.TemporaryHold || o.EventBasedHold != nil || len(o.Contexts.GetCustom()) > 0:
+		return errors.New("a takeover cannot set the object's attributes: they were set when it was created")
+	}
+	w.cfg.appending = true
+	return nil
+}
+
+// Flush sends what the Writer holds of an appendable object (WithAppendable,
+// Client.TakeOver) with a flush and a state lookup, waits until the service
+// has persisted it, and returns the service's persisted size: the bytes up
+// to there are durable and readable. The first Flush creates the object if
+// no chunk did. ctx bounds the wait only: when it ends, Flush returns its
+// error and the upload goes on (the bytes are sent and kept until
+// persisted). A failure of the upload itself fails the Writer, as a Write
+// would. Flush on a Writer that is not appendable is an InvalidArgument
+// error that leaves the Writer as it was; after Close it returns what
+// Write would.
+func (w *Writer) Flush(ctx context.Context) (int64, error) {
+	w.enter("Flush")
+	defer w.leave()
+	switch {
+	case w.app == nil:
+		return 0, invalid("Flush", w.bucket, w.object, "Flush needs an appendable object (WithAppendable or Client.TakeOver)")
+	case ctx == nil:
+		return 0, invalid("Flush", w.bucket, w.object, "nil context")
+	}
+	if err := w.usable("Flush"); err != nil {
+		return 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, w.target.err("Flush", err)
+	}
+	start := time.Now()
+	if w.ch.NeedsBuffer() && w.ch.Holding() {
+		// A byte read past a full chunk waits for a buffer.
+		if err := w.room(); err != nil {
+			w.fail("Flush", err)
+			return 0, w.err
+		}
+	}
+	var c chunker.Chunk
+	if w.ch.Holding() {
+		c = w.ch.Seal()
+	}
+	if w.mode == nil {
+		w.mode = w.choose(c)
+	}
+	m := w.mode.(*session)
+	if err := m.start(); err != nil {
+		w.life.putBuffer(c.Buf)
+		w.fail("Flush", err)
+		return 0, w.err
+	}
+	s := m.s
+	if len(c.Data) == 0 {
+		// Nothing new: the buffer goes back, and the flush asks only
+		// what is persisted.
+		w.life.putBuffer(c.Buf)
+	} else {
+		s.take(w.life.newRef(c))
+	}
+	if err := s.send(true); err != nil {
+		w.fail("Flush", err)
+		return 0, w.err
+	}
+	last := s.lastNow()
+	if err := s.waitIn(ctx, func() bool { return s.persisted >= last }); err != nil {
+		if ctx.Err() != nil && w.ctx.Err() == nil {
+			return s.persistedNow(), w.target.err("Flush", err)
+		}
+		w.fail("Flush", err)
+		return 0, w.err
+	}
+	w.ev.flushed(time.Since(start))
+	return s.persistedNow(), nil
+}
+
+// single returns the mode of an object whose whole content is its last
+// chunk, at Close: one WriteObject call, or for an appendable object a
+// stream that creates and finalizes it.
+func (w *Writer) single(last chunker.Chunk) mode {
+	if w.app != nil {
+		return w.choose(last)
+	}
+	return oneShot{w}
+}
+
+// finishAppendable ends an appendable object's upload at Close: the rest
+// goes out and the object is finalized with its checksums, or, with
+// WithoutFinalize, flushed and left open.
+func (m *session) finishAppendable(last chunker.Chunk) (*wire.Object, error) {
+	w := m.w
+	r := w.life.newRef(last)
+	if err := m.start(); err != nil {
+		r.unref()
+		return nil, err
+	}
+	s := m.s
+	if !w.app.unfinalized {
+		w.scratch.hasSums = w.checksums() != nil
+		return s.finish(r)
+	}
+	s.take(r)
+	if err := s.send(true); err != nil {
+		return nil, err
+	}
+	end := s.lastNow()
+	if err := s.waitFor(func() bool { return s.persisted >= end }); err != nil {
+		return nil, err
+	}
+	a := w.app
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	o := &wire.Object{Name: w.object, Bucket: w.resource(), Generation: a.gen}
+	if a.object != nil {
+		o = proto.Clone(a.object).(*wire.Object)
+	}
+	o.Size, o.Checksums = end, nil
+	return o, nil
+}
+
+// flushed notes a Flush that the service answered after d.
+func (e *uploadEvents) flushed(d time.Duration) {
+	if e.span != nil {
+		e.span.AddEvent("flush", trace.WithAttributes(attribute.Float64("seconds", d.Seconds())))
+	}
+	if l := e.tg.c.tel.logger; l != nil {
+		l.LogAttrs(e.tg.ctx, slog.LevelDebug, "objup: flushed", e.logAttrs(slog.Duration("latency", d))...)
+	}
+}
+
+// tookOver notes the takeover of an appendable object.
+func (e *uploadEvents) tookOver() {
+	if e.span != nil {
+		e.span.AddEvent("takeover")
+	}
+	if l := e.tg.c.tel.logger; l != nil {
+		l.LogAttrs(e.tg.ctx, slog.LevelInfo, "objup: took over an appendable object", e.logAttrs()...)
+	}
+}

@@ -1,0 +1,185 @@
+package uploader_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"hash/crc32"
+	"io/fs"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/objup/objup/uploader"
+)
+
+// TestAppendableFlushAndFinalize writes an appendable object in steps, as a
+// log writer does: each Flush makes what was written durable and readable
+// and returns the service's persisted size; Close finalizes the object,
+// byte-exact with its CRC32C.
+func TestAppendableFlushAndFinalize(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		writes []int // bytes written before each Flush
+	}{
+		{"flush before any write", []int{0, 10, 0}},
+		{"small appends", []int{1, 100, 1000, 1}},
+		{"over a chunk", []int{300 << 10, 10, 600 << 10}},
+		{"many chunks, one flush", []int{3<<20 + 17}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			ctx := context.Background()
+			w, err := e.c.NewWriter(ctx, bucket, "log", uploader.WithAppendable())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var all []byte
+			for i, n := range tc.writes {
+				p := payload(n, uint64(i))
+				if _, err := w.Write(p); err != nil {
+					t.Fatalf("write %d: %v", i, err)
+				}
+				all = append(all, p...)
+				got, err := w.Flush(ctx)
+				if err != nil {
+					t.Fatalf("flush %d: %v", i, err)
+				}
+				if got != int64(len(all)) {
+					t.Fatalf("flush %d: persisted %d, want %d", i, got, len(all))
+				}
+				sameBytes(t, "readable after the flush", e.content("log"), all)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			sameBytes(t, "finalized object", e.content("log"), all)
+			a := w.Attrs()
+			if a.Size != int64(len(all)) || a.CRC32C != crc32.Checksum(all, castagnoli) || a.Finalized.IsZero() {
+				t.Fatalf("attrs: size %d CRC32C %08x finalized %v; want %d, %08x, set", a.Size, a.CRC32C, a.Finalized, len(all), crc32.Checksum(all, castagnoli))
+			}
+			if _, err := w.Flush(ctx); !errors.Is(err, fs.ErrClosed) || uploader.CodeOf(err) != codes.Canceled {
+				t.Fatalf("Flush after Close: %v, want Canceled", err)
+			}
+		})
+	}
+}
+
+// TestAppendableSmallObjects checks Upload of small objects as appendable
+// writes: each is created and finalized in one stream.
+func TestAppendableSmallObjects(t *testing.T) {
+	e := newEnv(t)
+	for _, n := range []int{0, 1, 1 << 10, 256 << 10} {
+		p := payload(n, 7)
+		name := "small-" + sizeName(n)
+		a, err := e.c.Upload(context.Background(), bucket, name, bytes.NewReader(p), uploader.WithAppendable())
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		sameBytes(t, name, e.content(name), p)
+		if a.Size != int64(n) || a.Finalized.IsZero() {
+			t.Fatalf("%s: size %d, finalized %v", name, a.Size, a.Finalized)
+		}
+	}
+}
+
+// TestAppendableTakeOver checks a takeover: a second writer opens the
+// unfinalized object at its generation, learns the persisted size and goes
+// on from there; the first writer's next call fails with a clear error, and
+// the finalized object is byte-exact with the right CRC32C.
+func TestAppendableTakeOver(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	first := payload(300<<10, 1)
+	w1, err := e.c.NewWriter(ctx, bucket, "obj", uploader.WithAppendable())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w1.Write(first)
+	if _, err := w1.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	o, err := e.srv.Object(bucket, "obj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2, offset, err := e.c.TakeOver(ctx, bucket, "obj", o.Generation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if offset != int64(len(first)) {
+		t.Fatalf("takeover at %d, want %d", offset, len(first))
+	}
+	w1.Write([]byte("late"))
+	if _, err := w1.Flush(ctx); err == nil {
+		t.Fatal("the first writer flushed after the takeover")
+	} else if !uploader.IsPreconditionFailed(err) {
+		t.Fatalf("first writer after the takeover: %v, want FailedPrecondition", err)
+	}
+	w1.Close()
+	second := payload(100<<10, 2)
+	w2.Write(second)
+	if err := w2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	all := append(append([]byte(nil), first...), second...)
+	sameBytes(t, "object after the takeover", e.content("obj"), all)
+	if a := w2.Attrs(); a.CRC32C != crc32.Checksum(all, castagnoli) || a.Size != int64(len(all)) {
+		t.Fatalf("attrs: size %d CRC32C %08x", a.Size, a.CRC32C)
+	}
+}
+
+// TestAppendableBadInput checks the errors an appendable Writer gives
+// before anything is sent.
+func TestAppendableBadInput(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	cases := []struct {
+		name string
+		make func() error
+	}{
+		{"WithoutFinalize alone", func() error {
+			_, err := e.c.NewWriter(ctx, bucket, "o", uploader.WithoutFinalize())
+			return err
+		}},
+		{"parallel", func() error {
+			_, err := e.c.NewWriter(ctx, bucket, "o", uploader.WithAppendable(), uploader.WithParallelUpload(uploader.ParallelUpload{Parts: 2}))
+			return err
+		}},
+		{"takeover of generation 0", func() error {
+			_, _, err := e.c.TakeOver(ctx, bucket, "o", 0)
+			return err
+		}},
+		{"takeover with attributes", func() error {
+			_, _, err := e.c.TakeOver(ctx, bucket, "o", 1, uploader.WithAttrs(uploader.ObjectAttrs{ContentType: "text/plain"}))
+			return err
+		}},
+		{"takeover with a precondition", func() error {
+			_, _, err := e.c.TakeOver(ctx, bucket, "o", 1, uploader.WithDoesNotExist())
+			return err
+		}},
+		{"takeover with MD5", func() error {
+			_, _, err := e.c.TakeOver(ctx, bucket, "o", 1, uploader.WithMD5())
+			return err
+		}},
+		{"Flush of a plain Writer", func() error {
+			w, err := e.c.NewWriter(ctx, bucket, "o")
+			if err != nil {
+				return err
+			}
+			defer w.CloseWithError(nil)
+			_, err = w.Flush(ctx)
+			return err
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.make(); !uploader.IsInvalidArgument(err) {
+				t.Fatalf("got %v, want InvalidArgument", err)
+			}
+		})
+	}
+	if n := len(e.srv.Calls()); n != 0 {
+		t.Fatalf("%d calls reached the service", n)
+	}
+}

@@ -1,0 +1,275 @@
+package uploader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/objup/objup/header"
+	"github.com/objup/objup/internal/wire"
+)
+
+// appendState is what an appendable upload (WithAppendable, or
+// Client.TakeOver) knows of its object on the service: its generation, the
+// latest write handle and routing token, and what the last stream found
+// persisted when it opened. The Writer sets it up; the gRPC transport keeps
+// it current (a stream's receiver stores each new handle, a redirect's
+// error the new route), under mu.
+type appendState struct {
+	unfinalized bool // WithoutFinalize: Close leaves the object unfinalized
+	takeover    bool // the object exists (Client.TakeOver): gen names it
+
+	mu        sync.Mutex
+	gen       int64
+	handle    []byte
+	token     string       // the routing token of the last redirect
+	persisted int64        // the service's persisted size when the last stream opened
+	crc       uint32       // the CRC32C of those bytes, if hasCRC
+	hasCRC    bool         // the service gave persisted_data_checksums
+	object    *wire.Object // the object as the last open returned it, if it did
+	created   bool         // a stream created the object (the first open succeeded)
+	conn      *grpcConn    // the connection of the object's streams
+	ready     *grpcStream  // a stream reopened by queryStatus, for openStream to adopt
+	redirects int          // redirects followed
+	flushes   int          // flushes the service answered
+}
+
+// route returns the generation, handle and routing token to open a stream
+// with.
+func (a *appendState) route() (gen int64, handle []byte, token string, created bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.gen, a.handle, a.token, a.created || a.takeover
+}
+
+// answered takes in an answer of the object's stream: a new write handle,
+// which the service sends now and then, and counts the flushes answered.
+func (a *appendState) answered(resp *wire.BidiWriteObjectResponse) {
+	a.mu.Lock()
+	if h := resp.GetWriteHandle(); h != nil {
+		a.handle = append(a.handle[:0:0], h.GetHandle()...)
+	}
+	a.flushes++
+	a.mu.Unlock()
+}
+
+// dropReady tears down a stream that queryStatus reopened and no
+// openStream took (its receiver never ran).
+func (a *appendState) dropReady() {
+	a.mu.Lock()
+	gs := a.ready
+	a.ready = nil
+	a.mu.Unlock()
+	if gs != nil {
+		gs.cancel(errors.New("upload closed"))
+		close(gs.recvDone)
+		gs.conn.doneData()
+	}
+}
+
+// redirected takes the route of a redirect out of err, if err is one (an
+// ABORTED status with a BidiWriteObjectRedirectedError), and reports
+// whether it was.
+func (a *appendState) redirected(err error) bool {
+	r := redirectOf(err)
+	if r == nil {
+		return false
+	}
+	a.mu.Lock()
+	a.redirects++
+	if r.RoutingToken != nil {
+		a.token = r.GetRoutingToken()
+	}
+	if r.WriteHandle != nil {
+		a.handle = append(a.handle[:0:0], r.GetWriteHandle().GetHandle()...)
+	}
+	if r.Generation != nil {
+		a.gen = r.GetGeneration()
+	}
+	a.mu.Unlock()
+	return true
+}
+
+// redirectTypeURL names the detail of a redirect.
+const redirectTypeURL = "type.googleapis.com/google.storage.v2.BidiWriteObjectRedirectedError"
+
+// redirectOf returns the BidiWriteObjectRedirectedError that err carries,
+// or nil. internal/wire registers its messages under a package of its own,
+// so the detail is decoded here by its type URL.
+func redirectOf(err error) *wire.BidiWriteObjectRedirectedError {
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != codes.Aborted {
+		return nil
+	}
+	for _, d := range st.Proto().GetDetails() {
+		if d.GetTypeUrl() != redirectTypeURL {
+			continue
+		}
+		r := new(wire.BidiWriteObjectRedirectedError)
+		if proto.Unmarshal(d.GetValue(), r) == nil {
+			return r
+		}
+	}
+	return nil
+}
+
+// isRedirect reports whether err asks the client to open its stream again
+// elsewhere.
+func isRedirect(err error) bool { return redirectOf(err) != nil }
+
+// openAppend opens a BidiWriteObject stream on u's appendable object and
+// reads the service's first answer: the first message creates the object
+// (WriteObjectSpec with appendable set) or, once it exists, takes up its
+// generation with the write handle and routing token (AppendObjectSpec),
+// with a flush and a state lookup. The answer, bounded by timeout, says
+// what the service persisted: the stream goes on from there, once run
+// gives it its sink. The stream goes on the object's connection once it has
+// one.
+func (g *grpcTransport) openAppend(u *upload, timeout time.Duration) (*grpcStream, error) {
+	a := u.app
+	gen, handle, token, exists := a.route()
+	ctx, cancel := context.WithCancelCause(u.ctx)
+	a.mu.Lock()
+	c := a.conn
+	a.mu.Unlock()
+	if c != nil {
+		c.streams.Add(1)
+		c.active.Add(1)
+	} else {
+		c = g.pick(true)
+	}
+	octx := u.outgoing(ctx)
+	if token != "" {
+		octx = header.OutgoingContext(ctx, requestParamsKey, u.params+"&routing_token="+url.QueryEscape(token))
+	}
+	st, err := wire.NewBidiWriteObjectStream(octx, c.ClientConn, g.callOpts...)
+	if err != nil {
+		c.doneData()
+		cancel(err)
+		return nil, err
+	}
+	gs := &grpcStream{u: u, via: c, conn: c, stream: st, ctx: ctx, cancel: cancel,
+		recvDone: make(chan struct{}), timeout: timeout, cut: g.cut, app: a}
+	if p, ok := peer.FromContext(st.Context()); ok {
+		gs.local = p.LocalAddr
+	}
+	gs.timer = time.AfterFunc(timeout, func() { cancel(errChunkTimeout) })
+	req := &wire.BidiWriteObjectRequest{Flush: true, StateLookup: true}
+	if exists {
+		spec := &wire.AppendObjectSpec{Bucket: u.resource(), Object: u.object, Generation: gen}
+		if handle != nil {
+			spec.WriteHandle = &wire.BidiWriteHandle{Handle: handle}
+		}
+		if token != "" {
+			spec.RoutingToken = &token
+		}
+		req.FirstMessage = &wire.BidiWriteObjectRequest_AppendObjectSpec{AppendObjectSpec: spec}
+	} else {
+		req.FirstMessage = &wire.BidiWriteObjectRequest_WriteObjectSpec{WriteObjectSpec: u.spec()}
+	}
+	resp := new(wire.BidiWriteObjectResponse)
+	err = st.SendMsg(req)
+	if err == nil {
+		err = st.RecvMsg(resp)
+	}
+	gs.timer.Stop()
+	if err != nil {
+		close(gs.recvDone)
+		if errors.Is(context.Cause(ctx), errChunkTimeout) {
+			err = errChunkTimeout
+			g.cut.Cut(gs.local)
+		}
+		a.redirected(err)
+		cancel(err)
+		c.doneData()
+		return nil, err
+	}
+	persisted := resp.GetPersistedSize()
+	o := resp.GetResource()
+	if o != nil {
+		persisted = o.GetSize()
+	}
+	a.mu.Lock()
+	a.conn, a.persisted, a.created = c, persisted, true
+	if o != nil {
+		a.object, a.gen = o, o.GetGeneration()
+	}
+	cs := resp.GetPersistedDataChecksums()
+	if cs == nil && o != nil {
+		cs = o.GetChecksums()
+	}
+	a.crc, a.hasCRC = cs.GetCrc32C(), cs != nil && cs.Crc32C != nil
+	if h := resp.GetWriteHandle(); h != nil {
+		a.handle = append(a.handle[:0:0], h.GetHandle()...)
+	}
+	a.mu.Unlock()
+	gs.sentTo, gs.armedTo = persisted, persisted
+	gs.acked.Store(persisted)
+	return gs, nil
+}
+
+// appendStatus is queryStatus for an appendable object: a new stream on the
+// object, whose first answer tells what the service persisted (bytes sent
+// and not flushed when a stream broke may be lost); openStream then goes on
+// with that stream. A finish that went out may have finalized the object
+// before its answer was lost: then the object itself is looked up, and
+// returned if it is this upload's generation of size bytes.
+func (g *grpcTransport) appendStatus(u *upload, size int64, timeout time.Duration) (int64, *wire.Object, error) {
+	a := u.app
+	a.dropReady()
+	gs, err := g.openAppend(u, timeout)
+	if err != nil {
+		if size >= 0 && status.Code(err) == codes.FailedPrecondition {
+			if o, gerr := g.getObject(u, u.object, timeout); gerr == nil && o.GetSize() == size && o.GetFinalizeTime() != nil {
+				a.mu.Lock()
+				ours := o.GetGeneration() == a.gen
+				a.mu.Unlock()
+				if ours {
+					return size, o, nil
+				}
+			}
+		}
+		return 0, nil, err
+	}
+	u.life.forceRelease()
+	a.mu.Lock()
+	a.ready = gs
+	a.mu.Unlock()
+	return gs.acked.Load(), nil, nil
+}
+
+// openAppendStream is openStream for an appendable object: it goes on with
+// the stream appendStatus opened, or opens one (the object's first, or a
+// takeover's).
+func (g *grpcTransport) openAppendStream(u *upload, persisted int64, sink streamSink, timeout time.Duration) (stream, error) {
+	a := u.app
+	a.mu.Lock()
+	gs := a.ready
+	a.ready = nil
+	a.mu.Unlock()
+	if gs == nil {
+		var err error
+		if gs, err = g.openAppend(u, timeout); err != nil {
+			return nil, err
+		}
+	}
+	gs.sink = sink
+	go gs.receive()
+	if got := gs.acked.Load(); got != persisted && persisted != 0 {
+		err := fmt.Errorf("the service reports %d bytes persisted, %d were expected", got, persisted)
+		gs.teardown(err)
+		return nil, status.Error(codes.Unavailable, err.Error())
+	}
+	return gs, nil
+}
+
+// isFinalized reports whether o is a finalized object.
+func isFinalized(o *wire.Object) bool { return o != nil && o.GetFinalizeTime() != nil }
