@@ -235,10 +235,11 @@ func (w *Writer) Flush(ctx context.Context) (int64, error) {
 }
 
 // single returns the mode of an object whose whole content is its last
-// chunk, at Close: one WriteObject call, or for an appendable object a
-// stream that creates and finalizes it.
+// chunk, at Close: one write (for an appendable object, a stream that
+// creates and finalizes it in one round trip; see writeAppendable), or
+// the appendable session when the object is to stay unfinalized.
 func (w *Writer) single(last chunker.Chunk) mode {
-	if w.app != nil {
+	if a := w.app; a != nil && (a.unfinalized || a.takeover) {
 		return w.choose(last)
 	}
 	return oneShot{w}

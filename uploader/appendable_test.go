@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io/fs"
 	"net/http"
@@ -71,20 +72,33 @@ func TestAppendableFlushAndFinalize(t *testing.T) {
 }
 
 // TestAppendableSmallObjects checks Upload of small objects as appendable
-// writes: each is created and finalized in one stream.
+// writes: each is created and finalized in one BidiWriteObject stream, and
+// a lost answer is resolved as for any one-shot write.
 func TestAppendableSmallObjects(t *testing.T) {
 	e := newEnv(t)
 	for _, n := range []int{0, 1, 1 << 10, 256 << 10} {
-		p := payload(n, 7)
-		name := "small-" + sizeName(n)
-		a, err := e.c.Upload(context.Background(), bucket, name, bytes.NewReader(p), uploader.WithAppendable())
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
+		for _, lose := range []bool{false, true} {
+			p := payload(n, 7)
+			name := fmt.Sprintf("small-%s-%v", sizeName(n), lose)
+			if lose {
+				e.srv.LoseAnswer("BidiWriteObject")
+			}
+			before := e.countCalls("BidiWriteObject")
+			a, err := e.c.Upload(context.Background(), bucket, name, bytes.NewReader(p), uploader.WithAppendable(), uploader.WithDoesNotExist())
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			sameBytes(t, name, e.content(name), p)
+			if a.Size != int64(n) || a.Finalized.IsZero() || a.CRC32C != crc32.Checksum(p, castagnoli) {
+				t.Fatalf("%s: size %d, finalized %v", name, a.Size, a.Finalized)
+			}
+			if got := e.countCalls("BidiWriteObject") - before; !lose && got != 1 {
+				t.Fatalf("%s: %d streams, want 1", name, got)
+			}
 		}
-		sameBytes(t, name, e.content(name), p)
-		if a.Size != int64(n) || a.Finalized.IsZero() {
-			t.Fatalf("%s: size %d, finalized %v", name, a.Size, a.Finalized)
-		}
+	}
+	if n := e.countCalls("WriteObject"); n != 0 {
+		t.Fatalf("%d WriteObject calls for appendable objects", n)
 	}
 }
 

@@ -194,6 +194,9 @@ func (g *grpcTransport) abandoned(u *upload, timedOut bool, timeout time.Duratio
 // consecutive pieces of the chunks with its CRC32C combined from theirs,
 // the last with finish_write; gRPC starts one goroutine for such a stream.
 func (g *grpcTransport) writeObject(u *upload, rs []*chunkRef, timeout time.Duration) (*wire.Object, bool, error) {
+	if u.app != nil {
+		return g.writeAppendable(u, rs, timeout)
+	}
 	if len(rs) == 1 && len(rs[0].Data) <= maxMessage {
 		return g.writeUnary(u, rs[0], timeout)
 	}
@@ -263,30 +266,8 @@ func (g *grpcTransport) writeStream(u *upload, rs []*chunkRef, timeout time.Dura
 		if first {
 			req.FirstMessage = &wire.WriteObjectRequest_WriteObjectSpec{WriteObjectSpec: u.spec()}
 		}
-		size := 0
 		var crc uint32
-		for i < len(rs) && msg.parts() < maxParts {
-			r := rs[i]
-			piece := rel / chunker.MaxPiece
-			end := min((piece+1)*chunker.MaxPiece, len(r.Data))
-			data := r.Data[rel:end]
-			if size > 0 && size+len(data) > maxMessage {
-				break
-			}
-			if len(data) > 0 {
-				pc := r.PieceCRC32C(piece)
-				if rel != piece*chunker.MaxPiece {
-					pc = crc32c.Checksum(data)
-				}
-				crc = crc32c.Combine(crc, pc, int64(len(data)))
-				u.life.add(msg, r, data)
-				size += len(data)
-			}
-			rel = end
-			if rel == len(r.Data) {
-				i, rel = i+1, 0
-			}
-		}
+		crc, i, rel = u.fill(msg, rs, i, rel)
 		if i == len(rs) {
 			req.FinishWrite, req.ObjectChecksums = true, u.checksums()
 			fin.Lock()
@@ -310,6 +291,36 @@ func (g *grpcTransport) writeStream(u *upload, rs []*chunkRef, timeout time.Dura
 	}
 	resp, err := st.CloseAndRecv()
 	return resp.GetResource(), sent, err
+}
+
+// fill adds to msg up to 2 MiB of consecutive pieces of rs, from offset
+// rel of chunk i on, and returns their CRC32C and where the next message
+// starts.
+func (u *upload) fill(msg *outMsg, rs []*chunkRef, i, rel int) (crc uint32, nextI, nextRel int) {
+	size := 0
+	for i < len(rs) && msg.parts() < maxParts {
+		r := rs[i]
+		piece := rel / chunker.MaxPiece
+		end := min((piece+1)*chunker.MaxPiece, len(r.Data))
+		data := r.Data[rel:end]
+		if size > 0 && size+len(data) > maxMessage {
+			break
+		}
+		if len(data) > 0 {
+			pc := r.PieceCRC32C(piece)
+			if rel != piece*chunker.MaxPiece {
+				pc = crc32c.Checksum(data)
+			}
+			crc = crc32c.Combine(crc, pc, int64(len(data)))
+			u.life.add(msg, r, data)
+			size += len(data)
+		}
+		rel = end
+		if rel == len(r.Data) {
+			i, rel = i+1, 0
+		}
+	}
+	return crc, i, rel
 }
 
 // composeObject makes one attempt of ComposeObject into u's object.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
 	"sync"
 	"time"
@@ -273,3 +275,68 @@ func (g *grpcTransport) openAppendStream(u *upload, persisted int64, sink stream
 
 // isFinalized reports whether o is a finalized object.
 func isFinalized(o *wire.Object) bool { return o != nil && o.GetFinalizeTime() != nil }
+
+// writeAppendable makes one attempt of a whole appendable object in one
+// BidiWriteObject stream: the spec (appendable) with the first data, the
+// rest in messages of up to 2 MiB, the last with finish_write and the
+// object's checksums; then it waits for the finalized object. A small
+// object in a zonal bucket costs one round trip, as a WriteObject would
+// elsewhere.
+func (g *grpcTransport) writeAppendable(u *upload, rs []*chunkRef, timeout time.Duration) (o *wire.Object, sent bool, err error) {
+	ctx, cancel := context.WithTimeout(u.attemptCtx(), timeout)
+	defer cancel()
+	c := g.pick(true)
+	defer c.doneData()
+	u.via = c
+	var local net.Addr
+	defer func() {
+		if err != nil {
+			g.abandoned(u, ctx.Err() == context.DeadlineExceeded && u.ctx.Err() == nil, timeout, local)
+		}
+	}()
+	st, err := wire.NewBidiWriteObjectStream(u.outgoing(ctx), c.ClientConn, g.callOpts...)
+	if err != nil {
+		return nil, false, err
+	}
+	if p, ok := peer.FromContext(st.Context()); ok {
+		local = p.LocalAddr
+	}
+	u.scratch.spec.ObjectSize = nil // an appendable object's size is what its writes make it
+	base := rs[0].Offset
+	i, rel := 0, 0
+	for first := true; first || i < len(rs); first = false {
+		msg, req := newReqMsg[wire.BidiWriteObjectRequest]()
+		req.WriteOffset = rs[min(i, len(rs)-1)].Offset + int64(rel) - base
+		if first {
+			req.FirstMessage = &wire.BidiWriteObjectRequest_WriteObjectSpec{WriteObjectSpec: u.spec()}
+		}
+		var crc uint32
+		crc, i, rel = u.fill(msg, rs, i, rel)
+		if i == len(rs) {
+			req.FinishWrite, req.ObjectChecksums = true, u.checksums()
+		}
+		msg.CRC32C, msg.HasCRC = crc, !u.noCRC()
+		err = st.SendMsg(&msg.WriteMsg)
+		u.life.sent(msg)
+		sent = sent || msg.Marshaled()
+		if err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = st.CloseSend()
+	}
+	resp := new(wire.BidiWriteObjectResponse)
+	for {
+		// The stream's status tells why a send broke it.
+		if rerr := st.RecvMsg(resp); rerr != nil {
+			if rerr == io.EOF {
+				rerr = fmt.Errorf("the service ended the stream before it finalized the object: %w", io.ErrUnexpectedEOF)
+			}
+			return nil, sent, rerr
+		}
+		if o := resp.GetResource(); isFinalized(o) {
+			return o, sent, nil
+		}
+	}
+}
