@@ -2,6 +2,7 @@ package fakes
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
@@ -21,19 +22,31 @@ import (
 //
 // A stream whose write_object_spec sets appendable stores the object at
 // once, empty and unfinalized, as the live generation of its name (the
-// spec's preconditions are checked then), and every message's data grows
-// it: the stored object is replaced by a copy of itself with the new size,
-// CRC32C and content, under the bucket's lock, so readers see the bytes
-// persisted so far. finish_write finalizes it. An appendable object has
-// no MD5, finalized or not.
+// spec's preconditions are checked then). The bytes a stream sends are
+// pending until a message with flush (or finish_write) persists
+// everything received so far: the stored object is then replaced by a
+// copy of itself with the new size, CRC32C and content, under the
+// bucket's lock, so readers see the bytes persisted, and only those. A
+// clean half-close persists what was sent too; a stream that ends any
+// other way (the client cancels, the connection drops, a fault or a
+// redirect aborts it) loses its pending bytes, so the persisted size can
+// lag what was sent. finish_write finalizes. An appendable object has no
+// MD5, finalized or not.
 //
 // The object's writer state is its upload, which the stored object points
 // to as its owner. A stream whose append_object_spec names the object
 // continues it: without a write handle it takes the object over, which
 // fences the writer before it (its next message fails with
 // codes.FailedPrecondition); with the handle a response gave, it resumes as
-// the same writer. Either way it writes from the persisted size: data
-// that overlaps bytes already persisted is dropped, as the service does.
+// the same writer, and the stream that wrote before is fenced as well.
+// Either way the pending bytes of the stream before are dropped and the
+// new stream writes from the persisted size: data that overlaps bytes
+// already persisted is dropped, as the service does.
+//
+// A RedirectAppend fault aborts a stream with a redirect once it has
+// received the bytes the fault names: the stream's pending bytes are
+// lost, and the next stream that reopens the object must carry the
+// redirect's routing token (else it is redirected again).
 
 // storeAppendable stores the empty, unfinalized object of the appendable
 // write up, if up's preconditions hold, and returns it. up.mu is held.
@@ -47,17 +60,55 @@ func (up *upload) storeAppendable(tenant string) (*store.Object, error) {
 }
 
 // grow replaces the stored object of the appendable write up with a copy
-// that holds the bytes up holds, finalized if final, and returns it. It
-// fails with codes.NotFound once the object is no longer the live
-// generation of its name (deleted or overwritten), which ends the write:
-// up is marked gone. up.mu is held.
+// that holds the bytes up holds, finalized if final, and returns it: it
+// persists every byte received. It fails with codes.NotFound once the
+// object is no longer the live generation of its name, which ends the
+// write: up is marked gone. up.mu is held.
 func (up *upload) grow(final bool) (*store.Object, error) {
 	c, ok := up.b.ReplaceAppendable(up.object, up.gen, up, up.content(nil), final)
 	if !ok {
 		up.gone = true
 		return nil, status.Errorf(codes.NotFound, "appendable object %q generation %d is no longer the live object", up.object, up.gen)
 	}
+	up.persisted, up.persistedCRC, up.persistedN = up.Size, up.CRC, len(up.chunks)
 	return c, nil
+}
+
+// persist persists the bytes of the appendable write up that are pending,
+// if any. up.mu is held.
+func (up *upload) persist() error {
+	if up.Size == up.persisted {
+		return nil
+	}
+	_, err := up.grow(false)
+	return err
+}
+
+// dropPending forgets the bytes of the appendable write up that are not
+// persisted: the write goes on from the persisted size. up.mu is held.
+func (up *upload) dropPending() {
+	clear(up.chunks[up.persistedN:])
+	up.chunks = up.chunks[:up.persistedN]
+	up.Size, up.CRC = up.persisted, up.persistedCRC
+}
+
+// abandon ends the stream w's part in its appendable write, if it is still
+// the object's writer: the bytes it sent that are not persisted are lost,
+// as when a stream to the service breaks. A stream that half-closed or
+// finished has none left.
+func (w *writeStream) abandon() {
+	up := w.up
+	if up == nil || !up.appendable {
+		return
+	}
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	if up.writer == w {
+		if up.result == nil && !up.gone {
+			up.dropPending()
+		}
+		up.writer = nil
+	}
 }
 
 // finalizeAppendable verifies the declared checksums of the appendable
@@ -75,6 +126,11 @@ func (up *upload) finalizeAppendable() (*wire.Object, error) {
 			return nil, status.Error(codes.InvalidArgument, "object_checksums.md5_hash: appendable objects have no MD5")
 		}
 		if want.Crc32C != nil && *want.Crc32C != up.CRC {
+			// finish_write persists what was sent, even when it
+			// cannot finalize.
+			if err := up.persist(); err != nil {
+				return nil, err
+			}
 			return nil, status.Errorf(codes.InvalidArgument, "object CRC32C mismatch: sent %#08x, computed %#08x over %d bytes; the object stays unfinalized", *want.Crc32C, up.CRC, up.Size)
 		}
 	}
@@ -103,6 +159,7 @@ func (w *writeStream) openAppendable(m *api.WriteMsg) error {
 		return err
 	}
 	w.up, w.epoch, w.sendResource = up, up.epoch, true
+	up.writer = w
 	return nil
 }
 
@@ -144,6 +201,10 @@ func (w *writeStream) openAppend(m *api.WriteMsg) error {
 	switch {
 	case up.gone:
 		return status.Errorf(codes.NotFound, "appendable object %q generation %d is no longer the live object", o.Name(), o.Generation())
+	case up.routeToken != "" && !hasRoutingToken(w.ctx, up.routeToken) && spec.GetRoutingToken() != up.routeToken:
+		// Redirected (RedirectAppend): a stream without the routing
+		// token reached the wrong place, and is redirected again.
+		return redirectError("fakes: appendable object "+strconv.Quote(o.Name())+" was redirected: reopen it with the routing token", up.routeToken, writeHandle(up.gen, up.epoch), up.gen)
 	case hasHandle:
 		gen, epoch, ok := parseWriteHandle(handle)
 		if !ok || gen != up.gen {
@@ -162,12 +223,17 @@ func (w *writeStream) openAppend(m *api.WriteMsg) error {
 		up.epoch++
 		w.sendResource = true
 	}
+	if up.result == nil {
+		up.dropPending() // the stream before loses what it did not persist
+	}
+	up.routeToken = ""
+	up.writer = w
 	w.up, w.epoch = up, up.epoch
 	return nil
 }
 
 func errTakenOver(up *upload) error {
-	return status.Errorf(codes.FailedPrecondition, "another writer has taken over appendable object %q generation %d", up.object, up.gen)
+	return status.Errorf(codes.FailedPrecondition, "another writer has taken over appendable object %q generation %d, or resumed its writer on another stream", up.object, up.gen)
 }
 
 // writeHandle is the opaque write handle of a writer of an appendable
@@ -189,13 +255,14 @@ func parseWriteHandle(h []byte) (gen int64, epoch uint64, ok bool) {
 
 // appendResponse is the response of an appendable write that has not
 // finalized: after its first message, the object (with the bytes persisted
-// so far) if the stream created or took it over, else the persisted size,
-// and the writer's handle; after a later state_lookup, the persisted size.
-// The persisted size comes with the CRC32C of the persisted bytes.
+// so far) if the stream created or took it over, else the persisted size;
+// after a later state_lookup, or the half-close, the persisted size. The
+// persisted size comes with the CRC32C of the persisted bytes, and every
+// response with the writer's handle.
 func (w *writeStream) appendResponse(first bool) *wire.BidiWriteObjectResponse {
 	up := w.up
 	up.mu.Lock()
-	size, crc, gen := up.Size, up.CRC, up.gen
+	size, crc, gen := up.persisted, up.persistedCRC, up.gen
 	up.mu.Unlock()
 	resp := &wire.BidiWriteObjectResponse{}
 	if first && w.sendResource {
@@ -207,10 +274,18 @@ func (w *writeStream) appendResponse(first bool) *wire.BidiWriteObjectResponse {
 		resp.WriteStatus = &wire.BidiWriteObjectResponse_PersistedSize{PersistedSize: size}
 		resp.PersistedDataChecksums = &wire.ObjectChecksums{Crc32C: &crc}
 	}
-	if first {
-		resp.WriteHandle = &wire.BidiWriteHandle{Handle: writeHandle(gen, w.epoch)}
-	}
+	resp.WriteHandle = &wire.BidiWriteHandle{Handle: writeHandle(gen, w.epoch)}
 	return resp
+}
+
+// redirected ends the stream w of an appendable write under a
+// RedirectAppend fault: the object's next stream must carry the token,
+// and w fails with the redirect (its pending bytes are lost when the
+// stream ends). up.mu is held.
+func (w *writeStream) redirected() error {
+	up := w.up
+	up.routeToken = w.redir.token
+	return redirectError(fmt.Sprintf("fakes: injected redirect of appendable object %q after %d bytes on the stream", up.object, w.received), w.redir.token, writeHandle(up.gen, up.epoch), up.gen)
 }
 
 // redirectError is the error of a redirect instruction: codes.Aborted with

@@ -105,8 +105,15 @@ func handleOf(t *testing.T, r *wire.BidiWriteObjectResponse) []byte {
 	return r.GetWriteHandle().GetHandle()
 }
 
+// lookup makes m flush and ask for the persisted size, as clients do.
 func lookup(m *wire.BidiWriteObjectRequest) *wire.BidiWriteObjectRequest {
 	m.StateLookup, m.Flush = true, true
+	return m
+}
+
+// flushed makes m flush: the bytes received so far are persisted.
+func flushed(m *wire.BidiWriteObjectRequest) *wire.BidiWriteObjectRequest {
+	m.Flush = true
 	return m
 }
 
@@ -143,9 +150,9 @@ func unfinalized(t *testing.T, srv *fakes.Server, cc *grpc.ClientConn, name stri
 }
 
 // TestAppendableWrites drives appendable writes message by message: the
-// object is readable as it grows, the first response carries it and a
-// write handle, a handle resumes the writer, a takeover fences the writer
-// before it, and finish_write finalizes.
+// object is readable as flushes grow it, the first response carries it
+// and a write handle, a handle resumes the writer, a takeover fences the
+// writer before it, and finish_write finalizes.
 func TestAppendableWrites(t *testing.T) {
 	const k = 1 << 10
 	body := payload(2*mib+5, 80)
@@ -155,7 +162,7 @@ func TestAppendableWrites(t *testing.T) {
 	}{
 		{"create, read while unfinalized, finalize", func(t *testing.T, srv *fakes.Server, cc *grpc.ClientConn, ctx context.Context) {
 			a := openAppendStream(t, ctx, cc)
-			a.send(creating("obj", data(0, body[:mib])))
+			a.send(creating("obj", flushed(data(0, body[:mib]))))
 			first := a.must()
 			res := first.GetResource()
 			if res.GetGeneration() == 0 || res.GetSize() != mib || res.GetFinalizeTime() != nil || res.GetChecksums().GetCrc32C() != crcOf(body[:mib]) || len(handleOf(t, first)) == 0 {
@@ -193,7 +200,7 @@ func TestAppendableWrites(t *testing.T) {
 			a.done()
 			unfinalized(t, srv, cc, "obj", body[:mib])
 			b := openAppendStream(t, ctx, cc)
-			b.send(appending("obj", gen, h, data(0, body[:mib+300*k])))
+			b.send(appending("obj", gen, h, flushed(data(0, body[:mib+300*k]))))
 			if r := b.must(); r.GetPersistedSize() != mib+300*k || string(handleOf(t, r)) != string(h) {
 				t.Fatalf("resumed: %v; want the persisted size and the same handle", r)
 			}
@@ -207,7 +214,7 @@ func TestAppendableWrites(t *testing.T) {
 		}},
 		{"a takeover fences the writer before", func(t *testing.T, srv *fakes.Server, cc *grpc.ClientConn, ctx context.Context) {
 			a := openAppendStream(t, ctx, cc)
-			a.send(creating("obj", data(0, body[:256*k])))
+			a.send(creating("obj", flushed(data(0, body[:256*k]))))
 			first := a.must()
 			gen, ha := first.GetResource().GetGeneration(), handleOf(t, first)
 			b := openAppendStream(t, ctx, cc)
@@ -319,26 +326,54 @@ func TestAppendableWrites(t *testing.T) {
 			sameBytes(t, "untouched", get(t, cc, "plain"), []byte("x"))
 			unfinalized(t, srv, cc, "open", body[:k])
 		}},
-		{"an object replaced or deleted ends its write", func(t *testing.T, srv *fakes.Server, cc *grpc.ClientConn, ctx context.Context) {
-			for _, end := range []func(){
-				func() { put(t, cc, "obj", []byte("new")) },
-				func() {
-					if err := cc.Invoke(ctx, wire.MethodDeleteObject, &wire.DeleteObjectRequest{Bucket: bucketRes, Object: "obj"}, &wire.Object{}); err != nil {
-						t.Fatal(err)
+		{"an unfinalized object is neither overwritten nor deleted", func(t *testing.T, srv *fakes.Server, cc *grpc.ClientConn, ctx context.Context) {
+			a := openAppendStream(t, ctx, cc)
+			a.send(creating("obj", flushed(data(0, body[:k]))))
+			gen := a.must().GetResource().GetGeneration()
+			for _, tc := range []struct {
+				name string
+				do   func() error
+			}{
+				{"WriteObject", func() error {
+					_, err := writeObject(ctx, cc, chunks([]byte("new"), k, withSpec(spec("obj")))...)
+					return err
+				}},
+				{"a new appendable write", func() error {
+					_, err := bidi(ctx, cc, creating("obj", finish(0, nil)))
+					return err
+				}},
+				{"DeleteObject", func() error {
+					return cc.Invoke(ctx, wire.MethodDeleteObject, &wire.DeleteObjectRequest{Bucket: bucketRes, Object: "obj"}, &wire.Object{})
+				}},
+				{"DeleteObject of the generation", func() error {
+					return cc.Invoke(ctx, wire.MethodDeleteObject, &wire.DeleteObjectRequest{Bucket: bucketRes, Object: "obj", Generation: gen}, &wire.Object{})
+				}},
+				{"JSON upload", func() error {
+					if r := do(t, srv, "POST", uploadPath("media", "obj"), []byte("new")); r.status != http.StatusBadRequest {
+						return fmt.Errorf("status %d: %s", r.status, r.body)
 					}
-				},
+					return status.Error(codes.FailedPrecondition, "")
+				}},
+				{"JSON delete", func() error {
+					if r := do(t, srv, "DELETE", objPath("obj"), nil); r.status != http.StatusBadRequest {
+						return fmt.Errorf("status %d: %s", r.status, r.body)
+					}
+					return status.Error(codes.FailedPrecondition, "")
+				}},
 			} {
-				a := openAppendStream(t, ctx, cc)
-				a.send(creating("obj", data(0, body[:k])))
-				gen := a.must().GetResource().GetGeneration()
-				end()
-				a.send(data(k, body[k:2*k]))
-				_, err := a.recv()
-				wantCode(t, err, codes.NotFound)
-				_, err = bidi(ctx, cc, appending("obj", gen, nil, data(k, body[k:2*k])))
-				if c := status.Code(err); c != codes.NotFound && c != codes.FailedPrecondition {
-					t.Fatalf("append to the old generation: %v", err)
+				if err := tc.do(); status.Code(err) != codes.FailedPrecondition {
+					t.Fatalf("%s: %v, want FailedPrecondition", tc.name, err)
 				}
+			}
+			a.send(data(k, body[k:2*k]))
+			a.send(finish(2*k, body[:2*k]))
+			if r := a.must(); r.GetResource().GetGeneration() != gen || r.GetResource().GetSize() != 2*k {
+				t.Fatalf("finish: %v", r)
+			}
+			a.done()
+			put(t, cc, "obj", []byte("new"))
+			if err := cc.Invoke(ctx, wire.MethodDeleteObject, &wire.DeleteObjectRequest{Bucket: bucketRes, Object: "obj"}, &wire.Object{}); err != nil {
+				t.Fatalf("delete once finalized: %v", err)
 			}
 		}},
 		{"the tenant's usage grows with the object", func(t *testing.T, srv *fakes.Server, cc *grpc.ClientConn, ctx context.Context) {

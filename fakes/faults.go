@@ -23,6 +23,12 @@ type faults struct {
 	corrupt map[string]int
 	delay   map[string]time.Duration
 	lose    map[string]int
+	redir   []redirectRule
+}
+
+type redirectRule struct {
+	after int64
+	token string
 }
 
 type failRule struct {
@@ -82,7 +88,9 @@ func (s *Server) FailCall(method string, nth int, code codes.Code) {
 // (after the message's CRC32C, if any, was verified in full), the rest are
 // dropped, and the stream ends with code. A resumable session keeps the bytes
 // received before the break, so a client can ask QueryWriteStatus and resume;
-// a one-shot write stores nothing. With afterBytes 0 the stream fails on its
+// an appendable write keeps only the bytes it flushed before (the others
+// are lost, as when a stream to GCS breaks); a one-shot write stores
+// nothing. With afterBytes 0 the stream fails on its
 // first message. Several calls queue up, one stream each.
 //
 // BreakStream panics if method is not a write stream, afterBytes < 0 or code
@@ -156,6 +164,55 @@ func (s *Server) LoseAnswer(method string) {
 	f.mu.Unlock()
 }
 
+// RedirectAppend redirects the next appendable write stream that opens
+// from now on (a BidiWriteObject whose first message creates an
+// appendable object, or reopens an unfinalized one with
+// append_object_spec) once it has received afterBytes bytes of object data,
+// as GCS moves an appendable object's writes elsewhere: the message that
+// reaches the limit is taken whole, then the stream fails, before that
+// message's flush, state_lookup or finish_write, with codes.Aborted and a
+// google.storage.v2.BidiWriteObjectRedirectedError detail that carries
+// the routing token token, the writer's write handle and the object's
+// generation. The bytes the stream sent and did not flush are lost: the
+// object keeps its persisted size. The object's next stream must
+// carry the token, as routing_token in its x-goog-request-params
+// metadata ("routing_token=TOKEN") or in its append_object_spec, and may
+// then resume with the handle (or take the object over); a stream
+// without it is redirected again, at its first message. With afterBytes
+// 0 the stream is redirected at its first message, after that message
+// created or reopened the object. Several calls queue up, one stream each.
+//
+// RedirectAppend panics if afterBytes < 0 or token is empty.
+func (s *Server) RedirectAppend(afterBytes int64, token string) {
+	if afterBytes < 0 {
+		panic(fmt.Sprintf("fakes: RedirectAppend: afterBytes is %d", afterBytes))
+	}
+	if token == "" {
+		panic("fakes: RedirectAppend: empty routing token")
+	}
+	f := &s.faults
+	f.lock()
+	f.redir = append(f.redir, redirectRule{after: afterBytes, token: token})
+	f.armed.Store(true)
+	f.mu.Unlock()
+}
+
+// takeRedirect returns the RedirectAppend rule for a new appendable
+// write stream, if any.
+func (f *faults) takeRedirect() (redirectRule, bool) {
+	if !f.armed.Load() {
+		return redirectRule{}, false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.redir) == 0 {
+		return redirectRule{}, false
+	}
+	r := f.redir[0]
+	f.redir = f.redir[1:]
+	return r, true
+}
+
 // lost returns the error that replaces the answer of a finished write of
 // method, if a LoseAnswer rule takes it, else nil.
 func (f *faults) lost(method string) error {
@@ -177,7 +234,7 @@ func (s *Server) ClearFaults() {
 	f := &s.faults
 	f.mu.Lock()
 	f.armed.Store(false)
-	f.fail, f.brk, f.corrupt, f.delay, f.lose = nil, nil, nil, nil, nil
+	f.fail, f.brk, f.corrupt, f.delay, f.lose, f.redir = nil, nil, nil, nil, nil, nil
 	f.mu.Unlock()
 }
 

@@ -611,8 +611,9 @@ func appendBucket(out []byte, b *store.Bucket, a *store.BucketAttrs) []byte {
 	str(2, b.Name())
 	str(3, "projects/"+store.ProjectNumber)
 	out = appendVarintField(out, 4, uint64(a.Metageneration))
-	str(5, "US")
-	str(6, "multi-region")
+	loc, locType := b.Location()
+	str(5, loc)
+	str(6, locType)
 	str(7, a.StorageClass)
 	for _, e := range a.ACL {
 		msg(8, appendACLEntry(nil, b.Name()+"/"+e.Entity, e, a.Metageneration))

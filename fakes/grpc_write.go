@@ -48,6 +48,9 @@ func (s *Server) newUpload(ctx context.Context, spec *wire.WriteObjectSpec, comm
 	if err != nil {
 		return nil, err
 	}
+	if b.Zonal() && !spec.GetAppendable() {
+		return nil, store.ErrZonal(bucket, method+" without write_object_spec.appendable")
+	}
 	if err := s.admitGRPC(ctx, bucket, res.GetName()); err != nil {
 		return nil, err
 	}
@@ -92,6 +95,8 @@ type writeStream struct {
 	rc           *retrytest.Call // the stream's retry test, for redirects
 	epoch        uint64          // the writer epoch the stream writes as
 	sendResource bool            // the first response carries the object: the stream created or took it over
+	redir        redirectRule    // a RedirectAppend fault, if hasRedir
+	hasRedir     bool
 }
 
 func (s *Server) newWriteStream(ctx context.Context, method string) *writeStream {
@@ -118,7 +123,7 @@ func (w *writeStream) handle(m *api.WriteMsg) (*wire.Object, int64, error) {
 		return nil, 0, status.Errorf(codes.NotFound, "appendable object %q generation %d is no longer the live object", up.object, up.gen)
 	case up.gone:
 		return nil, 0, status.Errorf(codes.NotFound, "upload %q no longer exists", up.id)
-	case up.appendable && w.epoch != up.epoch:
+	case up.appendable && (w.epoch != up.epoch || up.writer != w):
 		return nil, 0, errTakenOver(up)
 	case up.appendable && m.Sums != nil && !m.Finish:
 		return nil, 0, errAppendSums
@@ -139,14 +144,8 @@ func (w *writeStream) handle(m *api.WriteMsg) (*wire.Object, int64, error) {
 		return nil, 0, w.broken()
 	}
 	if m.Data != nil {
-		added, err := w.accept(m)
-		if err != nil {
+		if _, err := w.accept(m); err != nil {
 			return nil, 0, err
-		}
-		if up.appendable && added > 0 {
-			if _, err := up.grow(false); err != nil {
-				return nil, 0, err
-			}
 		}
 		if w.hasBrk && w.received >= w.brk.after {
 			return nil, 0, w.broken()
@@ -156,8 +155,16 @@ func (w *writeStream) handle(m *api.WriteMsg) (*wire.Object, int64, error) {
 			return nil, 0, err
 		}
 	}
+	if w.hasRedir && w.received >= w.redir.after {
+		return nil, 0, w.redirected()
+	}
 	up.Declare(m.Sums)
 	if !m.Finish {
+		if up.appendable && m.Flush {
+			if err := up.persist(); err != nil {
+				return nil, 0, err
+			}
+		}
 		return nil, up.Size, nil
 	}
 	var (
@@ -194,6 +201,9 @@ func (w *writeStream) open(m *api.WriteMsg) error {
 	}
 	if err == nil && w.up.appendable && w.rc != nil {
 		err = w.rc.RedirectWrite(writeHandle(w.up.gen, w.epoch), w.up.gen)
+	}
+	if err == nil && w.up.appendable && w.up.result == nil {
+		w.redir, w.hasRedir = w.s.faults.takeRedirect()
 	}
 	return err
 }
@@ -246,7 +256,8 @@ func (w *writeStream) broken() error {
 }
 
 // end handles the client's half-close of a write stream that did not finish:
-// a resumable session reports its persisted size, a one-shot write fails.
+// a resumable session reports its persisted size, an appendable write
+// persists what the stream sent and reports it, a one-shot write fails.
 func (w *writeStream) end() (*wire.Object, int64, error) {
 	if w.up == nil {
 		return nil, 0, status.Error(codes.InvalidArgument, "stream closed before its first message")
@@ -261,6 +272,10 @@ func (w *writeStream) end() (*wire.Object, int64, error) {
 		return nil, 0, status.Errorf(codes.NotFound, "appendable object %q generation %d is no longer the live object", w.up.object, w.up.gen)
 	case w.up.gone:
 		return nil, 0, status.Errorf(codes.NotFound, "upload %q no longer exists", w.up.id)
+	case w.up.appendable && w.up.result == nil && w.up.writer == w:
+		if err := w.up.persist(); err != nil {
+			return nil, 0, err
+		}
 	}
 	return w.up.result, w.up.Size, nil
 }
@@ -303,9 +318,11 @@ func (v *service) WriteObject(stream grpc.ClientStreamingServer[wire.WriteObject
 
 // BidiWriteObject implements the bidirectional write. An appendable write
 // is answered after its first message too, and its responses carry what
-// appendResponse says.
+// appendResponse says. A stream that ends without a half-close or a
+// finish loses the appendable bytes it did not persist.
 func (v *service) BidiWriteObject(stream grpc.BidiStreamingServer[wire.BidiWriteObjectRequest, wire.BidiWriteObjectResponse]) error {
 	w := v.s.newWriteStream(stream.Context(), MethodBidiWriteObject)
+	defer w.abandon()
 	if g, ok := stream.(*grpc.GenericServerStream[wire.BidiWriteObjectRequest, wire.BidiWriteObjectResponse]); ok {
 		w.rc = retrytest.CallOf(g.ServerStream)
 	}
@@ -320,6 +337,9 @@ func (v *service) BidiWriteObject(stream grpc.BidiStreamingServer[wire.BidiWrite
 				if err := v.s.faults.lost(MethodBidiWriteObject); err != nil {
 					return err
 				}
+			}
+			if obj == nil && w.up.appendable {
+				return stream.Send(w.appendResponse(false))
 			}
 			return stream.Send(api.BidiResponse(obj, size))
 		}

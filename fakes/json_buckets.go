@@ -239,6 +239,7 @@ func (b *bucketResource) MarshalJSON() ([]byte, error) {
 // bucketJSON returns bucket b with the attributes a as the JSON API's
 // bucket resource; base is the server's URL as the client reached it.
 func bucketJSON(b *store.Bucket, a *store.BucketAttrs, base string) *bucketResource {
+	loc, locType := b.Location()
 	r := &bucketResource{
 		Kind:                  "storage#bucket",
 		ID:                    b.Name(),
@@ -246,8 +247,8 @@ func bucketJSON(b *store.Bucket, a *store.BucketAttrs, base string) *bucketResou
 		Name:                  b.Name(),
 		ProjectNumber:         store.ProjectNumber,
 		Metageneration:        strconv.FormatInt(a.Metageneration, 10),
-		Location:              "US",
-		LocationType:          "multi-region",
+		Location:              loc,
+		LocationType:          locType,
 		StorageClass:          a.StorageClass,
 		Etag:                  store.MetaEtag(a.Metageneration),
 		TimeCreated:           formatTime(b.Created()),

@@ -89,6 +89,9 @@ func (s *Server) newJSONUpload(r *http.Request, bkt string, meta objectMetadata)
 	if err != nil {
 		return nil, err
 	}
+	if b.Zonal() {
+		return nil, store.ErrZonal(bkt, "a JSON API upload")
+	}
 	var a store.Attrs
 	if err := meta.apply(&a, false); err != nil {
 		return nil, err

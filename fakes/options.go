@@ -3,6 +3,7 @@ package fakes
 import (
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,6 +31,7 @@ const DefaultCallLog = 10000
 
 type config struct {
 	buckets       []string
+	zonal         []string // WithZonalBucket
 	grpcAddr      string
 	httpAddr      string
 	callLog       int
@@ -69,6 +71,21 @@ func WithBucket(name string) Option {
 	return optionFunc(func(c *config) { c.buckets = append(c.buckets, name) })
 }
 
+// WithZonalBucket creates the zonal bucket name when the server starts,
+// as GCS's zonal (Rapid) buckets are: its location type is "zone" and its
+// storage class, and that of every object in it, is RAPID. A zonal bucket
+// accepts only appendable writes (BidiWriteObject with
+// write_object_spec.appendable, and takeovers of its appendable objects):
+// any other write into it, a WriteObject, a BidiWriteObject or
+// StartResumableWrite without appendable, a JSON API upload, a compose,
+// copy or rewrite with it as the destination, fails with
+// codes.FailedPrecondition (HTTP 400 over JSON) and stores nothing. Give
+// it once per bucket; a name given to both WithBucket and WithZonalBucket
+// is an error of [New].
+func WithZonalBucket(name string) Option {
+	return optionFunc(func(c *config) { c.zonal = append(c.zonal, name) })
+}
+
 // WithGRPCAddr sets the TCP address ("host:port") of the gRPC server. The
 // default is [DefaultAddr]. Port 0 picks a free port; an empty host means
 // 127.0.0.1, so ":9090" stays on loopback. Give "0.0.0.0:9090" to listen on
@@ -97,6 +114,14 @@ func (c *config) validate() error {
 	for _, b := range c.buckets {
 		if err := store.CheckBucketName(b); err != nil {
 			errs = append(errs, err.Error())
+		}
+	}
+	for _, b := range c.zonal {
+		if err := store.CheckBucketName(b); err != nil {
+			errs = append(errs, "zonal bucket: "+err.Error())
+		}
+		if slices.Contains(c.buckets, b) {
+			errs = append(errs, fmt.Sprintf("bucket %q is given both as a zonal bucket and as one that is not", b))
 		}
 	}
 	if c.commitDelay < 0 {

@@ -82,6 +82,9 @@ func New(opts ...Option) (*Server, error) {
 	for _, b := range cfg.buckets {
 		s.store.CreateBucket(b, false, true) // names were validated
 	}
+	for _, b := range cfg.zonal {
+		s.store.CreateZonalBucket(b, true) // names were validated, none is also plain
+	}
 	s.faults.stop = make(chan struct{})
 	s.retry = newRetryTests(s)
 	s.grpc = grpc.NewServer(append([]grpc.ServerOption{

@@ -38,6 +38,15 @@ type upload struct {
 	stored       *store.Object // set once finalized
 	result       *wire.Object  // stored, for gRPC
 	gone         bool          // resumable session removed after a final failure; appendable object replaced
+
+	// Appendable objects (see append.go): what the stored object holds,
+	// the stream whose bytes beyond it are pending, and the routing token
+	// a stream that reopens the object must carry after a redirect.
+	persisted    int64  // bytes persisted: the stored object's size
+	persistedCRC uint32 // their CRC32C
+	persistedN   int    // len(chunks) persisted
+	writer       *writeStream
+	routeToken   string
 }
 
 // session returns the resumable session id.

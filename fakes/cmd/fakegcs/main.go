@@ -5,7 +5,8 @@
 //
 // Usage:
 //
-//	fakegcs [-grpc 127.0.0.1:9090] [-http 127.0.0.1:4443] [-bucket NAME]... [-call-log N]
+//	fakegcs [-grpc 127.0.0.1:9090] [-http 127.0.0.1:4443] [-bucket NAME]... [-zonal-bucket NAME]...
+//	        [-call-log N]
 //	        [-rtt 20ms] [-bandwidth 100MB/s] [-max-streams 100]
 //	        [-session-expiry 168h] [-max-sessions N]
 //	        [-write-rate 1000] [-write-burst N] [-object-rate 1] [-share-503 0.1]
@@ -14,6 +15,9 @@
 // Both addresses default to 127.0.0.1:0 (a free port on loopback); an empty
 // host ("-grpc :9090") also means loopback, and only an explicit host such as
 // 0.0.0.0 listens elsewhere. -bucket creates a bucket and may be repeated.
+// -zonal-bucket creates a zonal bucket, as fakes.WithZonalBucket does
+// (location type "zone", storage class RAPID, appendable writes only); it
+// may be repeated or name several buckets separated by commas.
 //
 // Once both servers listen, fakegcs prints exactly two lines on standard
 // output, which scripts may parse:
@@ -101,6 +105,20 @@ type buckets []string
 func (b *buckets) String() string     { return strings.Join(*b, ",") }
 func (b *buckets) Set(v string) error { *b = append(*b, v); return nil }
 
+// zonalBuckets is the repeatable -zonal-bucket flag, which also takes a
+// comma-separated list.
+type zonalBuckets []string
+
+func (b *zonalBuckets) String() string { return strings.Join(*b, ",") }
+func (b *zonalBuckets) Set(v string) error {
+	for n := range strings.SplitSeq(v, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			*b = append(*b, n)
+		}
+	}
+	return nil
+}
+
 // run serves until ctx ends and returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("fakegcs", flag.ContinueOnError)
@@ -109,6 +127,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	httpAddr := fs.String("http", fakes.DefaultAddr, "`address` of the JSON/XML API server")
 	var bs buckets
 	fs.Var(&bs, "bucket", "create bucket `NAME` (repeatable)")
+	var zs zonalBuckets
+	fs.Var(&zs, "zonal-bucket", "create zonal bucket `NAME`, which takes appendable writes only (repeatable, or a comma-separated list)")
 	callLog := fs.Int("call-log", fakes.DefaultCallLog, "keep the last `N` calls in the request log")
 	expiry := fs.Duration("session-expiry", fakes.DefaultSessionExpiry, "a resumable session unused for this long expires")
 	maxSessions := fs.Int("max-sessions", fakes.DefaultMaxSessions, "keep at most `N` resumable sessions; the one unused longest expires first")
@@ -133,6 +153,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fakes.WithLink(link.Config{RTT: *rtt, Bandwidth: bw}), fakes.WithMaxStreams(*maxStreams)}
 	for _, b := range bs {
 		opts = append(opts, fakes.WithBucket(b))
+	}
+	for _, b := range zs {
+		opts = append(opts, fakes.WithZonalBucket(b))
 	}
 	capCfg, capOn, err := capFlags.Config()
 	if err != nil {

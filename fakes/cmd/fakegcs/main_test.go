@@ -17,8 +17,10 @@ import (
 
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/objup/objup/internal/wire"
 )
@@ -175,6 +177,7 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"-bucket", "UPPER"}, 1, `bucket name "UPPER"`},
 		{[]string{"-grpc", "bad"}, 1, `gRPC address "bad"`},
 		{[]string{"-call-log", "-1"}, 1, "call log size -1 is negative"},
+		{[]string{"-bucket", "b", "-zonal-bucket", "b"}, 1, `bucket "b" is given both as a zonal bucket`},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(context.Background(), tc.args, &stdout, &stderr); code != tc.code || !strings.Contains(stderr.String(), tc.want) || stdout.Len() != 0 {
@@ -240,5 +243,65 @@ func TestBinary(t *testing.T) {
 	}
 	if code := cmd.ProcessState.ExitCode(); code != 0 {
 		t.Fatalf("exit code %d", code)
+	}
+}
+
+// TestRunZonal checks -zonal-bucket, repeated and as a list: each bucket
+// reports location type "zone" and storage class RAPID, and refuses a
+// write that is not appendable with FailedPrecondition.
+func TestRunZonal(t *testing.T) {
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"-bucket", "plain", "-zonal-bucket", "zone1,zone2", "-zonal-bucket", "zone3"}, pw, &stderr)
+		pw.Close()
+	}()
+	grpcAddr, httpURL := addrs(t, scan(pr, nil))
+	exercise(t, grpcAddr, httpURL, "plain")
+	cc, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	for _, tc := range []struct {
+		bucket, locType, class string
+		code                   codes.Code
+	}{
+		{"plain", "multi-region", "STANDARD", codes.OK},
+		{"zone1", "zone", "RAPID", codes.FailedPrecondition},
+		{"zone2", "zone", "RAPID", codes.FailedPrecondition},
+		{"zone3", "zone", "RAPID", codes.FailedPrecondition},
+	} {
+		resp, err := http.Get(httpURL + "/storage/v1/b/" + tc.bucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b struct{ LocationType, StorageClass string }
+		err = json.NewDecoder(resp.Body).Decode(&b)
+		resp.Body.Close()
+		if err != nil || b.LocationType != tc.locType || b.StorageClass != tc.class {
+			t.Fatalf("bucket %s: %+v, %v; want location type %s, class %s", tc.bucket, b, err, tc.locType, tc.class)
+		}
+		st, err := wire.NewWriteObjectStream(ctx, cc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Send(&wire.WriteObjectRequest{
+			FirstMessage: &wire.WriteObjectRequest_WriteObjectSpec{WriteObjectSpec: &wire.WriteObjectSpec{
+				Resource: &wire.Object{Bucket: "projects/_/buckets/" + tc.bucket, Name: "x"},
+			}},
+			FinishWrite: true,
+		})
+		if _, err := st.CloseAndRecv(); status.Code(err) != tc.code {
+			t.Fatalf("WriteObject into %s: %v, want %v", tc.bucket, err, tc.code)
+		}
+	}
+	http.DefaultClient.CloseIdleConnections()
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit status %d, stderr %q", code, stderr.String())
 	}
 }

@@ -26,6 +26,7 @@ type WriteMsg struct {
 	Sums       *wire.ObjectChecksums
 	Finish     bool
 	Lookup     bool
+	Flush      bool
 }
 
 // WriteMsgOf returns the parts of a WriteObject message.
@@ -55,6 +56,7 @@ func BidiMsgOf(r *wire.BidiWriteObjectRequest) WriteMsg {
 		Sums:       r.GetObjectChecksums(),
 		Finish:     r.GetFinishWrite(),
 		Lookup:     r.GetStateLookup(),
+		Flush:      r.GetFlush(),
 	}
 }
 

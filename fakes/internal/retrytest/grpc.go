@@ -168,10 +168,11 @@ func (rs *retryStream) SendMsg(m any) error {
 
 // RecvMsg receives a write message and applies a return-N-after-MK
 // instruction, as the testbench does: the message whose content carries
-// byte M is cut there, its first bytes are stored (for a resumable upload,
-// persisted), and the next receive fails with the code of status N.
-// Nothing else of the message counts: not its finish_write, flush or
-// state_lookup. A message whose CRC32C does not match is left to the
+// byte M is cut there, its first bytes are stored (for a resumable upload
+// or an appendable object, persisted: the cut message of a
+// BidiWriteObject is flushed), and the next receive fails with the code
+// of status N. Nothing else of the message counts: not its finish_write
+// or state_lookup. A message whose CRC32C does not match is left to the
 // server, which rejects it.
 func (rs *retryStream) RecvMsg(m any) error {
 	if rs.rc.fail != nil {
@@ -197,7 +198,9 @@ func (rs *retryStream) RecvMsg(m any) error {
 		drop = func() { r.FinishWrite = false }
 	case *wire.BidiWriteObjectRequest:
 		offset, data = r.GetWriteOffset(), r.GetChecksummedData()
-		drop = func() { r.FinishWrite, r.Flush, r.StateLookup = false, false, false }
+		// Flush: an appendable object keeps the bytes before the cut,
+		// as the testbench's does.
+		drop = func() { r.FinishWrite, r.Flush, r.StateLookup = false, true, false }
 	default:
 		return nil
 	}

@@ -15,6 +15,7 @@ type Bucket struct {
 	resName    string // "projects/_/buckets/NAME"
 	created    int64  // Unix microseconds
 	versioning bool   // at creation; Attrs().Versioning since
+	zonal      bool   // a zonal bucket: appendable objects only (CreateZonalBucket)
 	store      *Store
 	meta       bucketMeta // attributes, notification configs, IAM policy
 
@@ -33,6 +34,35 @@ func (b *Bucket) ResName() string { return b.resName }
 
 // Created is when the bucket was created, in Unix microseconds.
 func (b *Bucket) Created() int64 { return b.created }
+
+// Zonal reports whether the bucket is zonal: it stores appendable objects
+// only, as a GCS zonal (Rapid) bucket does.
+func (b *Bucket) Zonal() bool { return b.zonal }
+
+// ZonalLocation is the location the fake reports for a zonal bucket.
+const ZonalLocation = "US-CENTRAL1-A"
+
+// Location returns the bucket's location and location type as GCS
+// reports them: a zone for a zonal bucket, else the "US" multi-region.
+func (b *Bucket) Location() (location, locationType string) {
+	if b.zonal {
+		return ZonalLocation, "zone"
+	}
+	return "US", "multi-region"
+}
+
+// ErrZonal is the error for a write that is not appendable into the zonal
+// bucket name, done with what (a method or API).
+func ErrZonal(name, what string) *Error {
+	return Errorf(KindFailedPrecondition, "bucket %q is a zonal bucket: it accepts only appendable writes (BidiWriteObject with write_object_spec.appendable), not %s", name, what)
+}
+
+// ErrUnfinalized is the error for a delete or overwrite (what) of the
+// unfinalized appendable object o: it must be finalized first (a
+// takeover can finalize it).
+func ErrUnfinalized(o *Object, what string) *Error {
+	return Errorf(KindFailedPrecondition, "object %q generation %d is an unfinalized appendable object: it cannot be %s until it is finalized (take it over with append_object_spec and finish_write)", o.name, o.generation, what)
+}
 
 // Versioning reports whether the bucket keeps noncurrent generations.
 func (b *Bucket) Versioning() bool { return b.Attrs().Versioning }
@@ -118,9 +148,18 @@ func (b *Bucket) add(o *Object, cond *Conditions, tenant string) (*Object, error
 	if b.deleted {
 		return nil, ErrBucketNotFound(b.name)
 	}
+	if b.zonal && o.app == nil {
+		return nil, ErrZonal(b.name, "a write that is not appendable")
+	}
+	if b.zonal {
+		o.attrs.StorageClass = RapidStorageClass
+	}
 	old := b.live[o.name]
 	if err := cond.Check(old); err != nil {
 		return nil, err
+	}
+	if old.Unfinalized() {
+		return nil, ErrUnfinalized(old, "overwritten")
 	}
 	now := NowMicro()
 	o.generation = b.store.nextGeneration(now)
@@ -192,6 +231,9 @@ func (b *Bucket) Remove(name string, gen int64, cond *Conditions) error {
 	}
 	if err := cond.Check(o); err != nil {
 		return err
+	}
+	if o.Unfinalized() {
+		return ErrUnfinalized(o, "deleted")
 	}
 	if o.Live() {
 		delete(b.live, name)

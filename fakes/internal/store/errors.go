@@ -17,17 +17,20 @@ type Kind struct {
 }
 
 var (
-	KindInvalid       = Kind{codes.InvalidArgument, http.StatusBadRequest, "invalid"}
-	KindNotFound      = Kind{codes.NotFound, http.StatusNotFound, "notFound"}
-	KindConflict      = Kind{codes.FailedPrecondition, http.StatusConflict, "conflict"}
-	KindPrecondition  = Kind{codes.FailedPrecondition, http.StatusPreconditionFailed, "conditionNotMet"}
-	KindNotModified   = Kind{codes.FailedPrecondition, http.StatusNotModified, "notModified"}
-	KindUnimplemented = Kind{codes.Unimplemented, http.StatusNotImplemented, "notImplemented"}
-	KindDataLoss      = Kind{codes.DataLoss, http.StatusBadRequest, "invalid"}
-	KindRange         = Kind{codes.OutOfRange, http.StatusRequestedRangeNotSatisfiable, "requestedRangeNotSatisfiable"}
-	KindInternal      = Kind{codes.Internal, http.StatusInternalServerError, "backendError"}
-	KindRateLimited   = Kind{codes.ResourceExhausted, http.StatusTooManyRequests, "rateLimitExceeded"}
-	KindUnavailable   = Kind{codes.Unavailable, http.StatusServiceUnavailable, "backendError"}
+	KindInvalid      = Kind{codes.InvalidArgument, http.StatusBadRequest, "invalid"}
+	KindNotFound     = Kind{codes.NotFound, http.StatusNotFound, "notFound"}
+	KindConflict     = Kind{codes.FailedPrecondition, http.StatusConflict, "conflict"}
+	KindPrecondition = Kind{codes.FailedPrecondition, http.StatusPreconditionFailed, "conditionNotMet"}
+	// KindFailedPrecondition is a request the resource's state does not
+	// allow, whatever its preconditions: HTTP 400.
+	KindFailedPrecondition = Kind{codes.FailedPrecondition, http.StatusBadRequest, "failedPrecondition"}
+	KindNotModified        = Kind{codes.FailedPrecondition, http.StatusNotModified, "notModified"}
+	KindUnimplemented      = Kind{codes.Unimplemented, http.StatusNotImplemented, "notImplemented"}
+	KindDataLoss           = Kind{codes.DataLoss, http.StatusBadRequest, "invalid"}
+	KindRange              = Kind{codes.OutOfRange, http.StatusRequestedRangeNotSatisfiable, "requestedRangeNotSatisfiable"}
+	KindInternal           = Kind{codes.Internal, http.StatusInternalServerError, "backendError"}
+	KindRateLimited        = Kind{codes.ResourceExhausted, http.StatusTooManyRequests, "rateLimitExceeded"}
+	KindUnavailable        = Kind{codes.Unavailable, http.StatusServiceUnavailable, "backendError"}
 )
 
 // Error is an error the fake returns to a client. Over gRPC it is a

@@ -145,6 +145,14 @@ func (o *Object) FinalizeTime() int64 {
 // none.
 const DefaultStorageClass = "STANDARD"
 
+// RapidStorageClass is the storage class of a zonal bucket and of every
+// object in it.
+const RapidStorageClass = "RAPID"
+
+// Unfinalized reports whether o is an appendable object not finalized
+// yet; false for nil.
+func (o *Object) Unfinalized() bool { return o != nil && o.app != nil && o.app.finalized == 0 }
+
 // ComponentCount is the number of objects o was composed of, 0 for an
 // object written at once.
 func (o *Object) ComponentCount() int64 {

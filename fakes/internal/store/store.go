@@ -65,17 +65,29 @@ func (s *Store) Bucket(name string) (*Bucket, error) {
 // CreateBucket creates bucket name. With exist set, a bucket that already
 // exists is not an error.
 func (s *Store) CreateBucket(name string, versioning, exist bool) (*Bucket, error) {
-	return s.createBucket(name, versioning, exist, nil)
+	return s.createBucket(name, versioning, exist, nil, false)
+}
+
+// CreateZonalBucket creates the zonal bucket name (see Bucket.Zonal), of
+// storage class RAPID. With exist set, a zonal bucket that already exists
+// is not an error; a bucket of that name that is not zonal is.
+func (s *Store) CreateZonalBucket(name string, exist bool) (*Bucket, error) {
+	b, err := s.createBucket(name, false, exist, &BucketAttrs{StorageClass: RapidStorageClass, ACL: DefaultBucketACL(), DefaultObjectACL: DefaultObjectACL()}, true)
+	if err == nil && !b.zonal {
+		return nil, Errorf(KindConflict, "bucket %q already exists and is not zonal", name)
+	}
+	return b, err
 }
 
 // CreateBucketAttrs creates bucket name with the attributes a (its
 // metageneration and update time are set here), as CreateBucket does.
 func (s *Store) CreateBucketAttrs(name string, a BucketAttrs, exist bool) (*Bucket, error) {
-	return s.createBucket(name, a.Versioning, exist, &a)
+	return s.createBucket(name, a.Versioning, exist, &a, false)
 }
 
-// createBucket creates bucket name, with the attributes a if not nil.
-func (s *Store) createBucket(name string, versioning, exist bool, a *BucketAttrs) (*Bucket, error) {
+// createBucket creates bucket name, with the attributes a if not nil,
+// zonal if zonal.
+func (s *Store) createBucket(name string, versioning, exist bool, a *BucketAttrs, zonal bool) (*Bucket, error) {
 	if err := CheckBucketName(name); err != nil {
 		return nil, Errorf(KindInvalid, "%v", err)
 	}
@@ -92,6 +104,7 @@ func (s *Store) createBucket(name string, versioning, exist bool, a *BucketAttrs
 		resName:    "projects/_/buckets/" + name,
 		created:    NowMicro(),
 		versioning: versioning,
+		zonal:      zonal,
 		store:      s,
 		live:       make(map[string]*Object),
 		index:      btree.NewG(32, entryLess),
