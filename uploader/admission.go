@@ -105,11 +105,11 @@ func (a admitted) wait(u *upload) (*admit.Bucket, error) {
 	b := a.stage.Bucket(u.bucket)
 	var prio int64
 	if ev := u.life.ev; ev != nil {
-		prio = int64(ev.start)
+		prio = int64(ev.Start())
 	}
 	d, err := b.Wait(u.ctx, prio)
 	if ev := u.life.ev; ev != nil && d > 0 {
-		ev.admitted(d)
+		ev.Admitted(d)
 	}
 	if err != nil {
 		return nil, status.FromContextError(err).Err()

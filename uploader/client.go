@@ -25,6 +25,7 @@ import (
 	"github.com/objup/objup/pool"
 	"github.com/objup/objup/uploader/internal/admit"
 	"github.com/objup/objup/uploader/internal/netcut"
+	"github.com/objup/objup/uploader/internal/telemetry"
 )
 
 // EmulatorEnv names the environment variable that points the client at a GCS
@@ -45,7 +46,7 @@ type Client struct {
 	maxInFlight int64
 	retry       retryConfig
 	pools       sync.Map // chunk size -> *pool.Pool, for Writers with their own chunk size
-	tel         *telemetry
+	tel         *telemetry.Telemetry
 	tr          transport // gRPC, or the JSON API (WithHTTP)
 	conns       int       // the connections that carry data (gRPC's pool; DefaultConnectionPool for HTTP)
 	tenants     tenants
@@ -111,7 +112,7 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 		c.alloc = c.poolFor(cfg.chunkSize)
 	}
 	c.tenants.share0 = defaultShare(c.alloc, c.alloc.BufferSize())
-	tel, err := newTelemetry(cfg.telemetry, c.alloc)
+	tel, err := telemetry.New(cfg.telemetry, c.alloc, codeOf)
 	if err != nil {
 		return nil, newError("NewClient", "", "", fmt.Errorf("telemetry: %w", err))
 	}
@@ -119,7 +120,7 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 	if cfg.http {
 		t, err := newHTTPTransport(ctx, apiOpts, c.cut)
 		if err != nil {
-			tel.close()
+			tel.Close()
 			return nil, newError("NewClient", "", "", fmt.Errorf("HTTP transport: %w", err))
 		}
 		c.tr, c.conns = t, DefaultConnectionPool
@@ -141,7 +142,7 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 	all := append(dial, apiOpts...)
 	conns, err := gtransport.DialPool(ctx, all...)
 	if err != nil {
-		tel.close()
+		tel.Close()
 		return nil, newError("NewClient", "", "", fmt.Errorf("dial: %w", err))
 	}
 	// Beside a pool of two or more, one more connection for small calls.
@@ -184,7 +185,7 @@ func (c *Client) admit(cfg clientConfig) {
 	}
 	c.tr = a
 	if c.stage != nil {
-		c.tel.observeAdmission(c.stage)
+		c.tel.ObserveAdmission(c.stage)
 	}
 }
 
@@ -298,7 +299,7 @@ func (c *Client) Close() error {
 	}
 	c.bgMu.Unlock()
 	c.bg.Wait()
-	c.tel.close()
+	c.tel.Close()
 	return c.tr.close()
 }
 

@@ -264,7 +264,7 @@ func (l *lifetime) forceRelease() {
 	}
 	clear(l.holds)
 	l.holds = l.holds[:0]
-	l.ev.forced(forced)
+	l.ev.Forced(forced)
 }
 
 // holding reports whether gRPC may still hold one of the upload's
@@ -298,7 +298,7 @@ func (l *lifetime) wait() {
 					forced++
 				}
 			}
-			ev.forced(forced)
+			ev.Forced(forced)
 		})
 		defer t.Stop()
 	}

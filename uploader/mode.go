@@ -72,7 +72,7 @@ func (w *Writer) waitBuffer(ctx context.Context) (*[]byte, error) {
 }
 
 // waited records a wait for a buffer that began at start.
-func (w *Writer) waited(start time.Time) { w.ev.waited(time.Since(start)) }
+func (w *Writer) waited(start time.Time) { w.ev.Waited(time.Since(start)) }
 
 // oneShot is the mode of an object that fits in its first chunk: one
 // WriteObject call (see Writer.writeOnce). It holds nothing between

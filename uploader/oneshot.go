@@ -47,5 +47,5 @@ func (w *Writer) writeOnce(r *chunkRef) (*wire.Object, error) {
 // expect describes the object the Writer wrote, once its last chunk is
 // known.
 func (w *Writer) expect() *expect {
-	return &expect{size: w.ch.Size(), crc: w.ch.CRC32C(), hasCRC: !w.cfg.noCRC32C, since: w.ev.start.Wall()}
+	return &expect{size: w.ch.Size(), crc: w.ch.CRC32C(), hasCRC: !w.cfg.noCRC32C, since: w.ev.Start().Wall()}
 }

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/api/option/internaloption"
 
 	"github.com/objup/objup/pool"
+	"github.com/objup/objup/uploader/internal/telemetry"
 )
 
 // MaxChunkSize is the largest chunk size WithChunkSize accepts: 64 MiB. A
@@ -29,7 +30,7 @@ type clientConfig struct {
 	tenantLimits TenantLimits
 	retry        retryConfig
 	keepalive    keepaliveConfig
-	telemetry    telemetryConfig
+	telemetry    telemetry.Config
 	http         bool
 	noAdmission  bool // WithoutAdmission
 	rampFrom     float64

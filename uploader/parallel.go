@@ -21,7 +21,7 @@ import (
 	"github.com/objup/objup/chunker"
 	"github.com/objup/objup/internal/crc32c"
 	"github.com/objup/objup/internal/wire"
-	"github.com/objup/objup/uploader/internal/mono"
+	"github.com/objup/objup/uploader/internal/telemetry"
 )
 
 // Defaults of a parallel composite upload (see ParallelUpload).
@@ -229,7 +229,7 @@ func (p *parallel) newPart(i int) *part {
 	pt := &part{index: i}
 	pt.target = target{c: w.c, ctx: p.ctx, bucket: w.bucket, object: p.prefix + "part-" + strconv.Itoa(i), params: w.params}
 	pt.initSpec(w)
-	pt.ev = uploadEvents{tg: &pt.target, span: w.ev.span, start: mono.Now()}
+	pt.ev = telemetry.NewEvents(&pt.target, w.ev.Span())
 	pt.life.ev = &pt.ev
 	pt.retry.init(w.cfg.retry, &pt.ev)
 	return pt
@@ -293,7 +293,7 @@ func (p *parallel) send(pt *part) error {
 	names := p.tr.names()
 	var o *wire.Object
 	lost := false
-	want := &expect{size: pt.size, crc: pt.scratch.crc, hasCRC: true, since: p.w.ev.start.Wall()}
+	want := &expect{size: pt.size, crc: pt.scratch.crc, hasCRC: true, since: p.w.ev.Start().Wall()}
 	err := pt.retry.do(&pt.target, names.write, true, nil, func() (string, bool, error) {
 		if err := p.ctx.Err(); err != nil {
 			// No attempt starts once the upload is cancelled.
@@ -369,10 +369,10 @@ func (e *partError) Unwrap() error { return e.err }
 
 // event records a part's end on the upload's span, and in the log.
 func (p *parallel) event(pt *part, start time.Time, err error) {
-	if s := p.w.ev.span; s != nil {
+	if s := p.w.ev.Span(); s != nil {
 		attrs := []attribute.KeyValue{
 			attribute.Int("part", pt.index), attribute.String("object", pt.object),
-			attribute.Int64("bytes", pt.size), attribute.Int64("retries", int64(pt.ev.retries)),
+			attribute.Int64("bytes", pt.size), attribute.Int64("retries", int64(pt.ev.Retries())),
 			attribute.Int64("duration_ms", time.Since(start).Milliseconds()),
 		}
 		if err != nil {
@@ -380,8 +380,8 @@ func (p *parallel) event(pt *part, start time.Time, err error) {
 		}
 		s.AddEvent("part", trace.WithAttributes(attrs...))
 	}
-	if l := p.w.c.tel.logger; l != nil {
-		l.LogAttrs(p.w.ctx, slog.LevelDebug, "objup: uploaded a part", p.w.ev.logAttrs(
+	if l := p.w.c.tel.Logger(); l != nil {
+		l.LogAttrs(p.w.ctx, slog.LevelDebug, "objup: uploaded a part", p.w.ev.LogAttrs(
 			slog.Int("part", pt.index), slog.String("temporary", pt.object), slog.Int64("generation", pt.gen),
 			slog.Bool("sent", pt.sent.Load()), slog.Bool("open", pt.scratch.open),
 			slog.Int64("bytes", pt.size), slog.Duration("took", time.Since(start)), slog.Any("error", err))...)
@@ -593,7 +593,7 @@ func (p *parallel) close() {
 		del := func(d temporary) {
 			u := &part{}
 			u.target = target{c: base.c, ctx: ctx, bucket: base.bucket, object: d.name, params: base.params}
-			u.ev = uploadEvents{tg: &u.target, span: w.ev.span, start: mono.Now()}
+			u.ev = telemetry.NewEvents(&u.target, w.ev.Span())
 			u.retry.init(cfg, &u.ev)
 			if d.open {
 				// An abandoned attempt of the part may still be on its
@@ -610,7 +610,7 @@ func (p *parallel) close() {
 			})
 			if err != nil {
 				p.leftBehind(d.name, err)
-			} else if l := w.c.tel.logger; l != nil {
+			} else if l := w.c.tel.Logger(); l != nil {
 				l.LogAttrs(ctx, slog.LevelDebug, "objup: deleted a temporary object", slog.String("temporary", d.name), slog.Int64("generation", d.gen), slog.Bool("fenced", d.open))
 			}
 		}
@@ -654,10 +654,10 @@ func (p *parallel) close() {
 // leftBehind reports a temporary object that could not be deleted.
 func (p *parallel) leftBehind(name string, err error) {
 	w := p.w
-	if s := w.ev.span; s != nil {
+	if s := w.ev.Span(); s != nil {
 		s.AddEvent("temporary object left", trace.WithAttributes(attribute.String("object", name), attribute.String("error", err.Error())))
 	}
-	if l := w.c.tel.logger; l != nil {
-		l.LogAttrs(context.WithoutCancel(w.ctx), slog.LevelWarn, "objup: could not delete a temporary object", w.ev.logAttrs(slog.String("temporary", name), slog.Any("error", err))...)
+	if l := w.c.tel.Logger(); l != nil {
+		l.LogAttrs(context.WithoutCancel(w.ctx), slog.LevelWarn, "objup: could not delete a temporary object", w.ev.LogAttrs(slog.String("temporary", name), slog.Any("error", err))...)
 	}
 }

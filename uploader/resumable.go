@@ -425,7 +425,7 @@ func (s *resumable) recoverFrom(op string, cause error) error {
 		if err := s.st.send(s.pushedNow(), true); err != nil {
 			return s.names.stream, true, s.teardown(err)
 		}
-		s.ev.resumed(persisted, first)
+		s.ev.Resumed(persisted, first)
 		return "", true, nil
 	})
 	if err == nil && fatal != nil {

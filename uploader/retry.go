@@ -287,7 +287,11 @@ func (r *retrier) retryable(err error, sent, idempotent bool) bool {
 
 // paced reports whether the upload's writes pass an admission stage.
 func (r *retrier) paced() bool {
-	return r.ev != nil && r.ev.tg != nil && r.ev.tg.c != nil && r.ev.tg.c.stage != nil
+	if r.ev == nil {
+		return false
+	}
+	tg := r.ev.Scope()
+	return tg != nil && tg.c != nil && tg.c.stage != nil
 }
 
 func isNetworkCode(c codes.Code) bool {
@@ -325,7 +329,7 @@ func (r *retrier) retry(ctx context.Context, op string, err error, sent, idempot
 		// The admission stage paces the retry, at its turn by age.
 		pause = 0
 	}
-	r.ev.retried(op, err, pause)
+	r.ev.Retried(op, err, pause)
 	t := time.NewTimer(pause)
 	defer t.Stop()
 	select {

@@ -162,7 +162,7 @@ func (a *tenantAlloc) acquire(ctx context.Context, sem *semaphore.Weighted, n in
 	if sem.TryAcquire(n) {
 		return nil
 	}
-	a.ev.limitWait()
+	a.ev.LimitWait()
 	return sem.Acquire(ctx, n)
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/objup/objup/header"
 	"github.com/objup/objup/internal/wire"
 	"github.com/objup/objup/pool"
-	"github.com/objup/objup/uploader/internal/mono"
+	"github.com/objup/objup/uploader/internal/telemetry"
 )
 
 var (
@@ -154,8 +154,8 @@ func (w *Writer) init(ctx context.Context, bucket, object string, opts []WriterO
 	}
 	w.life.alloc = alloc
 	w.scratch.noCRC = w.cfg.noCRC32C
-	w.ev = uploadEvents{tg: &w.target, start: mono.Now()}
-	w.ctx, w.ev.span = w.c.tel.startSpan(ctx, bucket, object)
+	w.ev = telemetry.NewEvents(&w.target, nil)
+	w.ctx = w.ev.StartSpan(ctx, bucket, object)
 	w.life.ev = &w.ev
 	w.retry.init(w.cfg.retry, &w.ev)
 	w.params = "bucket=" + bucketPrefix + bucket
@@ -394,7 +394,7 @@ func (w *Writer) end() {
 		if w.mode != nil {
 			path = w.mode.path()
 		}
-		w.ev.ended(w.ch.Size(), path, w.err)
+		w.ev.Ended(w.ch.Size(), path, w.err)
 	}
 }
 
