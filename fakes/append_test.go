@@ -338,10 +338,6 @@ func TestAppendableWrites(t *testing.T) {
 					_, err := writeObject(ctx, cc, chunks([]byte("new"), k, withSpec(spec("obj")))...)
 					return err
 				}},
-				{"a new appendable write", func() error {
-					_, err := bidi(ctx, cc, creating("obj", finish(0, nil)))
-					return err
-				}},
 				{"DeleteObject", func() error {
 					return cc.Invoke(ctx, wire.MethodDeleteObject, &wire.DeleteObjectRequest{Bucket: bucketRes, Object: "obj"}, &wire.Object{})
 				}},
@@ -374,6 +370,24 @@ func TestAppendableWrites(t *testing.T) {
 			put(t, cc, "obj", []byte("new"))
 			if err := cc.Invoke(ctx, wire.MethodDeleteObject, &wire.DeleteObjectRequest{Bucket: bucketRes, Object: "obj"}, &wire.Object{}); err != nil {
 				t.Fatalf("delete once finalized: %v", err)
+			}
+		}},
+		{"a new appendable write replaces an unfinalized object and ends its write", func(t *testing.T, srv *fakes.Server, cc *grpc.ClientConn, ctx context.Context) {
+			a := openAppendStream(t, ctx, cc)
+			a.send(creating("obj", flushed(data(0, body[:k]))))
+			first := a.must()
+			gen := first.GetResource().GetGeneration()
+			out, err := bidi(ctx, cc, creating("obj", flushed(data(0, body[k:2*k]))))
+			if err != nil || out[0].GetResource().GetGeneration() == gen {
+				t.Fatalf("new appendable write: %v, %v; want a new generation", out, err)
+			}
+			unfinalized(t, srv, cc, "obj", body[k:2*k])
+			a.send(flushed(data(k, body[k:2*k])))
+			_, err = a.recv()
+			wantCode(t, err, codes.NotFound)
+			_, err = bidi(ctx, cc, appending("obj", gen, handleOf(t, first), data(k, body[k:2*k])))
+			if c := status.Code(err); c != codes.NotFound && c != codes.FailedPrecondition {
+				t.Fatalf("append to the old generation: %v", err)
 			}
 		}},
 		{"the tenant's usage grows with the object", func(t *testing.T, srv *fakes.Server, cc *grpc.ClientConn, ctx context.Context) {

@@ -158,8 +158,9 @@ func (b *Bucket) add(o *Object, cond *Conditions, tenant string) (*Object, error
 	if err := cond.Check(old); err != nil {
 		return nil, err
 	}
-	if old.Unfinalized() {
-		return nil, ErrUnfinalized(old, "overwritten")
+	if old.Unfinalized() && o.app == nil {
+		// A new appendable write replaces it, as GCS lets it.
+		return nil, ErrUnfinalized(old, "overwritten by a write that is not appendable")
 	}
 	now := NowMicro()
 	o.generation = b.store.nextGeneration(now)
