@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/objup/objup/chunker"
@@ -137,7 +134,7 @@ func (c *Client) TakeOver(ctx context.Context, bucket, object string, gen int64,
 	if err := w.ch.Reset(w.ch.ChunkSize(), chOpts...); err != nil {
 		panic(err) // the size was accepted by init
 	}
-	w.ev.tookOver()
+	w.ev.TookOver()
 	return w, persisted, nil
 }
 
@@ -230,7 +227,7 @@ func (w *Writer) Flush(ctx context.Context) (int64, error) {
 		w.fail("Flush", err)
 		return 0, w.err
 	}
-	w.ev.flushed(time.Since(start))
+	w.ev.Flushed(time.Since(start))
 	return s.persistedNow(), nil
 }
 
@@ -277,24 +274,4 @@ func (m *session) finishAppendable(last chunker.Chunk) (*wire.Object, error) {
 	}
 	o.Size, o.Checksums = end, nil
 	return o, nil
-}
-
-// flushed notes a Flush that the service answered after d.
-func (e *uploadEvents) flushed(d time.Duration) {
-	if e.span != nil {
-		e.span.AddEvent("flush", trace.WithAttributes(attribute.Float64("seconds", d.Seconds())))
-	}
-	if l := e.tg.c.tel.logger; l != nil {
-		l.LogAttrs(e.tg.ctx, slog.LevelDebug, "objup: flushed", e.logAttrs(slog.Duration("latency", d))...)
-	}
-}
-
-// tookOver notes the takeover of an appendable object.
-func (e *uploadEvents) tookOver() {
-	if e.span != nil {
-		e.span.AddEvent("takeover")
-	}
-	if l := e.tg.c.tel.logger; l != nil {
-		l.LogAttrs(e.tg.ctx, slog.LevelInfo, "objup: took over an appendable object", e.logAttrs()...)
-	}
 }

@@ -118,6 +118,27 @@ func (e *Events[S]) LimitWait() {
 	}
 }
 
+// Flushed notes a Flush of an appendable object that the service answered
+// after d.
+func (e *Events[S]) Flushed(d time.Duration) {
+	if e.span != nil {
+		e.span.AddEvent("flush", trace.WithAttributes(attribute.Float64("seconds", d.Seconds())))
+	}
+	if l := e.scope.Telemetry().logger; l != nil {
+		l.LogAttrs(e.scope.Context(), slog.LevelDebug, "objup: flushed", e.LogAttrs(slog.Duration("latency", d))...)
+	}
+}
+
+// TookOver notes the takeover of an appendable object.
+func (e *Events[S]) TookOver() {
+	if e.span != nil {
+		e.span.AddEvent("takeover")
+	}
+	if l := e.scope.Telemetry().logger; l != nil {
+		l.LogAttrs(e.scope.Context(), slog.LevelInfo, "objup: took over an appendable object", e.LogAttrs()...)
+	}
+}
+
 // Forced notes n messages that gRPC never released, released by force.
 func (e *Events[S]) Forced(n int) {
 	if l := e.scope.Telemetry().logger; l != nil && n > 0 {
