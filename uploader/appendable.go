@@ -70,7 +70,7 @@ func (w *Writer) checkAppendable() error {
 	}
 	yes := true
 	w.scratch.spec.Appendable = &yes
-	w.app = &appendState{unfinalized: cfg.keepOpen}
+	w.app = &appendState{unfinalized: cfg.keepOpen, since: time.Now()}
 	return nil
 }
 
@@ -213,7 +213,7 @@ func (w *Writer) Flush(ctx context.Context) (int64, error) {
 		// what is persisted.
 		w.life.putBuffer(c.Buf)
 	} else {
-		s.take(w.life.newRef(c))
+		s.take(w.life.newRef(smallFlush(w, c)))
 	}
 	if err := s.send(true); err != nil {
 		w.fail("Flush", err)
@@ -229,6 +229,25 @@ func (w *Writer) Flush(ctx context.Context) (int64, error) {
 	}
 	w.ev.Flushed(time.Since(start))
 	return s.persistedNow(), nil
+}
+
+// flushCopy is the most a Flush copies out of its chunk buffer.
+const flushCopy = 32 << 10
+
+// smallFlush returns c, or, when it holds a few bytes (up to flushCopy) of
+// a Flush, a copy of them in memory of their size, giving c's chunk buffer
+// back at once: a writer that appends and flushes small records then holds
+// a chunk buffer only between a Write and its Flush, not for the round
+// trip to the service, and the pool's buffers are not churned.
+func smallFlush(w *Writer, c chunker.Chunk) chunker.Chunk {
+	if c.Buf == nil || len(c.Data) > flushCopy {
+		return c
+	}
+	small := make([]byte, len(c.Data))
+	copy(small, c.Data)
+	w.life.putBuffer(c.Buf)
+	c.Buf, c.Data = nil, small
+	return c
 }
 
 // single returns the mode of an object whose whole content is its last

@@ -41,6 +41,7 @@ type appendState struct {
 	conn      *grpcConn    // the connection of the object's streams
 	ready     *grpcStream  // a stream reopened by queryStatus, for openStream to adopt
 	redirects int          // redirects followed
+	since     time.Time    // when the upload started: an object created before is not this upload's
 	flushes   int          // flushes the service answered
 }
 
@@ -94,7 +95,8 @@ func (a *appendState) redirected(err error) bool {
 		a.handle = append(a.handle[:0:0], r.GetWriteHandle().GetHandle()...)
 	}
 	if r.Generation != nil {
-		a.gen = r.GetGeneration()
+		// The object exists: the stream is opened again on it.
+		a.gen, a.created = r.GetGeneration(), true
 	}
 	a.mu.Unlock()
 	return true
@@ -227,6 +229,12 @@ func (g *grpcTransport) openAppend(u *upload, timeout time.Duration) (*grpcStrea
 func (g *grpcTransport) appendStatus(u *upload, size int64, timeout time.Duration) (int64, *wire.Object, error) {
 	a := u.app
 	a.dropReady()
+	if _, _, _, exists := a.route(); !exists {
+		// The first open got no answer: it may have created the object.
+		if created, err := g.adoptCreated(u, timeout); err != nil || !created {
+			return 0, nil, err
+		}
+	}
 	gs, err := g.openAppend(u, timeout)
 	if err != nil {
 		if size >= 0 && status.Code(err) == codes.FailedPrecondition {
@@ -246,6 +254,31 @@ func (g *grpcTransport) appendStatus(u *upload, size int64, timeout time.Duratio
 	a.ready = gs
 	a.mu.Unlock()
 	return gs.acked.Load(), nil, nil
+}
+
+// adoptCreated looks for the object that a first open whose answer was
+// lost may have created: an unfinalized object of the name, created since
+// the upload started, becomes the upload's (its streams take it up at its
+// generation). It reports whether there is one; without one, the next
+// open creates the object.
+func (g *grpcTransport) adoptCreated(u *upload, timeout time.Duration) (bool, error) {
+	a := u.app
+	o, err := g.getObject(u, u.object, timeout)
+	switch {
+	case status.Code(err) == codes.NotFound:
+		return false, nil
+	case err != nil:
+		return false, err
+	case o.GetFinalizeTime() != nil:
+		return false, nil
+	}
+	if ct := o.GetCreateTime(); ct != nil && ct.AsTime().Before(a.since.Add(-clockSkew)) {
+		return false, nil
+	}
+	a.mu.Lock()
+	a.gen, a.created = o.GetGeneration(), true
+	a.mu.Unlock()
+	return true, nil
 }
 
 // openAppendStream is openStream for an appendable object: it goes on with
