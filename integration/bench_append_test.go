@@ -40,7 +40,7 @@ import (
 // appendServer starts the benchmarks' server in another process, with a
 // zonal bucket, behind a path of rtt, and returns its gRPC address.
 func appendServer(b *testing.B, rtt time.Duration) (string, func()) {
-	var args []string
+	args := []string{"-zonal-bucket", appendBucket}
 	if rtt > 0 {
 		args = append(args, "-rtt", rtt.String())
 	}
@@ -49,6 +49,9 @@ func appendServer(b *testing.B, rtt time.Duration) (string, func()) {
 	}
 	return startExternalFake(b, args...)
 }
+
+// appendBucket is the zonal bucket of the appendable benchmarks.
+const appendBucket = "zonal-bench"
 
 // appender is one client's appendable writer, as the benchmarks drive it.
 type appender interface {
@@ -84,11 +87,11 @@ func appendClients(b *testing.B, addr string) (map[string]func(ctx context.Conte
 	}
 	open := map[string]func(ctx context.Context, name string) (appender, error){
 		"objup": func(ctx context.Context, name string) (appender, error) {
-			w, err := ours.NewWriter(ctx, benchBucket, name, uploader.WithAppendable())
+			w, err := ours.NewWriter(ctx, appendBucket, name, uploader.WithAppendable())
 			return objupAppender{w}, err
 		},
 		"official": func(ctx context.Context, name string) (appender, error) {
-			w := official.Bucket(benchBucket).Object(name).NewWriter(ctx)
+			w := official.Bucket(appendBucket).Object(name).NewWriter(ctx)
 			w.Append, w.FinalizeOnClose = true, true
 			return officialAppender{w}, nil
 		},
@@ -316,7 +319,7 @@ func BenchmarkAppendUploadMany(b *testing.B) {
 			b.ReportAllocs()
 			cpu := startCPU()
 			start := time.Now()
-			res, err := ours.UploadMany(ctx, benchBucket, items, uploader.WithConcurrency(concurrency))
+			res, err := ours.UploadMany(ctx, appendBucket, items, uploader.WithConcurrency(concurrency))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -336,7 +339,7 @@ func BenchmarkAppendUploadMany(b *testing.B) {
 			g.SetLimit(concurrency)
 			for i := range b.N {
 				g.Go(func() error {
-					w := official.Bucket(benchBucket).Object(fmt.Sprintf("many/official/%d/%d", b.N, i)).NewWriter(ctx)
+					w := official.Bucket(appendBucket).Object(fmt.Sprintf("many/official/%d/%d", b.N, i)).NewWriter(ctx)
 					w.Append, w.FinalizeOnClose = true, true
 					if _, err := w.Write(data); err != nil {
 						w.Close()
