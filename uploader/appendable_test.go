@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/objup/objup/fakes"
 	"github.com/objup/objup/fakes/faultproxy"
 	"github.com/objup/objup/header"
 	"github.com/objup/objup/uploader"
@@ -229,6 +230,15 @@ func TestAppendableRecovers(t *testing.T) {
 			p.Inject(faultproxy.Fault{Kind: faultproxy.Reset, Dir: faultproxy.Up, After: 300 << 10})
 			return c, context.Background()
 		}},
+		{"redirected mid-stream after 600 KiB", func(t *testing.T, e *env) (*uploader.Client, context.Context) {
+			e.srv.RedirectAppend(600<<10, "mid-stream")
+			return e.c, context.Background()
+		}},
+		{"redirected at open, twice", func(t *testing.T, e *env) (*uploader.Client, context.Context) {
+			e.srv.RedirectAppend(0, "first")
+			e.srv.RedirectAppend(0, "second")
+			return e.c, context.Background()
+		}},
 		{"redirected with handle and token", func(t *testing.T, e *env) (*uploader.Client, context.Context) {
 			testID = armRetryTest(t, e, "GRPC", "storage.objects.insert", "redirect-send-handle-and-token-toka", "redirect-expect-token-toka", "return-503")
 			return e.c, header.Append(context.Background(), "x-retry-test-id", testID)
@@ -349,6 +359,49 @@ func TestAppendableLeftOpen(t *testing.T) {
 	sameBytes(t, "finished object", e.content("aborted"), []byte("flushed, then finished"))
 	if w2.Attrs().Finalized.IsZero() {
 		t.Fatal("the takeover's Close did not finalize")
+	}
+}
+
+// TestZonalBucket: a zonal bucket takes appendable objects only, as GCS
+// does; objup writes them there with WithAppendable (Upload, UploadMany and
+// a Writer), and a plain upload gets the service's FailedPrecondition with
+// nothing stored.
+func TestZonalBucket(t *testing.T) {
+	const zonal = "rapid-bkt"
+	e := newEnvFake(t, []fakes.Option{fakes.WithZonalBucket(zonal)})
+	ctx := context.Background()
+	if _, err := e.c.Upload(ctx, zonal, "plain", bytes.NewReader([]byte("x"))); !uploader.IsPreconditionFailed(err) {
+		t.Fatalf("plain upload to a zonal bucket: %v, want FailedPrecondition", err)
+	}
+	items := make([]uploader.Item, 50)
+	for i := range items {
+		items[i] = uploader.Item{Name: fmt.Sprintf("many/%d", i), Data: payload(1<<10+i, uint64(i)), Options: []uploader.WriterOption{uploader.WithAppendable()}}
+	}
+	res, err := e.c.UploadMany(ctx, zonal, items, uploader.WithConcurrency(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if r.Err != nil {
+			t.Fatalf("item %d: %v", i, r.Err)
+		}
+		o, err := e.srv.Object(zonal, items[i].Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameBytes(t, items[i].Name, o.Content, items[i].Data)
+	}
+	big := payload(3<<20+5, 9)
+	if _, err := e.c.Upload(ctx, zonal, "big", bytes.NewReader(big), uploader.WithAppendable()); err != nil {
+		t.Fatal(err)
+	}
+	o, err := e.srv.Object(zonal, "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameBytes(t, "big", o.Content, big)
+	if _, err := e.srv.Object(zonal, "plain"); err == nil {
+		t.Fatal("the refused plain upload stored an object")
 	}
 }
 
