@@ -87,7 +87,7 @@ func startResumable(u *upload, tr transport, r *retrier, ev *uploadEvents, floor
 
 // open opens the session's stream from persisted on.
 func (s *resumable) open(persisted int64) error {
-	st, err := s.tr.openStream(s.u, s.id, s.route, persisted, s, s.retry.cfg.attemptTimeout)
+	st, err := s.tr.openStream(s.u, s.id, s.route, persisted, s, s.retry.cfg.limits.AttemptTimeout)
 	if err != nil {
 		return err
 	}
@@ -444,7 +444,7 @@ func (s *resumable) abort(cause error) {
 	if !finished && s.id != "" {
 		// The cancel goes out even when the upload's context ended, in
 		// the background so that the caller does not wait for it.
-		u, tr, id, timeout := s.u.detached(s.u.ctx), s.tr, s.id, s.retry.cfg.attemptTimeout
+		u, tr, id, timeout := s.u.detached(s.u.ctx), s.tr, s.id, s.retry.cfg.limits.AttemptTimeout
 		u.c.background(func() { tr.cancelUpload(u, id, timeout) })
 		s.id = ""
 	}

@@ -2,16 +2,14 @@ package uploader
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/googleapis/gax-go/v2"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/objup/objup/uploader/internal/mono"
+	"github.com/objup/objup/uploader/internal/retry"
 )
 
 // RetryPolicy says which uploads are retried after a transient failure. It
@@ -29,13 +27,13 @@ const (
 	// after the write was applied, and follows idempotence. It is the
 	// default, as in the official client (which does not retry a refused
 	// unconditional write).
-	RetryIdempotent RetryPolicy = iota
+	RetryIdempotent = RetryPolicy(retry.Idempotent)
 	// RetryAlways retries every upload, including unconditional one-shot ones
 	// (a retried one-shot upload may then overwrite a concurrent writer's
 	// object).
-	RetryAlways
+	RetryAlways = RetryPolicy(retry.Always)
 	// RetryNever never retries.
-	RetryNever
+	RetryNever = RetryPolicy(retry.Never)
 )
 
 // Retry defaults. The backoff is shorter than the official client's (1 s
@@ -61,19 +59,18 @@ func (f retryOptionFunc) applyRetry(c *retryConfig) error { return f(c) }
 
 // retryConfig is the retry behaviour of one upload.
 type retryConfig struct {
-	backoff        gax.Backoff
-	policy         RetryPolicy
-	shouldRetry    func(error) bool
-	maxAttempts    int
-	deadline       time.Duration
-	attemptTimeout time.Duration
+	limits retry.Limits // backoff, attempts, deadline, attempt timeout
+	rules  retry.Rules  // policy and error function
 }
 
 func defaultRetryConfig() retryConfig {
 	return retryConfig{
-		backoff:        gax.Backoff{Initial: defaultBackoffInitial, Max: defaultBackoffMax, Multiplier: defaultBackoffMultiply},
-		deadline:       defaultRetryDeadline,
-		attemptTimeout: defaultAttemptTimeout,
+		limits: retry.Limits{
+			Backoff:        gax.Backoff{Initial: defaultBackoffInitial, Max: defaultBackoffMax, Multiplier: defaultBackoffMultiply},
+			Deadline:       defaultRetryDeadline,
+			AttemptTimeout: defaultAttemptTimeout,
+		},
+		rules: retry.Rules{ShouldRetry: ShouldRetry},
 	}
 }
 
@@ -88,16 +85,16 @@ func WithBackoff(b gax.Backoff) RetryOption {
 			return fmt.Errorf("backoff %+v: durations must not be negative and Multiplier must be at least 1", b)
 		}
 		if b.Initial > 0 {
-			c.backoff.Initial = b.Initial
+			c.limits.Backoff.Initial = b.Initial
 		}
 		if b.Max > 0 {
-			c.backoff.Max = b.Max
+			c.limits.Backoff.Max = b.Max
 		}
 		if b.Multiplier > 0 {
-			c.backoff.Multiplier = b.Multiplier
+			c.limits.Backoff.Multiplier = b.Multiplier
 		}
-		if c.backoff.Max < c.backoff.Initial {
-			return fmt.Errorf("backoff Max %v is below Initial %v", c.backoff.Max, c.backoff.Initial)
+		if c.limits.Backoff.Max < c.limits.Backoff.Initial {
+			return fmt.Errorf("backoff Max %v is below Initial %v", c.limits.Backoff.Max, c.limits.Backoff.Initial)
 		}
 		return nil
 	})
@@ -109,7 +106,7 @@ func WithPolicy(p RetryPolicy) RetryOption {
 		if p < RetryIdempotent || p > RetryNever {
 			return fmt.Errorf("unknown retry policy %d", p)
 		}
-		c.policy = p
+		c.rules.Policy = retry.Policy(p)
 		return nil
 	})
 }
@@ -128,7 +125,10 @@ func WithPolicy(p RetryPolicy) RetryOption {
 // concurrent use. The default is ShouldRetry.
 func WithErrorFunc(f func(err error) bool) RetryOption {
 	return retryOptionFunc(func(c *retryConfig) error {
-		c.shouldRetry = f
+		if f == nil {
+			f = ShouldRetry
+		}
+		c.rules.ShouldRetry = f
 		return nil
 	})
 }
@@ -141,7 +141,7 @@ func WithMaxAttempts(n int) RetryOption {
 		if n < 0 {
 			return fmt.Errorf("max attempts %d is negative", n)
 		}
-		c.maxAttempts = n
+		c.limits.MaxAttempts = n
 		return nil
 	})
 }
@@ -160,7 +160,7 @@ func WithRetryDeadline(d time.Duration) RetryOption {
 			return fmt.Errorf("retry deadline %v is negative", d)
 		}
 		if d > 0 {
-			c.deadline = d
+			c.limits.Deadline = d
 		}
 		return nil
 	})
@@ -182,7 +182,7 @@ func WithAttemptTimeout(d time.Duration) RetryOption {
 			return fmt.Errorf("attempt timeout %v is negative", d)
 		}
 		if d > 0 {
-			c.attemptTimeout = d
+			c.limits.AttemptTimeout = d
 		}
 		return nil
 	})
@@ -195,22 +195,7 @@ func WithAttemptTimeout(d time.Duration) RetryOption {
 // BidiWriteObjectRedirectedError), as the official client's ShouldRetry for
 // gRPC. It is the default of WithErrorFunc,
 // and a custom function may call it.
-func ShouldRetry(err error) bool {
-	if err == nil {
-		return false
-	}
-	if errors.Is(err, io.ErrUnexpectedEOF) || isRedirect(err) {
-		return true
-	}
-	switch status.Code(err) {
-	case codes.Unavailable, codes.ResourceExhausted, codes.Internal, codes.DeadlineExceeded:
-		return true
-	}
-	return false
-}
-
-// errRetryExhausted marks the error of an upload that ran out of retries.
-var errRetryExhausted = errors.New("retries exhausted")
+func ShouldRetry(err error) bool { return retry.ShouldRetry(err) || isRedirect(err) }
 
 // errChunkTimeout is the cause of a stream cancelled because a sent chunk saw
 // no acknowledgement within the attempt timeout. It carries
@@ -219,71 +204,28 @@ var errChunkTimeout = status.Error(codes.DeadlineExceeded, "no acknowledgement f
 
 // retrier is the one retry engine of an upload: every RPC of the upload
 // (one-shot WriteObject, StartResumableWrite, the stream, QueryWriteStatus)
-// reports its failures to it, and it decides, with one classification, one
-// backoff and one deadline, whether to try again. A failure episode starts
-// with a failed attempt and ends with progress.
+// reports its failures to it, and it decides, with one classification
+// (retry.Rules), one backoff and one deadline (retry.Episode), whether to
+// try again. A failure episode starts with a failed attempt and ends with
+// progress.
 type retrier struct {
-	cfg      *retryConfig
-	ev       *uploadEvents
-	bo       gax.Backoff
-	start    mono.Time // first failure of the current episode; zero if none
-	attempts int       // failed attempts in the episode
+	cfg *retryConfig
+	ev  *uploadEvents
+	ep  retry.Episode
 }
 
 func (r *retrier) init(cfg *retryConfig, ev *uploadEvents) {
 	r.cfg, r.ev = cfg, ev
-	r.bo = cfg.backoff
+	r.ep.Init(&cfg.limits)
 }
 
 // progress ends a failure episode: the next failure gets a fresh deadline,
 // attempt count and backoff.
-func (r *retrier) progress() {
-	if r.start != 0 {
-		r.start, r.attempts, r.bo = 0, 0, r.cfg.backoff
-	}
-}
+func (r *retrier) progress() { r.ep.Progress(&r.cfg.limits) }
 
 // attemptTimeout is the time the next attempt may take: the attempt timeout,
 // cut to what is left of the episode's retry deadline.
-func (r *retrier) attemptTimeout() time.Duration {
-	d := r.cfg.attemptTimeout
-	if r.start != 0 {
-		if left := r.cfg.deadline - mono.Now().Since(r.start); left < d {
-			d = max(left, r.minAttempt())
-		}
-	}
-	return d
-}
-
-// minAttempt is the least time worth an attempt: no retry starts with less
-// of the retry deadline left, so the last attempt is not cut so short that
-// it fails on its own deadline and hides the service's answer. It is a tenth
-// of the retry deadline, at most a quarter of the attempt timeout and at
-// most a second.
-func (r *retrier) minAttempt() time.Duration {
-	return min(r.cfg.deadline/10, r.cfg.attemptTimeout/4, time.Second)
-}
-
-// retryable reports whether a failed attempt may be repeated. sent says
-// whether the request may have left the process; a request that did not
-// (gRPC refused it locally, for example for an invalid header) is retried
-// only for network codes, which mean no connection was ready yet.
-func (r *retrier) retryable(err error, sent, idempotent bool) bool {
-	switch {
-	case r.cfg.policy == RetryNever:
-		return false
-	case sent && status.Code(err) == codes.ResourceExhausted:
-		// Refused for load (429), before it was applied: repeating it
-		// cannot write twice, whatever the policy says of idempotence.
-	case !idempotent && r.cfg.policy != RetryAlways:
-		return false
-	case !sent && !isNetworkCode(status.Code(err)):
-		return false
-	case r.cfg.shouldRetry != nil:
-		return r.cfg.shouldRetry(err)
-	}
-	return ShouldRetry(err)
-}
+func (r *retrier) attemptTimeout() time.Duration { return r.ep.AttemptTimeout(&r.cfg.limits) }
 
 // paced reports whether the upload's writes pass an admission stage.
 func (r *retrier) paced() bool {
@@ -294,10 +236,6 @@ func (r *retrier) paced() bool {
 	return tg != nil && tg.c != nil && tg.c.stage != nil
 }
 
-func isNetworkCode(c codes.Code) bool {
-	return c == codes.Unavailable || c == codes.DeadlineExceeded
-}
-
 // retry handles a failed attempt: it returns nil, after the backoff, if the
 // caller should try again, and otherwise the error to report. The error of
 // an exhausted episode wraps the last cause, so its code and message survive
@@ -306,25 +244,13 @@ func (r *retrier) retry(ctx context.Context, op string, err error, sent, idempot
 	if ctxEnded(ctx) != nil {
 		return contextError(ctx, err)
 	}
-	if !r.retryable(err, sent, idempotent) {
+	if !r.cfg.rules.Retryable(err, sent, idempotent) {
 		return err
 	}
-	t0 := mono.Now()
-	if r.start == 0 {
-		r.start = t0
+	pause, exhausted := r.ep.Fail(&r.cfg.limits, err)
+	if exhausted != nil {
+		return exhausted
 	}
-	r.attempts++
-	if r.cfg.maxAttempts > 0 && r.attempts >= r.cfg.maxAttempts {
-		return fmt.Errorf("%w after %d attempts: %w", errRetryExhausted, r.attempts, err)
-	}
-	// The pause is cut so that the retry still starts with minAttempt of
-	// the deadline left; only when not even that is left does the episode
-	// end, having used its deadline.
-	left := r.cfg.deadline - t0.Since(r.start) - r.minAttempt()
-	if left <= 0 {
-		return fmt.Errorf("%w: retry deadline of %v reached after %d attempts: %w", errRetryExhausted, r.cfg.deadline, r.attempts, err)
-	}
-	pause := min(r.bo.Pause(), left)
 	if isPushback(err) && !isNamePushback(err) && r.paced() {
 		// The admission stage paces the retry, at its turn by age.
 		pause = 0

@@ -1,0 +1,15 @@
+// Package retry is the pure part of the uploader's one retry engine: which
+// failures may be repeated (Rules), and the state of a failure episode, its
+// attempts, backoff and deadline (Episode).
+//
+// A failure episode starts with a failed attempt and ends with progress (a
+// call succeeds, or the service acknowledges data). Within an episode the
+// pauses between attempts grow as an exponential backoff with full jitter
+// (gax.Backoff), the attempts may be counted (Limits.MaxAttempts), and the
+// episode has a deadline (Limits.Deadline): no retry starts with less than
+// MinAttempt of it left, and the last attempt's timeout ends with it.
+//
+// The package neither sleeps nor logs: the uploader's retrier waits out the
+// pause with the upload's context, reports the retry to the upload's
+// events, and lets its admission stage pace retries refused for load.
+package retry
