@@ -1,0 +1,298 @@
+package uploader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/peer"
+
+	"github.com/objup/objup/chunker"
+	"github.com/objup/objup/internal/crc32c"
+	"github.com/objup/objup/internal/wire"
+	"github.com/objup/objup/uploader/internal/netcut"
+)
+
+type bidiStream = grpc.BidiStreamingClient[wire.BidiWriteObjectRequest, wire.BidiWriteObjectResponse]
+
+// grpcStream is a resumable session's BidiWriteObject stream: chunks go out
+// in messages of up to 2 MiB, each flushed with a state lookup, and a
+// receiver goroutine reports the persisted sizes to the session (its
+// sink). A sent message not acknowledged within the attempt timeout
+// cancels the stream.
+type grpcStream struct {
+	sink   streamSink
+	u      *upload
+	id     string    // the session's
+	via    *grpcConn // the connection the stream took
+	conn   *grpcConn // counts the stream until it is torn down
+	stream bidiStream
+	// ctx is the stream's context, cancelled when the stream fails (which
+	// is what broken reports), by the attempt timeout or at teardown; its
+	// cause tells an attempt timeout.
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	recvDone chan struct{}
+	timeout  time.Duration
+	local    net.Addr // the TCP connection's local address, which the cut dialer knows it by
+	cut      *netcut.Dialer
+	acked    atomic.Int64 // persisted, as the service last said
+	app      *appendState // an appendable object's, else nil
+	finished atomic.Bool  // the service returned the object
+	err      error        // why the receiver stopped; read after recvDone
+
+	// The attempt timeout: armed while something sent awaits its
+	// acknowledgement. tmu orders the Writer's sends with the receiver's
+	// acknowledgements; it is the stream's own.
+	tmu     sync.Mutex
+	timer   *time.Timer
+	armedTo int64 // data sent up to here
+	finOut  bool  // the finish went out
+
+	// Owned by the Writer's goroutine.
+	fresh   bool        // the next message is the stream's first: it names the upload
+	sentTo  int64       // the offset up to which data went out
+	finSent bool        // finish_write went out
+	want    pushed      // what the last send was asked to send
+	batch   []*chunkRef // scratch: the chunks a send goes through
+}
+
+// openStream opens the session's stream on the connection its first stream
+// took (route; see pick), so that a status query on that connection proves
+// the writer went past every message of the session's earlier streams.
+func (g *grpcTransport) openStream(u *upload, id string, route any, persisted int64, sink streamSink, timeout time.Duration) (stream, error) {
+	if u.app != nil {
+		return g.openAppendStream(u, persisted, sink, timeout)
+	}
+	ctx, cancel := context.WithCancelCause(u.ctx)
+	c, ok := route.(*grpcConn)
+	if ok {
+		c.useData()
+	} else {
+		c = g.pick(true)
+	}
+	st, err := wire.NewBidiWriteObjectStream(u.outgoing(ctx), c.ClientConn, g.callOpts...)
+	if err != nil {
+		c.doneData()
+		cancel(err)
+		return nil, err
+	}
+	gs := &grpcStream{sink: sink, u: u, id: id, via: c, conn: c, stream: st, ctx: ctx, cancel: cancel, fresh: true,
+		recvDone: make(chan struct{}), timeout: timeout, cut: g.cut}
+	if p, ok := peer.FromContext(st.Context()); ok {
+		gs.local = p.LocalAddr
+	}
+	gs.sentTo, gs.armedTo = persisted, persisted
+	gs.acked.Store(persisted)
+	gs.timer = time.AfterFunc(gs.timeout, func() { cancel(errChunkTimeout) })
+	gs.timer.Stop()
+	go gs.receive()
+	return gs, nil
+}
+
+func (g *grpcStream) route() any { return g.via }
+
+// receive reads the service's answers until the stream ends.
+func (g *grpcStream) receive() {
+	defer close(g.recvDone)
+	// One response message serves the whole stream: what the session keeps
+	// of it (the finished object) is a message of its own, which Reset
+	// leaves alone.
+	resp := new(wire.BidiWriteObjectResponse)
+	for {
+		resp.Reset()
+		err := g.stream.RecvMsg(resp)
+		if err == nil {
+			var persisted int64
+			var o *wire.Object
+			switch ws := resp.GetWriteStatus().(type) {
+			case *wire.BidiWriteObjectResponse_PersistedSize:
+				persisted = ws.PersistedSize
+			case *wire.BidiWriteObjectResponse_Resource:
+				o, persisted = ws.Resource, ws.Resource.GetSize()
+			default:
+				continue
+			}
+			if g.app != nil {
+				g.app.answered(resp)
+				if !isFinalized(o) {
+					// An appendable object's resource before the
+					// finish: what it persisted so far.
+					o = nil
+				}
+			}
+			g.acked.Store(persisted)
+			if o != nil {
+				g.finished.Store(true)
+			}
+			err = g.sink.ack(persisted, o)
+			g.rearm(persisted, o != nil)
+			if err == nil {
+				continue
+			}
+		} else if err == io.EOF && !g.finished.Load() {
+			err = fmt.Errorf("the service ended the stream before the upload finished: %w", io.ErrUnexpectedEOF)
+		}
+		if g.app != nil {
+			g.app.redirected(err)
+		}
+		g.err = err
+		g.cancel(err)
+		g.sink.broke(err)
+		return
+	}
+}
+
+// rearm restarts the attempt timeout after an acknowledgement while
+// something sent awaits one, and stops it otherwise.
+func (g *grpcStream) rearm(persisted int64, finished bool) {
+	g.tmu.Lock()
+	if !finished && (g.armedTo > persisted || g.finOut) {
+		g.timer.Reset(g.timeout)
+	} else {
+		g.timer.Stop()
+	}
+	g.tmu.Unlock()
+}
+
+// armTimer restarts the attempt timeout before a send of data up to to
+// (and of the finish, if fin).
+func (g *grpcStream) armTimer(to int64, fin bool) {
+	g.tmu.Lock()
+	g.armedTo, g.finOut = max(g.armedTo, to), g.finOut || fin
+	g.timer.Reset(g.timeout)
+	g.tmu.Unlock()
+}
+
+func (g *grpcStream) idle() bool { return g.sentTo <= g.acked.Load() }
+
+func (g *grpcStream) behind() bool {
+	return g.sentTo < g.want.last || (g.want.final && !g.finSent)
+}
+
+func (g *grpcStream) broken() context.Context { return g.ctx }
+
+// send sends the data pushed and not yet sent on the stream, from sentTo,
+// in messages of up to 2 MiB made of consecutive chunks (each chunk a part
+// of the message, not copied), each with its CRC32C combined from the
+// chunks' and a flush and state lookup. Unless all is set it sends only
+// whole 2 MiB messages and keeps the rest for later; with all set, a final
+// session's finish_write with the object's checksums follows the data, and
+// the stream is half-closed.
+func (g *grpcStream) send(p pushed, all bool) error {
+	g.want = p
+	life := &g.u.life
+	if g.sentTo < p.last {
+		batch := g.sink.unsent(g.sentTo, g.batch[:0])
+		g.batch = batch // keep the capacity for the next send
+		defer clear(batch)
+		for len(batch) > 0 && g.sentTo < p.last && (all || p.last-g.sentTo >= maxMessage) {
+			msg, req := newReqMsg[wire.BidiWriteObjectRequest]()
+			start, size := g.sentTo, 0
+			var crc uint32
+			for len(batch) > 0 && msg.parts() < maxParts {
+				r := batch[0]
+				rel := int(g.sentTo - r.Offset)
+				piece := rel / chunker.MaxPiece
+				end := min((piece+1)*chunker.MaxPiece, len(r.Data))
+				data := r.Data[rel:end]
+				if size > 0 && size+len(data) > maxMessage {
+					break
+				}
+				if !g.u.noCRC() {
+					pc := r.PieceCRC32C(piece)
+					if rel != piece*chunker.MaxPiece {
+						// A tail resent after a resume: checksum it afresh
+						// (the fault path only).
+						pc = crc32c.Checksum(data)
+					}
+					crc = crc32c.Combine(crc, pc, int64(len(data)))
+				}
+				life.add(msg, r, data)
+				size += len(data)
+				g.sentTo += int64(len(data))
+				if end == len(r.Data) {
+					batch = batch[1:]
+				}
+			}
+			g.startRequest(req, start)
+			req.Flush, req.StateLookup = true, true
+			msg.CRC32C, msg.HasCRC = crc, !g.u.noCRC()
+			g.armTimer(g.sentTo, false)
+			err := g.stream.SendMsg(&msg.WriteMsg)
+			life.sent(msg)
+			if err != nil {
+				return err
+			}
+		}
+	}
+	if !all || !p.final || g.finSent || g.sentTo < p.last {
+		return nil
+	}
+	req := new(wire.BidiWriteObjectRequest)
+	g.startRequest(req, p.last)
+	req.FinishWrite, req.ObjectChecksums = true, g.u.checksums()
+	g.armTimer(p.last, true)
+	g.finSent = true
+	if err := g.stream.SendMsg(req); err != nil {
+		return err
+	}
+	return g.stream.CloseSend()
+}
+
+// startRequest fills req as a message at offset; a stream's first names
+// the upload.
+func (g *grpcStream) startRequest(req *wire.BidiWriteObjectRequest, offset int64) {
+	req.WriteOffset = offset
+	if g.fresh && g.app == nil {
+		req.FirstMessage = &wire.BidiWriteObjectRequest_UploadId{UploadId: g.id}
+		g.fresh = false
+	}
+}
+
+// teardown cancels the stream and waits for its receiver. It returns the
+// failure as the stream saw it: its own attempt timeout (which gRPC reports
+// as a plain Canceled), or the stream's status when a send only saw io.EOF.
+func (g *grpcStream) teardown(cause error) error {
+	if errors.Is(context.Cause(g.ctx), errChunkTimeout) {
+		// No acknowledgement within the attempt timeout: the connection
+		// is presumed dead, and reset (see grpcTransport.abandoned).
+		cause = errChunkTimeout
+		g.cut.Cut(g.local)
+	} else if cause == io.EOF {
+		// SendMsg reports a broken stream as io.EOF; the reason is the
+		// stream's status, which the receiver gets.
+		<-g.recvDone
+		if g.err != nil {
+			cause = g.err
+		}
+	}
+	g.timer.Stop()
+	g.cancel(cause)
+	<-g.recvDone
+	if g.u.ctx.Err() != nil && g.conn != nil {
+		// Cancelled with the upload: its reset may wait behind a stalled
+		// path, and the stream stays open until fenced.
+		g.u.via = g.conn
+		g.u.scratch.open = true
+	}
+	if g.conn != nil {
+		g.conn.doneData()
+		g.conn = nil
+	}
+	return cause
+}
+
+// done waits for the stream's status after the finished object.
+func (g *grpcStream) done(ctx context.Context) {
+	select {
+	case <-g.recvDone:
+	case <-ctx.Done():
+	}
+}

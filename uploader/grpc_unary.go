@@ -1,0 +1,340 @@
+package uploader
+
+import (
+	"cmp"
+	"context"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/objup/objup/chunker"
+	"github.com/objup/objup/internal/crc32c"
+	"github.com/objup/objup/internal/wire"
+)
+
+// invoke makes one attempt of a unary call, bounded by timeout, in the
+// upload's attempt context, on a connection of the small calls (see pick).
+// It runs on the Writer's goroutine only.
+func (g *grpcTransport) invoke(u *upload, method string, req, resp any, timeout time.Duration) error {
+	return g.invokeOn(g.pick(false), u, method, req, resp, timeout)
+}
+
+// invokeOn is invoke on c, which pick or use counted.
+func (g *grpcTransport) invokeOn(c *grpcConn, u *upload, method string, req, resp any, timeout time.Duration) error {
+	u.via = c
+	u.attempt.Arm(u.outgoing(u.attemptCtx()), timeout)
+	err := c.Invoke(&u.attempt, method, req, resp, g.callOpts...)
+	timedOut := u.attempt.TimedOut()
+	u.attempt.Disarm()
+	c.done()
+	if err != nil {
+		g.abandoned(u, timedOut, timeout, nil)
+	}
+	return err
+}
+
+// abandoned handles an attempt that failed. If no answer came within the
+// attempt timeout, the connection that carried it is presumed dead and is
+// reset, so that what the kernel still holds of the attempt never reaches
+// the service after a retry or a cleanup (see netcut), and the retry goes
+// out on a new connection: the connection at local when the stream said
+// where it went, else every connection that has received nothing for the
+// whole attempt (a live one always hears something: answers, window
+// updates, keepalive). An attempt that the upload's context ended was
+// cancelled, which resets its stream, not the connection other uploads
+// share: behind a stalled path that reset waits too, so the attempt stays
+// open until fenced.
+func (g *grpcTransport) abandoned(u *upload, timedOut bool, timeout time.Duration, local net.Addr) {
+	switch {
+	case u.ctx.Err() != nil && !u.scratch.settle:
+		u.scratch.open = true
+	case timedOut && local != nil && g.cut.Cut(local):
+	case timedOut:
+		// A stall that began after the attempt did leaves its connection
+		// heard from within the timeout: the cut may miss it, so the
+		// attempt stays open until fenced.
+		g.cut.CutSilent(timeout)
+		u.scratch.open = true
+	}
+}
+
+// writeObject sends rs as one WriteObject call.
+//
+// An object of one chunk of at most 2 MiB goes out as a unary call (one
+// request message, one response): on the wire it is a client stream of one
+// message, and gRPC starts no goroutine for it. A larger one (a chunk size
+// over 2 MiB, or the chunks of a parallel upload's part) is several
+// messages of at most 2 MiB on one WriteObject client stream, each made of
+// consecutive pieces of the chunks with its CRC32C combined from theirs,
+// the last with finish_write; gRPC starts one goroutine for such a stream.
+func (g *grpcTransport) writeObject(u *upload, rs []*chunkRef, timeout time.Duration) (*wire.Object, bool, error) {
+	if u.app != nil {
+		return g.writeAppendable(u, rs, timeout)
+	}
+	if len(rs) == 1 && len(rs[0].Data) <= maxMessage {
+		return g.writeUnary(u, rs[0], timeout)
+	}
+	return g.writeStream(u, rs, timeout)
+}
+
+// writeUnary makes one attempt of a one-message WriteObject. sent reports
+// whether the request may have left the process.
+func (g *grpcTransport) writeUnary(u *upload, r *chunkRef, timeout time.Duration) (o *wire.Object, sent bool, err error) {
+	sc := &u.scratch
+	sc.first.WriteObjectSpec = &sc.spec
+	sc.req.FirstMessage, sc.req.FinishWrite, sc.req.ObjectChecksums = &sc.first, true, u.checksums()
+	msg := u.life.newMsg()
+	if len(r.Data) > 0 {
+		u.life.add(msg, r, r.Data)
+	}
+	msg.Req, msg.CRC32C, msg.HasCRC = &sc.req, r.CRC32C, !u.noCRC()
+	sc.resp.Reset()
+	err = g.invoke(u, wire.MethodWriteObject, &msg.WriteMsg, &sc.resp, timeout)
+	u.life.sent(msg)
+	return sc.resp.GetResource(), msg.Marshaled(), err
+}
+
+// writeStream makes one attempt of a WriteObject client stream of several
+// messages, each of up to 2 MiB of consecutive pieces of rs.
+func (g *grpcTransport) writeStream(u *upload, rs []*chunkRef, timeout time.Duration) (o *wire.Object, sent bool, err error) {
+	ctx, cancel := context.WithTimeout(u.attemptCtx(), timeout)
+	defer cancel()
+	// A settled stream (see attemptCtx) is cancelled with the upload only
+	// until its last message is handed to gRPC; the lock orders the two.
+	var fin struct {
+		sync.Mutex
+		final, cancelled bool
+	}
+	if u.scratch.settle {
+		stop := context.AfterFunc(u.ctx, func() {
+			fin.Lock()
+			if !fin.final {
+				fin.cancelled = true
+				cancel()
+			}
+			fin.Unlock()
+		})
+		defer stop()
+	}
+	c := g.pick(true)
+	defer c.doneData()
+	u.via = c
+	var local net.Addr
+	defer func() {
+		if err != nil {
+			g.abandoned(u, ctx.Err() == context.DeadlineExceeded && u.ctx.Err() == nil, timeout, local)
+		}
+	}()
+	st, err := wire.NewWriteObjectStream(u.outgoing(ctx), c.ClientConn, g.callOpts...)
+	if err != nil {
+		return nil, false, err
+	}
+	if p, ok := peer.FromContext(st.Context()); ok {
+		local = p.LocalAddr
+	}
+	base := rs[0].Offset
+	i, rel := 0, 0 // the chunk and the offset in it where the next message starts
+	for first := true; first || i < len(rs); first = false {
+		msg, req := newReqMsg[wire.WriteObjectRequest]()
+		req.WriteOffset = rs[min(i, len(rs)-1)].Offset + int64(rel) - base
+		if first {
+			req.FirstMessage = &wire.WriteObjectRequest_WriteObjectSpec{WriteObjectSpec: u.spec()}
+		}
+		var crc uint32
+		crc, i, rel = u.fill(msg, rs, i, rel)
+		if i == len(rs) {
+			req.FinishWrite, req.ObjectChecksums = true, u.checksums()
+			fin.Lock()
+			fin.final = !fin.cancelled
+			fin.Unlock()
+			if !fin.final {
+				u.life.sent(msg)
+				_, err = st.CloseAndRecv()
+				return nil, sent, cmp.Or(u.ctx.Err(), err)
+			}
+		}
+		msg.CRC32C, msg.HasCRC = crc, !u.noCRC()
+		err = st.SendMsg(&msg.WriteMsg)
+		u.life.sent(msg)
+		sent = sent || msg.Marshaled()
+		if err != nil {
+			// The stream's status tells why it broke.
+			_, err = st.CloseAndRecv()
+			return nil, sent, err
+		}
+	}
+	resp, err := st.CloseAndRecv()
+	return resp.GetResource(), sent, err
+}
+
+// fill adds to msg up to 2 MiB of consecutive pieces of rs, from offset
+// rel of chunk i on, and returns their CRC32C and where the next message
+// starts.
+func (u *upload) fill(msg *outMsg, rs []*chunkRef, i, rel int) (crc uint32, nextI, nextRel int) {
+	size := 0
+	for i < len(rs) && msg.parts() < maxParts {
+		r := rs[i]
+		piece := rel / chunker.MaxPiece
+		end := min((piece+1)*chunker.MaxPiece, len(r.Data))
+		data := r.Data[rel:end]
+		if size > 0 && size+len(data) > maxMessage {
+			break
+		}
+		if len(data) > 0 {
+			pc := r.PieceCRC32C(piece)
+			if rel != piece*chunker.MaxPiece {
+				pc = crc32c.Checksum(data)
+			}
+			crc = crc32c.Combine(crc, pc, int64(len(data)))
+			u.life.add(msg, r, data)
+			size += len(data)
+		}
+		rel = end
+		if rel == len(r.Data) {
+			i, rel = i+1, 0
+		}
+	}
+	return crc, i, rel
+}
+
+// composeObject makes one attempt of ComposeObject into u's object.
+func (g *grpcTransport) composeObject(u *upload, srcs []source, timeout time.Duration) (*wire.Object, error) {
+	spec := u.spec()
+	req := &wire.ComposeObjectRequest{
+		Destination:              spec.GetResource(),
+		DestinationPredefinedAcl: spec.GetPredefinedAcl(),
+		IfGenerationMatch:        spec.IfGenerationMatch,
+		IfMetagenerationMatch:    spec.IfMetagenerationMatch,
+		KmsKey:                   spec.GetResource().GetKmsKey(),
+		ObjectChecksums:          u.checksums(),
+		SourceObjects:            make([]*wire.ComposeObjectRequest_SourceObject, len(srcs)),
+	}
+	for i, s := range srcs {
+		req.SourceObjects[i] = &wire.ComposeObjectRequest_SourceObject{Name: s.name, Generation: s.gen}
+	}
+	o := new(wire.Object)
+	if err := g.invoke(u, wire.MethodComposeObject, req, o, timeout); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// deleteObject makes one attempt of DeleteObject.
+func (g *grpcTransport) deleteObject(u *upload, name string, gen int64, timeout time.Duration) error {
+	req := &wire.DeleteObjectRequest{Bucket: u.resource(), Object: name, Generation: gen}
+	return g.invoke(u, wire.MethodDeleteObject, req, new(emptypb.Empty), timeout)
+}
+
+// getObject makes one attempt of GetObject.
+func (g *grpcTransport) getObject(u *upload, name string, timeout time.Duration) (*wire.Object, error) {
+	req := &wire.GetObjectRequest{Bucket: u.resource(), Object: name}
+	o := new(wire.Object)
+	if err := g.invoke(u, wire.MethodGetObject, req, o, timeout); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// fence asks, on every connection of the transport, for the object's
+// attributes: any answer of the service on a connection proves that it
+// handled what the connection carried before, the abandoned attempts'
+// streams and their resets included (an attempt may have gone out on any
+// connection: u.via names only the last). A connection with no answer
+// within timeout is presumed stalled and cut, with every other connection
+// silent that long, so what it holds is dropped.
+func (g *grpcTransport) fence(u *upload, timeout time.Duration) bool {
+	if !u.scratch.open {
+		return true
+	}
+	conns := g.conns[:len(g.conns):len(g.conns)]
+	if g.lane != nil {
+		conns = append(conns, g.lane)
+	}
+	silent := atomic.Bool{}
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Go(func() {
+			pu := u.detached(u.ctx)
+			c.use()
+			req := &wire.GetObjectRequest{Bucket: u.resource(), Object: u.object}
+			if err := g.invokeOn(c, pu, wire.MethodGetObject, req, new(wire.Object), timeout); err != nil && !fromService(err) {
+				silent.Store(true)
+			}
+		})
+	}
+	wg.Wait()
+	if silent.Load() {
+		g.cut.CutSilent(timeout)
+	}
+	u.scratch.open = false
+	return true
+}
+
+// fromService reports whether err is a status the service sent rather
+// than one gRPC made up for a failed connection or an expired deadline.
+func fromService(err error) bool {
+	switch status.Code(err) {
+	case codes.OK, codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Unknown, codes.Internal:
+		return false
+	}
+	return true
+}
+
+func (g *grpcTransport) startUpload(u *upload, timeout time.Duration) (string, error) {
+	if u.app != nil {
+		// An appendable object has no session: its first stream creates
+		// it (see openAppend).
+		return "", nil
+	}
+	req := &wire.StartResumableWriteRequest{WriteObjectSpec: u.spec()}
+	var resp wire.StartResumableWriteResponse
+	if err := g.invoke(u, wire.MethodStartResumableWrite, req, &resp, timeout); err != nil {
+		return "", err
+	}
+	return resp.GetUploadId(), nil
+}
+
+// queryStatus asks on the connection of the session's streams, when it has
+// had one: a call that completed there after the old stream was torn down
+// proves that connection's writer went past that stream's messages, so
+// what gRPC still holds of them it never releases, and they are released
+// by force (see outMsg). Every stream of a session takes that connection
+// (see openStream), so this covers all of its messages; a call on another
+// connection would prove nothing.
+func (g *grpcTransport) queryStatus(u *upload, id string, route any, size int64, timeout time.Duration) (int64, *wire.Object, error) {
+	if u.app != nil {
+		return g.appendStatus(u, size, timeout)
+	}
+	var st wire.QueryWriteStatusResponse
+	req := &wire.QueryWriteStatusRequest{UploadId: id}
+	c, streamed := route.(*grpcConn)
+	if streamed {
+		c.use()
+	} else {
+		c = g.pick(false)
+	}
+	if err := g.invokeOn(c, u, wire.MethodQueryWriteStatus, req, &st, timeout); err != nil {
+		return 0, nil, err
+	}
+	if streamed {
+		u.life.forceRelease()
+	}
+	if o := st.GetResource(); o != nil {
+		return o.GetSize(), o, nil
+	}
+	return st.GetPersistedSize(), nil, nil
+}
+
+// cancelUpload: an unfinished gRPC session that no stream writes to is
+// dropped by the service when it expires.
+func (g *grpcTransport) cancelUpload(*upload, string, time.Duration) {}
+
+// window: a stream's messages are acknowledged one by one, so the window is
+// what may be unacknowledged.
+func (g *grpcTransport) window(perSend int64) int64 { return perSend }
