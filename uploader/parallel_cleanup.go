@@ -1,0 +1,125 @@
+package uploader
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/objup/objup/uploader/internal/telemetry"
+)
+
+// close ends a parallel upload, in the background: it stops the parts
+// still uploading and waits for them (a part whose finishing request went
+// out runs to its answer, see attemptCtx), releases their chunks and the
+// part being filled, fences the parts' attempts that were abandoned uncut
+// (see transport.fence), and deletes every temporary object that may exist,
+// maxDeletes at a time, with a context of its own bounded by
+// cleanupTimeout. The Writer waits for it while the upload's context
+// lasts; Client.Close waits for it in any case.
+func (p *parallel) close() {
+	p.cancel()
+	w := p.w
+	tr, cfg := p.tr, w.cfg.retry
+	base := w.upload.detached(context.WithoutCancel(w.ctx))
+	done := make(chan struct{})
+	w.c.background(func() {
+		defer close(done)
+		p.wait() // starts the wait, if no one did
+		<-p.allDone
+		if p.cur != nil {
+			for _, r := range p.cur.refs {
+				r.unref()
+			}
+			p.cur = nil
+		}
+		type temporary struct {
+			source
+			via  *grpcConn
+			open bool // an attempt was abandoned uncut: fence it first
+		}
+		var doomed []temporary
+		for _, pt := range p.parts {
+			if pt.gen != 0 || pt.sent.Load() {
+				doomed = append(doomed, temporary{source: source{name: pt.object, gen: pt.gen}, via: pt.via, open: pt.scratch.open})
+			}
+		}
+		for _, s := range p.temps {
+			doomed = append(doomed, temporary{source: s})
+		}
+		ctx, cancel := context.WithTimeout(base.ctx, cleanupTimeout)
+		defer cancel()
+		del := func(d temporary) {
+			u := &part{}
+			u.target = target{c: base.c, ctx: ctx, bucket: base.bucket, object: d.name, params: base.params}
+			u.ev = telemetry.NewEvents(&u.target, w.ev.Span())
+			u.retry.init(cfg, &u.ev)
+			if d.open {
+				// An abandoned attempt of the part may still be on its
+				// way: it must arrive, or be cut, before the delete.
+				u.via, u.scratch.open = d.via, true
+				tr.fence(&u.upload, u.retry.attemptTimeout())
+			}
+			err := u.retry.do(&u.target, tr.names().delete, true, nil, func() (string, bool, error) {
+				err := tr.deleteObject(&u.upload, d.name, d.gen, u.retry.attemptTimeout())
+				if IsNotFound(err) {
+					err = nil
+				}
+				return "", true, err
+			})
+			if err != nil {
+				p.leftBehind(d.name, err)
+			} else if l := w.c.tel.Logger(); l != nil {
+				l.LogAttrs(ctx, slog.LevelDebug, "objup: deleted a temporary object", slog.String("temporary", d.name), slog.Int64("generation", d.gen), slog.Bool("fenced", d.open))
+			}
+		}
+		var g errgroup.Group
+		g.SetLimit(maxDeletes)
+		for _, d := range doomed {
+			g.Go(func() error { del(d); return nil })
+		}
+		_ = g.Wait()
+		// A part whose last answer was lost may still be committing on the
+		// service (it received the whole write before the connection
+		// broke): its delete is repeated once, a moment later.
+		var unknown []temporary
+		for _, d := range doomed {
+			if d.gen == 0 {
+				d.open = false
+				unknown = append(unknown, d)
+			}
+		}
+		if len(unknown) > 0 {
+			t := time.NewTimer(resweepAfter)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+			}
+			for _, d := range unknown {
+				g.Go(func() error { del(d); return nil })
+			}
+			_ = g.Wait()
+		}
+		_ = g.Wait()
+		p.life.wait()
+	})
+	select {
+	case <-done:
+	case <-w.ctx.Done():
+	}
+}
+
+// leftBehind reports a temporary object that could not be deleted.
+func (p *parallel) leftBehind(name string, err error) {
+	w := p.w
+	if s := w.ev.Span(); s != nil {
+		s.AddEvent("temporary object left", trace.WithAttributes(attribute.String("object", name), attribute.String("error", err.Error())))
+	}
+	if l := w.c.tel.Logger(); l != nil {
+		l.LogAttrs(context.WithoutCancel(w.ctx), slog.LevelWarn, "objup: could not delete a temporary object", w.ev.LogAttrs(slog.String("temporary", name), slog.Any("error", err))...)
+	}
+}

@@ -1,0 +1,104 @@
+package uploader
+
+import (
+	"strconv"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/objup/objup/chunker"
+	"github.com/objup/objup/internal/wire"
+)
+
+// finish uploads the last part, waits for every part and composes them
+// into the object; last is the data after the parts handed out so far.
+func (p *parallel) finish(last chunker.Chunk) (*wire.Object, error) {
+	w := p.w
+	if len(last.Data) > 0 {
+		if err := p.push(last); err != nil {
+			return nil, err
+		}
+	} else {
+		w.life.putBuffer(last.Buf)
+	}
+	if p.cur != nil && len(p.cur.refs) > 0 {
+		if err := p.dispatch(); err != nil {
+			return nil, err
+		}
+	}
+	if err := p.wait(); err != nil {
+		return nil, err
+	}
+	srcs := make([]source, len(p.parts))
+	for i, pt := range p.parts {
+		srcs[i] = source{name: pt.object, gen: pt.gen}
+	}
+	for round := 0; len(srcs) > maxComposeSources; round++ {
+		next, err := p.composeRound(round, srcs)
+		if err != nil {
+			return nil, err
+		}
+		srcs = next
+	}
+	w.spec(nil, w.ch.Size())
+	w.scratch.hasSums = w.checksums() != nil
+	var o *wire.Object
+	names := p.tr.names()
+	lost := false
+	err := w.retry.do(&w.target, names.compose, w.idempotent(), nil, func() (string, bool, error) {
+		var err error
+		o, err = p.tr.composeObject(&w.upload, srcs, w.retry.attemptTimeout())
+		switch {
+		case err == nil:
+		case lost && IsPreconditionFailed(err):
+			if stored := w.resolve(p.tr, w.expect(), w.cfg.retry); stored != nil {
+				o = stored
+				return "", true, nil
+			}
+		case answerLost(err):
+			lost = true
+		}
+		return "", true, err
+	})
+	if err != nil {
+		return w.settled(p.tr, w.expect(), lost, w.cfg.retry, err)
+	}
+	return o, nil
+}
+
+// composeRound joins srcs 32 at a time into temporary objects, all at
+// once, and returns those.
+func (p *parallel) composeRound(round int, srcs []source) ([]source, error) {
+	n := (len(srcs) + maxComposeSources - 1) / maxComposeSources
+	next := make([]source, n)
+	us := make([]*part, n)
+	for i := range us {
+		us[i] = p.newPart(0)
+		// The parts' context ended with them; a compose runs in the
+		// upload's.
+		us[i].ctx = p.w.ctx
+		us[i].object = p.prefix + "compose-" + strconv.Itoa(round) + "-" + strconv.Itoa(i)
+		us[i].initSpec(p.w)
+		next[i].name = us[i].object
+	}
+	var g errgroup.Group
+	for i, u := range us {
+		group := srcs[i*maxComposeSources : min((i+1)*maxComposeSources, len(srcs))]
+		g.Go(func() error {
+			var o *wire.Object
+			err := u.retry.do(&u.target, p.tr.names().compose, true, nil, func() (string, bool, error) {
+				var err error
+				o, err = p.tr.composeObject(&u.upload, group, u.retry.attemptTimeout())
+				return "", true, err
+			})
+			next[i].gen = o.GetGeneration()
+			return err
+		})
+	}
+	err := g.Wait()
+	for _, s := range next {
+		// An intermediate whose compose may have run is deleted with the
+		// parts; one that surely did not exist is not found, which is fine.
+		p.temps = append(p.temps, s)
+	}
+	return next, err
+}

@@ -1,0 +1,264 @@
+package uploader
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc/codes"
+
+	"github.com/objup/objup/chunker"
+	"github.com/objup/objup/internal/crc32c"
+	"github.com/objup/objup/internal/wire"
+	"github.com/objup/objup/uploader/internal/telemetry"
+)
+
+// push takes a full chunk into the part being filled, and hands the part
+// to a goroutine once it has PartSize bytes.
+func (p *parallel) push(c chunker.Chunk) error {
+	if p.cur == nil {
+		p.cur = p.newPart(len(p.parts))
+	}
+	pt := p.cur
+	r := p.life.newRef(c)
+	pt.refs = append(pt.refs, r)
+	pt.scratch.crc = crc32c.Combine(pt.scratch.crc, r.CRC32C, int64(len(r.Data)))
+	pt.size += int64(len(r.Data))
+	if pt.size >= p.partSize {
+		return p.dispatch()
+	}
+	return nil
+}
+
+// newPart returns part i, an object of its own under the upload's prefix,
+// written only if it does not exist yet (so a retried write is harmless).
+func (p *parallel) newPart(i int) *part {
+	w := p.w
+	pt := &part{index: i}
+	pt.target = target{c: w.c, ctx: p.ctx, bucket: w.bucket, object: p.prefix + "part-" + strconv.Itoa(i), params: w.params}
+	pt.initSpec(w)
+	pt.ev = telemetry.NewEvents(&pt.target, w.ev.Span())
+	pt.life.ev = &pt.ev
+	pt.retry.init(w.cfg.retry, &pt.ev)
+	return pt
+}
+
+// initSpec makes u's spec that of a temporary object of w's upload.
+func (u *upload) initSpec(w *Writer) {
+	u.scratch.spec.Resource = &u.scratch.object
+	u.scratch.object.Name, u.scratch.object.Bucket = u.object, w.resource()
+	u.scratch.object.ContentType = "application/octet-stream"
+	u.scratch.spec.IfGenerationMatch = new(int64)
+	u.scratch.settle = true
+}
+
+// dispatch hands the part being filled to a goroutine of its own. It waits
+// while Parts parts are uploading, as the upload's context allows: a part
+// that does not get its turn is dropped, and the upload fails.
+func (p *parallel) dispatch() error {
+	pt := p.cur
+	p.cur = nil
+	if err := p.slots.Acquire(p.ctx, 1); err != nil {
+		for _, r := range pt.refs {
+			r.unref()
+		}
+		pt.refs = nil
+		return p.failure(err)
+	}
+	pt.scratch.checksums.Crc32C = &pt.scratch.crc
+	pt.scratch.hasSums = true
+	p.parts = append(p.parts, pt)
+	p.inflight.Add(1)
+	p.g.Go(func() error {
+		defer p.inflight.Add(-1)
+		err := p.send(pt)
+		if err != nil {
+			// Cancelled before the turn frees, so no part starts after a
+			// failure.
+			p.cancel()
+		}
+		p.slots.Release(1)
+		return err
+	})
+	if err := p.ctx.Err(); err != nil {
+		return p.failure(err)
+	}
+	return nil
+}
+
+// send uploads part pt in one WriteObject call, retried as a whole, and
+// drops its chunks once done.
+func (p *parallel) send(pt *part) error {
+	if err := p.ctx.Err(); err != nil {
+		// Another part failed while this one waited for its turn.
+		for _, r := range pt.refs {
+			r.unref()
+		}
+		pt.refs = nil
+		return err
+	}
+	start := time.Now()
+	names := p.tr.names()
+	var o *wire.Object
+	lost := false
+	want := &expect{size: pt.size, crc: pt.scratch.crc, hasCRC: true, since: p.w.ev.Start().Wall()}
+	err := pt.retry.do(&pt.target, names.write, true, nil, func() (string, bool, error) {
+		if err := p.ctx.Err(); err != nil {
+			// No attempt starts once the upload is cancelled.
+			return "", false, err
+		}
+		var sent bool
+		var err error
+		o, sent, err = p.tr.writeObject(&pt.upload, pt.refs, pt.retry.attemptTimeout())
+		if sent {
+			pt.sent.Store(true)
+		}
+		switch {
+		case err == nil:
+		case lost && IsPreconditionFailed(err):
+			// The part's own earlier attempt, applied although its
+			// answer was lost, is what the precondition met.
+			if stored := pt.resolve(p.tr, want, pt.retry.cfg); stored != nil {
+				o = stored
+				return "", sent, nil
+			}
+		case sent && answerLost(err):
+			lost = true
+		}
+		return "", sent, err
+	})
+	for _, r := range pt.refs {
+		r.unref()
+	}
+	pt.refs = nil
+	if err == nil {
+		err = pt.check(o)
+	}
+	p.event(pt, start, err)
+	if err != nil {
+		w := p.w
+		return &Error{Op: names.write, Bucket: w.bucket, Object: w.object, Code: codeOf(err),
+			Err: &partError{index: pt.index, name: pt.object, err: err}}
+	}
+	p.w.cfg.progress.report(p.stored.Add(pt.size))
+	return nil
+}
+
+// check checks the stored part against what was sent.
+func (pt *part) check(o *wire.Object) error {
+	if o == nil {
+		return errors.New("the service stored the part without returning it")
+	}
+	pt.gen = o.GetGeneration()
+	if o.GetSize() != pt.size {
+		return &Error{Op: "WriteObject", Bucket: pt.bucket, Object: pt.object, Code: codes.DataLoss,
+			Err: fmt.Errorf("the service stored %d bytes of the part, %d were sent", o.GetSize(), pt.size)}
+	}
+	if cs := o.GetChecksums(); cs != nil && cs.Crc32C != nil && cs.GetCrc32C() != pt.scratch.crc {
+		return &Error{Op: "WriteObject", Bucket: pt.bucket, Object: pt.object, Code: codes.DataLoss,
+			Err: fmt.Errorf("the service reports CRC32C %08x for the part, %08x was sent", cs.GetCrc32C(), pt.scratch.crc)}
+	}
+	return nil
+}
+
+// partError is the failure of one part, which fails the upload with the
+// part's cause.
+type partError struct {
+	index int
+	name  string
+	err   error
+}
+
+func (e *partError) Error() string {
+	return fmt.Sprintf("part %d (%s): %v", e.index, e.name, e.err)
+}
+
+func (e *partError) Unwrap() error { return e.err }
+
+// event records a part's end on the upload's span, and in the log.
+func (p *parallel) event(pt *part, start time.Time, err error) {
+	if s := p.w.ev.Span(); s != nil {
+		attrs := []attribute.KeyValue{
+			attribute.Int("part", pt.index), attribute.String("object", pt.object),
+			attribute.Int64("bytes", pt.size), attribute.Int64("retries", int64(pt.ev.Retries())),
+			attribute.Int64("duration_ms", time.Since(start).Milliseconds()),
+		}
+		if err != nil {
+			attrs = append(attrs, attribute.String("error", err.Error()))
+		}
+		s.AddEvent("part", trace.WithAttributes(attrs...))
+	}
+	if l := p.w.c.tel.Logger(); l != nil {
+		l.LogAttrs(p.w.ctx, slog.LevelDebug, "objup: uploaded a part", p.w.ev.LogAttrs(
+			slog.Int("part", pt.index), slog.String("temporary", pt.object), slog.Int64("generation", pt.gen),
+			slog.Bool("sent", pt.sent.Load()), slog.Bool("open", pt.scratch.open),
+			slog.Int64("bytes", pt.size), slog.Duration("took", time.Since(start)), slog.Any("error", err))...)
+	}
+}
+
+// buffer takes an empty buffer for the part being filled. When it must
+// wait and no part is uploading, the part is sent as it is, smaller than
+// PartSize: the pool budget is then held by the part itself, and nothing
+// else would give a buffer back.
+func (p *parallel) buffer() (*[]byte, error) {
+	w := p.w
+	if b, ok := w.tryBuffer(); ok {
+		return b, nil
+	}
+	defer w.waited(time.Now())
+	if p.inflight.Load() == 0 && p.cur != nil && len(p.cur.refs) > 0 {
+		if err := p.dispatch(); err != nil {
+			return nil, err
+		}
+	}
+	b, err := w.waitBuffer(p.ctx)
+	if err != nil {
+		return nil, p.failure(err)
+	}
+	return b, nil
+}
+
+// failure returns the error that ended the upload: a part's, which ended
+// p.ctx, rather than the wait it interrupted.
+func (p *parallel) failure(err error) error {
+	if p.ctx.Err() != nil && p.w.ctx.Err() == nil {
+		if gerr := p.wait(); gerr != nil {
+			return gerr
+		}
+	}
+	return err
+}
+
+// wait waits for every part's goroutine and returns the first failure,
+// or the context's error if w's context ends first: a part whose
+// finishing request went out runs to its answer (see attemptCtx), and the
+// Writer does not wait for that past its context (cleanup does).
+func (p *parallel) wait() error {
+	p.waitOnce.Do(func() {
+		p.allDone = make(chan struct{})
+		go func() {
+			p.err = p.g.Wait()
+			// What gRPC still holds of the parts' messages is released
+			// with the parts' chunks (see lifetime.wait).
+			for _, pt := range p.parts {
+				for _, h := range pt.life.holds {
+					if !h.done.Load() {
+						p.life.holds = append(p.life.holds, h)
+					}
+				}
+				pt.life.holds = nil
+			}
+			close(p.allDone)
+		}()
+	})
+	select {
+	case <-p.allDone:
+		return p.err
+	case <-p.w.ctx.Done():
+		return p.w.ctx.Err()
+	}
+}
