@@ -1,0 +1,114 @@
+package uploader
+
+import (
+	"errors"
+	"fmt"
+	"io"
+)
+
+// recover resumes the session after its stream failed.
+func (s *resumable) recover() error {
+	s.mu.Lock()
+	cause := s.streamErr
+	s.mu.Unlock()
+	if cause == nil {
+		cause = fmt.Errorf("stream closed: %w", io.ErrUnexpectedEOF)
+	}
+	return s.recoverFrom(s.names.stream, cause)
+}
+
+// teardown ends the current stream; its reports are over once it returns.
+func (s *resumable) teardown(cause error) error {
+	if s.st != nil {
+		cause = s.st.teardown(cause)
+		s.st = nil
+	}
+	s.mu.Lock()
+	s.streamErr = nil
+	s.mu.Unlock()
+	return cause
+}
+
+// recoverFrom resumes the session after cause, an error of op, broke the
+// stream: after the backoff it asks the service how much it persisted,
+// releases that, opens a new stream and resends the rest, retried as one
+// episode of the retrier. It gives up on errors the retrier does not
+// retry, and when the retry budget is spent, with an error that names the
+// operation that failed last.
+func (s *resumable) recoverFrom(op string, cause error) error {
+	cause = s.teardown(cause)
+	first := cause
+	var fatal error // an answer no retry can mend
+	err := s.retry.do(&s.u.target, op, true, cause, func() (string, bool, error) {
+		size := int64(-1)
+		if s.final {
+			size = s.last
+		}
+		persisted, o, err := s.tr.queryStatus(s.u, s.id, s.route, size, s.retry.attemptTimeout())
+		if err != nil {
+			return s.names.query, true, err
+		}
+		s.mu.Lock()
+		if o != nil && s.resource == nil {
+			s.resource = o
+		}
+		err = s.ackLocked(persisted)
+		s.mu.Unlock()
+		if err != nil {
+			fatal = err
+			return "", true, nil
+		}
+		if o != nil {
+			return "", true, nil
+		}
+		s.report(persisted)
+		if err := s.open(persisted); err != nil {
+			return s.names.stream, true, err
+		}
+		// Resend everything the service does not have, then finish if the
+		// upload had come that far.
+		if err := s.st.send(s.pushedNow(), true); err != nil {
+			return s.names.stream, true, s.teardown(err)
+		}
+		s.ev.Resumed(persisted, first)
+		return "", true, nil
+	})
+	if err == nil && fatal != nil {
+		return s.u.err(s.names.query, fatal)
+	}
+	return err
+}
+
+// abort abandons the session: the stream is torn down and the session
+// cancelled, so it is never finalized.
+func (s *resumable) abort(cause error) {
+	s.teardown(cause)
+	s.mu.Lock()
+	finished := s.resource != nil
+	s.mu.Unlock()
+	if !finished && s.id != "" {
+		// The cancel goes out even when the upload's context ended, in
+		// the background so that the caller does not wait for it.
+		u, tr, id, timeout := s.u.detached(s.u.ctx), s.tr, s.id, s.retry.cfg.limits.AttemptTimeout
+		u.c.background(func() { tr.cancelUpload(u, id, timeout) })
+		s.id = ""
+	}
+}
+
+// close ends the session's stream and drops the session's hold on every
+// chunk still pending; the transport lets go of its own when the stream is
+// torn down.
+func (s *resumable) close() {
+	s.teardown(errors.New("upload closed"))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.closed = true
+	for i, r := range s.pending {
+		r.unref()
+		s.pending[i] = nil
+	}
+	s.pending = nil
+}
