@@ -1,20 +1,14 @@
 package fakes
 
 import (
-	"context"
 	"fmt"
-	"net/url"
-	"strconv"
-	"strings"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/objup/objup/fakes/internal/api"
 	"github.com/objup/objup/fakes/internal/store"
+	"github.com/objup/objup/fakes/internal/writes"
 	"github.com/objup/objup/internal/wire"
 )
 
@@ -55,7 +49,7 @@ func (up *upload) storeAppendable(tenant string) (*store.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	up.gen = stored.Generation()
+	up.app.Name, up.app.Gen = up.object, stored.Generation()
 	return stored, nil
 }
 
@@ -65,19 +59,20 @@ func (up *upload) storeAppendable(tenant string) (*store.Object, error) {
 // object is no longer the live generation of its name, which ends the
 // write: up is marked gone. up.mu is held.
 func (up *upload) grow(final bool) (*store.Object, error) {
-	c, ok := up.b.ReplaceAppendable(up.object, up.gen, up, up.content(nil), final)
+	c, ok := up.b.ReplaceAppendable(up.object, up.app.Gen, up, up.content(nil), final)
 	if !ok {
 		up.gone = true
-		return nil, status.Errorf(codes.NotFound, "appendable object %q generation %d is no longer the live object", up.object, up.gen)
+		return nil, up.errGone()
 	}
-	up.persisted, up.persistedCRC, up.persistedN = up.Size, up.CRC, len(up.chunks)
+	up.app.Persist(&up.State)
+	up.persistedN = len(up.chunks)
 	return c, nil
 }
 
 // persist persists the bytes of the appendable write up that are pending,
 // if any. up.mu is held.
 func (up *upload) persist() error {
-	if up.Size == up.persisted {
+	if !up.app.Pending(&up.State) {
 		return nil
 	}
 	_, err := up.grow(false)
@@ -89,7 +84,13 @@ func (up *upload) persist() error {
 func (up *upload) dropPending() {
 	clear(up.chunks[up.persistedN:])
 	up.chunks = up.chunks[:up.persistedN]
-	up.Size, up.CRC = up.persisted, up.persistedCRC
+	up.app.Drop(&up.State)
+}
+
+// errGone is the error for a write to the appendable object of up once it
+// is no longer the live generation of its name.
+func (up *upload) errGone() error {
+	return status.Errorf(codes.NotFound, "appendable object %q generation %d is no longer the live object", up.object, up.app.Gen)
 }
 
 // abandon ends the stream w's part in its appendable write, if it is still
@@ -103,11 +104,8 @@ func (w *writeStream) abandon() {
 	}
 	up.mu.Lock()
 	defer up.mu.Unlock()
-	if up.writer == w {
-		if up.result == nil && !up.gone {
-			up.dropPending()
-		}
-		up.writer = nil
+	if up.app.Abandon(w, true, &up.State) && up.result == nil && !up.gone {
+		up.dropPending()
 	}
 }
 
@@ -146,26 +144,22 @@ func (up *upload) finalizeAppendable() (*wire.Object, error) {
 // message and makes the stream its writer.
 func (w *writeStream) openAppendable(m *api.WriteMsg) error {
 	if m.Sums != nil && !m.Finish {
-		return errAppendSums
+		return writes.ErrAppendSums
 	}
 	up, err := w.s.newUpload(w.ctx, m.Spec, m.Common, w.method)
 	if err != nil {
 		return err
 	}
-	up.appendable, up.MD5, up.epoch = true, nil, 1
+	up.appendable, up.MD5, up.app.Epoch = true, nil, 1
 	up.mu.Lock()
 	defer up.mu.Unlock()
 	if _, err := up.storeAppendable(tenantOf(w.ctx)); err != nil {
 		return err
 	}
-	w.up, w.epoch, w.sendResource = up, up.epoch, true
-	up.writer = w
+	w.up, w.epoch, w.sendResource = up, up.app.Epoch, true
+	up.app.Writer = w
 	return nil
 }
-
-// errAppendSums: object_checksums of an appendable object may only come
-// with finish_write.
-var errAppendSums = status.Error(codes.InvalidArgument, "object_checksums: for an appendable object they may only come with finish_write")
 
 // openAppend opens the appendable object that an append_object_spec
 // names: it resumes with the write handle it carries, or takes the object
@@ -174,7 +168,7 @@ var errAppendSums = status.Error(codes.InvalidArgument, "object_checksums: for a
 func (w *writeStream) openAppend(m *api.WriteMsg) error {
 	spec := m.AppendSpec
 	if m.Sums != nil && !m.Finish {
-		return errAppendSums
+		return writes.ErrAppendSums
 	}
 	if err := api.CheckCommon(m.Common); err != nil {
 		return err
@@ -194,63 +188,23 @@ func (w *writeStream) openAppend(m *api.WriteMsg) error {
 	case !o.Live():
 		return status.Errorf(codes.FailedPrecondition, "object %q generation %d is noncurrent: only the live generation can be appended to", o.Name(), o.Generation())
 	}
-	handle, hasHandle := spec.GetWriteHandle().GetHandle(), spec.WriteHandle != nil
 	up := owner.(*upload)
 	up.mu.Lock()
 	defer up.mu.Unlock()
-	switch {
-	case up.gone:
-		return status.Errorf(codes.NotFound, "appendable object %q generation %d is no longer the live object", o.Name(), o.Generation())
-	case up.routeToken != "" && !hasRoutingToken(w.ctx, up.routeToken) && spec.GetRoutingToken() != up.routeToken:
-		// Redirected (RedirectAppend): a stream without the routing
-		// token reached the wrong place, and is redirected again.
-		return redirectError("fakes: appendable object "+strconv.Quote(o.Name())+" was redirected: reopen it with the routing token", up.routeToken, writeHandle(up.gen, up.epoch), up.gen)
-	case hasHandle:
-		gen, epoch, ok := parseWriteHandle(handle)
-		if !ok || gen != up.gen {
-			return status.Errorf(codes.InvalidArgument, "write_handle %q is not one this server issued for generation %d of %q", handle, up.gen, o.Name())
-		}
-		if epoch != up.epoch {
-			return errTakenOver(up)
-		}
-	case up.result != nil:
-		return status.Errorf(codes.FailedPrecondition, "appendable object %q generation %d is already finalized", o.Name(), o.Generation())
-	default:
-		cond := api.ReadConditions(nil, nil, spec.IfMetagenerationMatch, spec.IfMetagenerationNotMatch)
-		if err := cond.Check(o); err != nil {
-			return err
-		}
-		up.epoch++
-		w.sendResource = true
+	if up.gone {
+		return up.errGone()
+	}
+	takeover, err := up.app.Reopen(w.ctx, w, spec, up.result != nil, &up.State, func() error {
+		return api.ReadConditions(nil, nil, spec.IfMetagenerationMatch, spec.IfMetagenerationNotMatch).Check(o)
+	})
+	if err != nil {
+		return err
 	}
 	if up.result == nil {
 		up.dropPending() // the stream before loses what it did not persist
 	}
-	up.routeToken = ""
-	up.writer = w
-	w.up, w.epoch = up, up.epoch
+	w.up, w.epoch, w.sendResource = up, up.app.Epoch, takeover
 	return nil
-}
-
-func errTakenOver(up *upload) error {
-	return status.Errorf(codes.FailedPrecondition, "another writer has taken over appendable object %q generation %d, or resumed its writer on another stream", up.object, up.gen)
-}
-
-// writeHandle is the opaque write handle of a writer of an appendable
-// object: its generation and the writer's epoch.
-func writeHandle(gen int64, epoch uint64) []byte {
-	return []byte("g" + strconv.FormatInt(gen, 10) + "w" + strconv.FormatUint(epoch, 10))
-}
-
-func parseWriteHandle(h []byte) (gen int64, epoch uint64, ok bool) {
-	rest, ok1 := strings.CutPrefix(string(h), "g")
-	g, e, ok2 := strings.Cut(rest, "w")
-	if !ok1 || !ok2 {
-		return 0, 0, false
-	}
-	gen, err1 := strconv.ParseInt(g, 10, 64)
-	epoch, err2 := strconv.ParseUint(e, 10, 64)
-	return gen, epoch, err1 == nil && err2 == nil
 }
 
 // appendResponse is the response of an appendable write that has not
@@ -262,19 +216,13 @@ func parseWriteHandle(h []byte) (gen int64, epoch uint64, ok bool) {
 func (w *writeStream) appendResponse(first bool) *wire.BidiWriteObjectResponse {
 	up := w.up
 	up.mu.Lock()
-	size, crc, gen := up.persisted, up.persistedCRC, up.gen
+	resp := up.app.Response(w.epoch)
 	up.mu.Unlock()
-	resp := &wire.BidiWriteObjectResponse{}
 	if first && w.sendResource {
-		if o, err := up.b.Get(up.object, gen); err == nil && o.Size() == size {
-			resp.WriteStatus = &wire.BidiWriteObjectResponse_Resource{Resource: toObject(up.b, o)}
+		if o, err := up.b.Get(up.object, up.app.Gen); err == nil && o.Size() == resp.GetPersistedSize() {
+			resp.WriteStatus, resp.PersistedDataChecksums = &wire.BidiWriteObjectResponse_Resource{Resource: toObject(up.b, o)}, nil
 		}
 	}
-	if resp.WriteStatus == nil {
-		resp.WriteStatus = &wire.BidiWriteObjectResponse_PersistedSize{PersistedSize: size}
-		resp.PersistedDataChecksums = &wire.ObjectChecksums{Crc32C: &crc}
-	}
-	resp.WriteHandle = &wire.BidiWriteHandle{Handle: writeHandle(gen, w.epoch)}
 	return resp
 }
 
@@ -283,40 +231,5 @@ func (w *writeStream) appendResponse(first bool) *wire.BidiWriteObjectResponse {
 // and w fails with the redirect (its pending bytes are lost when the
 // stream ends). up.mu is held.
 func (w *writeStream) redirected() error {
-	up := w.up
-	up.routeToken = w.redir.token
-	return redirectError(fmt.Sprintf("fakes: injected redirect of appendable object %q after %d bytes on the stream", up.object, w.received), w.redir.token, writeHandle(up.gen, up.epoch), up.gen)
-}
-
-// redirectError is the error of a redirect instruction: codes.Aborted with
-// a google.storage.v2.BidiWriteObjectRedirectedError detail that carries
-// the routing token and, for an appendable object, the write handle and
-// generation to resume with.
-func redirectError(msg, token string, handle []byte, gen int64) error {
-	r := &wire.BidiWriteObjectRedirectedError{RoutingToken: &token}
-	if handle != nil {
-		r.WriteHandle = &wire.BidiWriteHandle{Handle: handle}
-		r.Generation = &gen
-	}
-	d, err := proto.Marshal(r)
-	if err != nil {
-		return status.Errorf(codes.Internal, "redirect: %v", err)
-	}
-	p := status.New(codes.Aborted, msg).Proto()
-	p.Details = []*anypb.Any{{TypeUrl: "type.googleapis.com/google.storage.v2.BidiWriteObjectRedirectedError", Value: d}}
-	return status.ErrorProto(p)
-}
-
-// hasRoutingToken reports whether a call's x-goog-request-params carry
-// routing_token=token, as a client sends it after a redirect.
-func hasRoutingToken(ctx context.Context, token string) bool {
-	for _, v := range metadata.ValueFromIncomingContext(ctx, "x-goog-request-params") {
-		for _, kv := range strings.Split(v, "&") {
-			k, val, _ := strings.Cut(kv, "=")
-			if u, err := url.QueryUnescape(val); err == nil && k == "routing_token" && u == token {
-				return true
-			}
-		}
-	}
-	return false
+	return w.up.app.Redirected(fmt.Sprintf("fakes: injected redirect of appendable object %q after %d bytes on the stream", w.up.object, w.received), w.redir.token)
 }

@@ -120,13 +120,13 @@ func (w *writeStream) handle(m *api.WriteMsg) (*wire.Object, int64, error) {
 	defer up.mu.Unlock()
 	switch {
 	case up.gone && up.appendable:
-		return nil, 0, status.Errorf(codes.NotFound, "appendable object %q generation %d is no longer the live object", up.object, up.gen)
+		return nil, 0, up.errGone()
 	case up.gone:
 		return nil, 0, status.Errorf(codes.NotFound, "upload %q no longer exists", up.id)
-	case up.appendable && (w.epoch != up.epoch || up.writer != w):
-		return nil, 0, errTakenOver(up)
+	case up.appendable && up.app.Fenced(w, w.epoch) != nil:
+		return nil, 0, up.app.Fenced(w, w.epoch)
 	case up.appendable && m.Sums != nil && !m.Finish:
-		return nil, 0, errAppendSums
+		return nil, 0, writes.ErrAppendSums
 	}
 	if up.result != nil {
 		// Finalized by an earlier stream: a retried finish_write, or a
@@ -200,7 +200,7 @@ func (w *writeStream) open(m *api.WriteMsg) error {
 		err = status.Error(codes.InvalidArgument, "the first message must set upload_id, write_object_spec or append_object_spec")
 	}
 	if err == nil && w.up.appendable && w.rc != nil {
-		err = w.rc.RedirectWrite(writeHandle(w.up.gen, w.epoch), w.up.gen)
+		err = w.rc.RedirectWrite(writes.Handle(w.up.app.Gen, w.epoch), w.up.app.Gen)
 	}
 	if err == nil && w.up.appendable && w.up.result == nil {
 		w.redir, w.hasRedir = w.s.faults.takeRedirect()
@@ -269,10 +269,10 @@ func (w *writeStream) end() (*wire.Object, int64, error) {
 	defer w.up.mu.Unlock()
 	switch {
 	case w.up.gone && w.up.appendable:
-		return nil, 0, status.Errorf(codes.NotFound, "appendable object %q generation %d is no longer the live object", w.up.object, w.up.gen)
+		return nil, 0, w.up.errGone()
 	case w.up.gone:
 		return nil, 0, status.Errorf(codes.NotFound, "upload %q no longer exists", w.up.id)
-	case w.up.appendable && w.up.result == nil && w.up.writer == w:
+	case w.up.appendable && w.up.result == nil && w.up.app.Writer == w:
 		if err := w.up.persist(); err != nil {
 			return nil, 0, err
 		}

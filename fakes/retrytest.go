@@ -10,6 +10,7 @@ import (
 
 	"github.com/objup/objup/fakes/internal/api"
 	"github.com/objup/objup/fakes/internal/retrytest"
+	"github.com/objup/objup/fakes/internal/writes"
 )
 
 // The fake's side of the retry test API (package retrytest): which
@@ -93,11 +94,11 @@ func (h retryHost) WriteJSON(w http.ResponseWriter, st int, v any) { writeJSON(w
 func (h retryHost) Stopping() <-chan struct{} { return h.s.faults.stop }
 
 func (h retryHost) Redirect(msg, token string, handle []byte, gen int64) error {
-	return redirectError(msg, token, handle, gen)
+	return writes.Redirect(msg, token, handle, gen)
 }
 
 func (h retryHost) HasRoutingToken(ctx context.Context, token string) bool {
-	return hasRoutingToken(ctx, token)
+	return writes.HasRoutingToken(ctx, token)
 }
 
 func (h retryHost) Chunk(r *http.Request, uploadID string) (retrytest.Chunk, bool) {

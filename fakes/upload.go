@@ -29,24 +29,18 @@ type upload struct {
 	attrs      store.Attrs       // the attributes the object gets
 	cond       *store.Conditions // checked when the object is stored
 	appendable bool
-	gen        int64 // appendable: the stored object's generation
 
 	mu           sync.Mutex
 	writes.State               // size and checksums; MD5 is nil for appendable objects, which have none
 	chunks       [][]byte      // the content of each accepted message, as received
-	epoch        uint64        // appendable: the exclusive writer's, which its write handle names
 	stored       *store.Object // set once finalized
 	result       *wire.Object  // stored, for gRPC
 	gone         bool          // resumable session removed after a final failure; appendable object replaced
 
-	// Appendable objects (see append.go): what the stored object holds,
-	// the stream whose bytes beyond it are pending, and the routing token
-	// a stream that reopens the object must carry after a redirect.
-	persisted    int64  // bytes persisted: the stored object's size
-	persistedCRC uint32 // their CRC32C
-	persistedN   int    // len(chunks) persisted
-	writer       *writeStream
-	routeToken   string
+	// Appendable objects (see append.go): the writer state, and how many
+	// of chunks the stored object holds.
+	app        writes.Appendable
+	persistedN int
 }
 
 // session returns the resumable session id.

@@ -17,7 +17,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/objup/objup/fakes/capacity"
 	"github.com/objup/objup/fakes/internal/api"
@@ -54,8 +53,20 @@ import (
 //     whose stream ends without it is codes.InvalidArgument, and nothing is
 //     counted as stored; a resumable stream that ends without it answers the
 //     persisted size, and the session goes on;
-//   - bucket and object names: codes.InvalidArgument; appendable objects and
-//     customer-supplied encryption keys: codes.Unimplemented.
+//   - bucket and object names: codes.InvalidArgument; customer-supplied
+//     encryption keys: codes.Unimplemented.
+//
+// Appendable objects are written as the fake writes them (see append.go
+// and [github.com/objup/objup/fakes]): a BidiWriteObject whose
+// write_object_spec sets appendable is answered at once with the
+// unfinalized object and a write handle; flush persists the bytes
+// received, state_lookup and a clean half-close answer with the persisted
+// size, its CRC32C and the handle; a stream that breaks loses what it did
+// not flush; an append_object_spec resumes the writer with its handle or
+// takes the object over without one (fencing the writer before);
+// finish_write persists, checks the whole-object CRC32C and finalizes. The
+// sink remembers the 65,536 appendable objects it wrote last. A bucket
+// made zonal ([WithZonalBucket]) takes appendable writes only.
 //
 // Every well-formed bucket exists, and no object ever does: the sink keeps
 // nothing but counts, so preconditions are judged against an absent object
@@ -102,10 +113,12 @@ type Server struct {
 	kept map[string]keptObject // WithCompose: the objects finalized, by keptKey
 
 	sessions store.Sessions[*upload]
+	appends  store.Sessions[*upload] // appendable objects, by appendKey
 	lastGen  atomic.Int64
 	limiter  *capacity.Limiter // WithCapacity; nil: none
 
 	objects, bytes, messages, received, started, failed atomic.Int64
+	appendable                                          atomic.Int64 // appendable objects created
 
 	serving   sync.WaitGroup
 	serveErr  error // guarded by mu
@@ -134,7 +147,8 @@ type config struct {
 	md5        bool
 	link       link.Config
 	maxStreams int
-	compose    bool // WithCompose
+	compose    bool            // WithCompose
+	zonal      map[string]bool // WithZonalBucket
 	capacity   *capacity.Config
 	// copyDecode decodes write messages as grpc-go's proto codec does
 	// (content copied): the baseline of the sink's codec, in benchmarks.
@@ -193,6 +207,11 @@ func New(opts ...Option) (*Server, error) {
 	if _, _, err := net.SplitHostPort(cfg.addr); err != nil {
 		return nil, fmt.Errorf("fakes: sink address %q: %v", cfg.addr, err)
 	}
+	for b := range cfg.zonal {
+		if err := store.CheckBucketName(b); err != nil {
+			return nil, fmt.Errorf("fakes: sink: zonal bucket: %v", err)
+		}
+	}
 	if cfg.link.RTT < 0 || cfg.link.Bandwidth < 0 || cfg.maxStreams < 0 {
 		return nil, fmt.Errorf("fakes: sink link %+v and max streams %d must not be negative", cfg.link, cfg.maxStreams)
 	}
@@ -210,6 +229,7 @@ func New(opts ...Option) (*Server, error) {
 	k := &Server{addr: api.DialAddr(lis.Addr()), cfg: cfg, limiter: limiter}
 	// Sessions never expire by time in the sink: only the cap evicts them.
 	k.sessions.Init(math.MaxInt64, maxSessions)
+	k.appends.Init(math.MaxInt64, maxSessions)
 	if cfg.compose {
 		k.kept = make(map[string]keptObject)
 	}
@@ -289,6 +309,7 @@ func (k *Server) Close() error {
 		k.serving.Wait()
 		k.mu.Lock()
 		k.sessions.Reset()
+		k.appends.Reset()
 		if k.serveErr != nil {
 			k.closeErr = fmt.Errorf("fakes: sink: serve: %w", k.serveErr)
 		}
@@ -364,6 +385,9 @@ type upload struct {
 	res    *wire.Object // the spec's resource: the object's name and attributes
 	cond   *store.Conditions
 
+	appendable bool
+	app        writes.Appendable // appendable: the writer state (see append.go)
+
 	mu           sync.Mutex
 	writes.State              // size and checksums; MD5 is nil unless the content is hashed
 	result       *wire.Object // set once finalized
@@ -377,9 +401,6 @@ func (k *Server) newUpload(ctx context.Context, spec *wire.WriteObjectSpec, comm
 	if res == nil {
 		return nil, status.Error(codes.InvalidArgument, "write_object_spec.resource is required")
 	}
-	if spec.GetAppendable() {
-		return nil, status.Error(codes.Unimplemented, "appendable objects are not supported by the sink")
-	}
 	bucket, err := api.ParseBucket(res.GetBucket())
 	if err != nil {
 		return nil, err
@@ -389,6 +410,14 @@ func (k *Server) newUpload(ctx context.Context, spec *wire.WriteObjectSpec, comm
 	}
 	if err := api.CheckObjectName(res.GetName()); err != nil {
 		return nil, err
+	}
+	if err := k.checkZonal(bucket, spec); err != nil {
+		return nil, err
+	}
+	if !spec.GetAppendable() {
+		if err := k.unfinalized(bucket, res.GetName()); err != nil {
+			return nil, err
+		}
 	}
 	if spec.ObjectSize != nil && *spec.ObjectSize < 0 {
 		return nil, status.Errorf(codes.InvalidArgument, "object_size is %d", *spec.ObjectSize)
@@ -422,6 +451,9 @@ func (up *upload) declare(sums *wire.ObjectChecksums) error {
 
 // startResumableWrite opens a resumable session.
 func (k *Server) startResumableWrite(ctx context.Context, req *wire.StartResumableWriteRequest) (*wire.StartResumableWriteResponse, error) {
+	if req.GetWriteObjectSpec().GetAppendable() {
+		return nil, status.Error(codes.InvalidArgument, "write_object_spec.appendable: appendable objects are written with BidiWriteObject, not StartResumableWrite")
+	}
 	up, err := k.newUpload(ctx, req.GetWriteObjectSpec(), req.GetCommonObjectRequestParams())
 	if err != nil {
 		return nil, err
@@ -469,22 +501,31 @@ func (k *Server) queryWriteStatus(_ context.Context, req *wire.QueryWriteStatusR
 
 // sinkStream is the state of one WriteObject or BidiWriteObject stream.
 type writeStream struct {
-	k   *Server
-	ctx context.Context
-	up  *upload
+	k    *Server
+	ctx  context.Context
+	up   *upload
+	bidi bool
+
+	// Appendable objects (see append.go).
+	epoch        uint64 // the writer epoch the stream writes as
+	sendResource bool   // the first response carries the object
 }
 
 // write serves a WriteObject (bidi false) or BidiWriteObject stream.
 func (k *Server) write(stream grpc.ServerStream, bidi bool) error {
-	st := &writeStream{k: k, ctx: stream.Context()}
+	st := &writeStream{k: k, ctx: stream.Context(), bidi: bidi}
+	defer st.abandon()
 	m := &sinkMsg{bidi: bidi, copyDecode: k.cfg.copyDecode}
 	defer m.release()
-	for {
+	for first := true; ; first = false {
 		err := stream.RecvMsg(m)
 		if errors.Is(err, io.EOF) {
 			obj, size, err := st.end()
 			if err != nil {
 				return err
+			}
+			if obj == nil && st.up.appendable {
+				return stream.SendMsg(st.appendResponse(false))
 			}
 			return stream.SendMsg(sinkResponse(bidi, obj, size))
 		}
@@ -500,6 +541,12 @@ func (k *Server) write(stream grpc.ServerStream, bidi bool) error {
 		}
 		if obj != nil {
 			return stream.SendMsg(sinkResponse(bidi, obj, 0))
+		}
+		if st.up.appendable && (first || f.Lookup) {
+			if err := stream.SendMsg(st.appendResponse(first)); err != nil {
+				return err
+			}
+			continue
 		}
 		if bidi && f.Lookup {
 			if err := stream.SendMsg(sinkResponse(true, nil, size)); err != nil {
@@ -529,13 +576,21 @@ func (st *writeStream) handle(m *sinkMsg, f *api.WriteMsg) (*wire.Object, int64,
 	up := st.up
 	up.mu.Lock()
 	defer up.mu.Unlock()
-	if up.gone {
+	switch {
+	case up.gone && up.appendable:
+		return nil, 0, status.Errorf(codes.NotFound, "appendable object %q generation %d is no longer the live object", up.app.Name, up.app.Gen)
+	case up.gone:
 		return nil, 0, status.Errorf(codes.NotFound, "upload %q no longer exists", up.id)
+	case up.appendable && up.app.Fenced(st, st.epoch) != nil:
+		return nil, 0, up.app.Fenced(st, st.epoch)
+	case up.appendable && f.Sums != nil && !f.Finish:
+		return nil, 0, writes.ErrAppendSums
 	}
 	if up.result != nil {
 		// Finalized by an earlier stream: a retried finish_write, or a
-		// state lookup, gets the object; more data cannot fit.
-		if m.n > 0 {
+		// state lookup, gets the object; more data cannot fit (an
+		// appendable object's writer may resend bytes persisted).
+		if m.n > 0 && (!up.appendable || f.Offset+int64(m.n) > up.Size) {
 			return nil, 0, status.Errorf(codes.FailedPrecondition, "upload %q is already finalized", up.id)
 		}
 		if f.Finish || f.Lookup {
@@ -543,7 +598,7 @@ func (st *writeStream) handle(m *sinkMsg, f *api.WriteMsg) (*wire.Object, int64,
 		}
 		return nil, up.Size, nil
 	}
-	if f.Sums != nil {
+	if f.Sums != nil && !up.appendable { // an appendable object has no MD5 to hash
 		if err := up.declare(f.Sums); err != nil {
 			return nil, 0, err
 		}
@@ -559,9 +614,20 @@ func (st *writeStream) handle(m *sinkMsg, f *api.WriteMsg) (*wire.Object, int64,
 	}
 	up.Declare(f.Sums)
 	if !f.Finish {
+		if up.appendable && f.Flush {
+			up.app.Persist(&up.State)
+		}
 		return nil, up.Size, nil
 	}
-	obj, err := st.k.finalize(up)
+	var (
+		obj *wire.Object
+		err error
+	)
+	if up.appendable {
+		obj, err = st.k.finalizeAppendable(up)
+	} else {
+		obj, err = st.k.finalize(up)
+	}
 	return obj, up.Size, err
 }
 
@@ -569,14 +635,27 @@ func (st *writeStream) handle(m *sinkMsg, f *api.WriteMsg) (*wire.Object, int64,
 func (st *writeStream) open(f *api.WriteMsg) error {
 	var err error
 	switch {
+	case f.Spec.GetAppendable() && !st.bidi:
+		err = status.Error(codes.InvalidArgument, "write_object_spec.appendable: appendable objects are written with BidiWriteObject, not WriteObject")
+	case f.Spec.GetAppendable():
+		if f.Sums != nil && !f.Finish {
+			return writes.ErrAppendSums
+		}
+		var up *upload
+		if up, err = st.k.newUpload(st.ctx, f.Spec, f.Common); err == nil {
+			err = up.cond.CheckVersion(st.k.current(up.bucket, up.res.GetName()))
+		}
+		if err == nil {
+			st.k.openAppendable(st, up)
+		}
 	case f.Spec != nil:
 		st.up, err = st.k.newUpload(st.ctx, f.Spec, f.Common)
 	case f.UploadID != "":
 		if err = api.CheckCommon(f.Common); err == nil {
 			st.up, err = st.k.session(f.UploadID)
 		}
-	case f.AppendSpec != nil:
-		err = status.Error(codes.Unimplemented, "appendable objects (append_object_spec) are not supported by the sink")
+	case f.AppendSpec != nil && st.bidi:
+		err = st.k.openAppend(st, f)
 	default:
 		err = status.Error(codes.InvalidArgument, "the first message must set upload_id or write_object_spec")
 	}
@@ -588,7 +667,7 @@ func (st *writeStream) open(f *api.WriteMsg) error {
 func (st *writeStream) accept(m *sinkMsg, offset int64) error {
 	up := st.up
 	n := int64(m.n)
-	if err := up.CheckMessage(offset, n, false); err != nil {
+	if err := up.CheckMessage(offset, n, up.appendable); err != nil {
 		return err
 	}
 	var crc uint32
@@ -596,6 +675,21 @@ func (st *writeStream) accept(m *sinkMsg, offset int64) error {
 	if m.hasCRC {
 		if err := writes.CheckCRC(offset, n, m.sentCRC, crc); err != nil {
 			return err
+		}
+	}
+	if skip := up.Size - offset; skip > 0 {
+		// An appendable object's writer resent bytes persisted: the
+		// overlap is dropped.
+		skip = min(skip, n)
+		crc, n = 0, n-skip
+		m.content(func(b []byte) {
+			if d := min(skip, int64(len(b))); d > 0 {
+				b, skip = b[d:], skip-d
+			}
+			crc = crc32.Update(crc, crc32c.Table, b)
+		})
+		if n == 0 {
+			return nil
 		}
 	}
 	if up.MD5 != nil {
@@ -614,6 +708,17 @@ func (st *writeStream) end() (*wire.Object, int64, error) {
 	up := st.up
 	if up == nil {
 		return nil, 0, status.Error(codes.InvalidArgument, "stream closed before its first message")
+	}
+	if up.appendable {
+		up.mu.Lock()
+		defer up.mu.Unlock()
+		if up.gone {
+			return nil, 0, status.Errorf(codes.NotFound, "appendable object %q generation %d is no longer the live object", up.app.Name, up.app.Gen)
+		}
+		if up.app.Writer == st {
+			up.app.Persist(&up.State) // a clean half-close persists
+		}
+		return up.result, up.Size, nil
 	}
 	if up.id == "" {
 		return nil, 0, status.Error(codes.InvalidArgument, "stream closed without finish_write: a non-resumable write must finish on its stream; nothing stored")
@@ -641,35 +746,7 @@ func (k *Server) finalize(up *upload) (*wire.Object, error) {
 		k.drop(up)
 		return nil, err
 	}
-	gen := k.generation()
-	ts := timestamppb.New(time.UnixMicro(gen))
-	crc := up.CRC
-	res := up.res
-	class := res.GetStorageClass()
-	if class == "" {
-		class = store.DefaultStorageClass
-	}
-	up.result = &wire.Object{
-		Name:                   res.GetName(),
-		Bucket:                 api.BucketPrefix + up.bucket,
-		Etag:                   api.ObjectETag(gen, 1),
-		Generation:             gen,
-		Metageneration:         1,
-		StorageClass:           class,
-		Size:                   up.Size,
-		ContentEncoding:        res.GetContentEncoding(),
-		ContentDisposition:     res.GetContentDisposition(),
-		CacheControl:           res.GetCacheControl(),
-		ContentLanguage:        res.GetContentLanguage(),
-		ContentType:            res.GetContentType(),
-		CreateTime:             ts,
-		UpdateTime:             ts,
-		FinalizeTime:           ts,
-		UpdateStorageClassTime: ts,
-		CustomTime:             res.GetCustomTime(),
-		Metadata:               res.GetMetadata(),
-		Checksums:              &wire.ObjectChecksums{Crc32C: &crc, Md5Hash: sum},
-	}
+	up.result = k.object(up, k.generation(), up.Size, up.CRC, true, sum)
 	up.MD5 = nil
 	k.keep(up.bucket, up.result, 0)
 	k.objects.Add(1)

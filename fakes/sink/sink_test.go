@@ -445,11 +445,6 @@ func TestSinkRejects(t *testing.T) {
 			m[0].FirstMessage = &wire.BidiWriteObjectRequest_UploadId{UploadId: "nope"}
 			return m
 		}, codes.NotFound, `"nope" not found`},
-		{"appendable", func() []*wire.BidiWriteObjectRequest {
-			m := ow(sinkMsgs(data[:10], 1<<20))
-			m[0].GetWriteObjectSpec().Appendable = proto.Bool(true)
-			return m
-		}, codes.Unimplemented, "appendable"},
 	}
 	for _, tt := range tests {
 		t.Run("bidi/"+tt.name, func(t *testing.T) {

@@ -88,6 +88,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/objup/objup/fakes"
+	"github.com/objup/objup/fakes/internal/api"
 	"github.com/objup/objup/fakes/internal/capflag"
 	"github.com/objup/objup/fakes/link"
 )
@@ -105,20 +106,6 @@ type buckets []string
 func (b *buckets) String() string     { return strings.Join(*b, ",") }
 func (b *buckets) Set(v string) error { *b = append(*b, v); return nil }
 
-// zonalBuckets is the repeatable -zonal-bucket flag, which also takes a
-// comma-separated list.
-type zonalBuckets []string
-
-func (b *zonalBuckets) String() string { return strings.Join(*b, ",") }
-func (b *zonalBuckets) Set(v string) error {
-	for n := range strings.SplitSeq(v, ",") {
-		if n = strings.TrimSpace(n); n != "" {
-			*b = append(*b, n)
-		}
-	}
-	return nil
-}
-
 // run serves until ctx ends and returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("fakegcs", flag.ContinueOnError)
@@ -127,7 +114,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	httpAddr := fs.String("http", fakes.DefaultAddr, "`address` of the JSON/XML API server")
 	var bs buckets
 	fs.Var(&bs, "bucket", "create bucket `NAME` (repeatable)")
-	var zs zonalBuckets
+	var zs api.NameList
 	fs.Var(&zs, "zonal-bucket", "create zonal bucket `NAME`, which takes appendable writes only (repeatable, or a comma-separated list)")
 	callLog := fs.Int("call-log", fakes.DefaultCallLog, "keep the last `N` calls in the request log")
 	expiry := fs.Duration("session-expiry", fakes.DefaultSessionExpiry, "a resumable session unused for this long expires")

@@ -7,7 +7,8 @@
 //
 // Usage:
 //
-//	gcssink [-grpc 127.0.0.1:9090] [-md5] [-compose] [-rtt 20ms] [-bandwidth 100MB/s] [-max-streams 100]
+//	gcssink [-grpc 127.0.0.1:9090] [-md5] [-compose] [-zonal-bucket NAME]...
+//	        [-rtt 20ms] [-bandwidth 100MB/s] [-max-streams 100]
 //	        [-write-rate 1000] [-write-burst N] [-object-rate 1] [-share-503 0.1]
 //	        [-autoscale-after 1m] [-autoscale-factor 2] [-autoscale-max 8000]
 //
@@ -20,6 +21,12 @@
 // -compose keeps each finalized object's name, generation, size and CRC32C
 // (no content), so the sink serves ComposeObject and DeleteObject, as
 // parallel composite uploads need, and checks generation preconditions.
+// Appendable writes (BidiWriteObject with write_object_spec.appendable,
+// flushes, state lookups, takeovers by append_object_spec) are served as
+// the fake serves them, with the content dropped. -zonal-bucket makes a
+// bucket zonal, as fakegcs does: it takes appendable writes only (others
+// fail with FAILED_PRECONDITION) and its objects are RAPID; it may be
+// repeated or name several buckets separated by commas.
 // The write capacity flags (-write-rate and the others) are fakegcs's: they
 // give every bucket a write capacity (package fakes/capacity), checked on
 // one-shot writes, resumable session starts and, with -compose, composes
@@ -46,6 +53,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/objup/objup/fakes/internal/api"
 	"github.com/objup/objup/fakes/internal/capflag"
 	"github.com/objup/objup/fakes/link"
 	"github.com/objup/objup/fakes/sink"
@@ -68,6 +76,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	bandwidth := fs.String("bandwidth", "0", "simulated bandwidth of each connection and direction, such as 100MB/s (0: unlimited)")
 	maxStreams := fs.Int("max-streams", 0, "cap the concurrent streams of one connection at `N`, as GCS front ends do (0: no cap)")
 	compose := fs.Bool("compose", false, "keep each object's name, generation, size and CRC32C (no content), to serve ComposeObject and DeleteObject")
+	var zonal api.NameList
+	fs.Var(&zonal, "zonal-bucket", "make bucket `NAME` zonal: appendable writes only (repeatable, or a comma-separated list)")
 	capFlags := capflag.Register(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -87,6 +97,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if *compose {
 		opts = append(opts, sink.WithCompose())
+	}
+	for _, b := range zonal {
+		opts = append(opts, sink.WithZonalBucket(b))
 	}
 	capCfg, capOn, err := capFlags.Config()
 	if err != nil {

@@ -144,6 +144,7 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"extra"}, 2, "unexpected arguments"},
 		{[]string{"-grpc", "bad"}, 1, `sink address "bad"`},
 		{[]string{"-grpc", "127.0.0.1:99999"}, 1, "sink listener"},
+		{[]string{"-zonal-bucket", "ok-bucket,B"}, 1, `zonal bucket: bucket name "B"`},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(context.Background(), tc.args, &stdout, &stderr); code != tc.code || !strings.Contains(stderr.String(), tc.want) || stdout.Len() != 0 {
@@ -204,5 +205,58 @@ func TestBinary(t *testing.T) {
 				t.Fatalf("exit code %d, stderr %q; want 0 and %q", code, stderr.String(), wantStats)
 			}
 		})
+	}
+}
+
+// TestRunZonal checks -zonal-bucket, repeated and as a list: a zonal
+// bucket refuses a write that is not appendable and takes an appendable
+// one, whose object is RAPID; other buckets take both.
+func TestRunZonal(t *testing.T) {
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"-zonal-bucket", "zone-a,zone-b", "-zonal-bucket", "zone-c"}, pw, &stderr)
+		pw.Close()
+	}()
+	cc, err := grpc.NewClient(addr(t, firstLine(pr, nil)), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	for _, tc := range []struct {
+		bucket     string
+		appendable bool
+		code       codes.Code
+		class      string
+	}{
+		{"plain-bucket", false, codes.OK, "STANDARD"},
+		{"plain-bucket", true, codes.OK, "STANDARD"},
+		{"zone-a", false, codes.FailedPrecondition, ""},
+		{"zone-b", true, codes.OK, "RAPID"},
+		{"zone-c", false, codes.FailedPrecondition, ""},
+	} {
+		st, err := wire.NewBidiWriteObjectStream(ctx, cc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Send(&wire.BidiWriteObjectRequest{
+			FirstMessage: &wire.BidiWriteObjectRequest_WriteObjectSpec{WriteObjectSpec: &wire.WriteObjectSpec{
+				Resource:   &wire.Object{Bucket: "projects/_/buckets/" + tc.bucket, Name: "x"},
+				Appendable: &tc.appendable,
+			}},
+			FinishWrite: true,
+		})
+		st.CloseSend()
+		r, err := st.Recv()
+		if status.Code(err) != tc.code || err == nil && r.GetResource().GetStorageClass() != tc.class {
+			t.Fatalf("write into %s (appendable %v): %v, %v; want %v and class %q", tc.bucket, tc.appendable, r, err, tc.code, tc.class)
+		}
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit status %d, stderr %q", code, stderr.String())
 	}
 }

@@ -66,3 +66,21 @@ func ObjectETag(gen, meta int64) string {
 	b = binary.AppendUvarint(b, uint64(meta))
 	return base64.StdEncoding.EncodeToString(b)
 }
+
+// NameList is a command-line flag of names (flag.Value) that may be
+// repeated and also takes a comma-separated list: the fake's and the
+// sink's -zonal-bucket.
+type NameList []string
+
+// String returns the names, comma-separated.
+func (l *NameList) String() string { return strings.Join(*l, ",") }
+
+// Set adds the names of v, separated by commas; empty ones are skipped.
+func (l *NameList) Set(v string) error {
+	for n := range strings.SplitSeq(v, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			*l = append(*l, n)
+		}
+	}
+	return nil
+}

@@ -2,5 +2,6 @@
 // GCS and the sink alike: each message's size, offset and CRC32C, the
 // declared object size, the declared whole-object checksums, and the
 // finish. Callers keep (or drop) the content; State keeps the count and
-// the checksums.
+// the checksums. Appendable is the writer state of an appendable object
+// (flushes, write handles, takeovers, redirects), the same for both.
 package writes
