@@ -106,35 +106,88 @@
 // A BidiWriteObject stream whose write_object_spec sets appendable (the
 // other write methods refuse it with codes.InvalidArgument) stores the
 // object as soon as its first message arrives: empty, unfinalized, the live
-// generation of its name, once the spec's preconditions held. Every
-// message's data is persisted at once and grows the stored object, which
-// every read shows as it is: ReadObject, BidiReadObject, GetObject,
-// listings and the JSON API serve the bytes persisted so far, with their
-// size and CRC32C and no finalize_time (timeFinalized). An appendable
-// object has no MD5, finalized or not: no md5_hash, md5Hash, nor md5 in
-// x-goog-hash. The stream is answered after its first message, with the
-// object and a write handle (a stream resumed with a handle: the persisted
-// size and the handle); after a state_lookup, and the client's
-// half-close, with the persisted size and the CRC32C of the persisted
-// bytes; after finish_write, with the finalized object. object_checksums
-// may only come with finish_write: their CRC32C is verified then (a
-// mismatch is codes.InvalidArgument, as the service answers, and leaves
-// the object unfinalized), and an MD5 is refused.
+// generation of its name, once the spec's preconditions held. The bytes a
+// stream sends are pending until they are persisted:
+//
+//   - a message with flush persists every byte received so far (its own
+//     data included); finish_write persists all and finalizes; a clean
+//     half-close (the client's CloseSend without finish_write) persists
+//     what was sent;
+//   - a stream that ends any other way (the client cancels, the connection
+//     drops, a BreakStream fault or a RedirectAppend redirect aborts it)
+//     loses the bytes it did not persist, so the persisted size can lag
+//     what was sent; the next writer continues from the persisted size.
+//     (GCS may persist unflushed bytes on its own; the fake never does, so
+//     a client that relies on flushes is tested at the strict end.)
+//
+// Reads see the persisted bytes only: ReadObject, BidiReadObject,
+// GetObject, listings and the JSON API (metadata and media) serve them,
+// with their size and CRC32C and no finalize_time (timeFinalized); each
+// flush replaces the stored record. An appendable object has no MD5,
+// finalized or not: no md5_hash, md5Hash, nor md5 in x-goog-hash.
+//
+// The stream is answered after its first message, with the object as
+// persisted (a stream resumed with a handle: the persisted size); after a
+// state_lookup, and the client's half-close, with the persisted size and
+// the CRC32C of the persisted bytes; after finish_write, with the
+// finalized object. Every answer before the finalized object carries the
+// writer's write handle (write_handle): the first, and every answer to a
+// state_lookup. A message with flush and no state_lookup gets no answer.
+// object_checksums may only come with finish_write: their CRC32C is
+// verified then (a mismatch is codes.InvalidArgument, as the service
+// answers; the bytes are persisted and the object stays unfinalized), and
+// an MD5 is refused.
 //
 // A stream whose first message is an append_object_spec (bucket, object,
 // generation, 0 for the live one) continues an unfinalized object from its
 // persisted size. With the write handle a response gave, it resumes as the
 // same writer; without one, it takes the object over, once its
 // if_metageneration_match and _not_match held, and gets the object and a
-// new handle: the writer before it is fenced, and its next message, or a
-// stream with its handle, fails with codes.FailedPrecondition. A writer
+// new handle. Either way the stream that wrote before is fenced (its next
+// message fails with codes.FailedPrecondition, as does a later stream with
+// a handle from before a takeover) and loses its pending bytes. A writer
 // may resend bytes already persisted (after a lost response): the overlap
 // is dropped, as the service does; a gap is codes.InvalidArgument. A
 // finalized object takes no more data (codes.FailedPrecondition), but a
 // stream with its last handle gets the object back for a retried
-// finish_write. An unfinalized object can be overwritten, deleted or
-// updated like any other; its writer's next message then fails with
-// codes.NotFound.
+// finish_write. A stream whose only message is the spec with finish_write
+// (write_offset 0, no data) creates an empty finalized object.
+//
+// An unfinalized object cannot be deleted (DeleteObject, objects.delete:
+// codes.FailedPrecondition, HTTP 400 failedPrecondition), nor overwritten
+// by a write that is not appendable (the same error): GCS requires it to be
+// finalized first, which a takeover can do. A new appendable write to its
+// name replaces it, as GCS lets it (Google's own client tests rely on
+// this); the old writer's next message then fails with codes.NotFound.
+// Metadata updates apply as to any object.
+//
+// [Server.RedirectAppend] redirects an appendable stream mid-stream, as GCS
+// does when it moves an object's writes: once the stream has received the
+// bytes the rule names, the stream fails, before the flush, state_lookup
+// or finish_write of the message that reached them, with codes.Aborted
+// and a google.storage.v2.BidiWriteObjectRedirectedError detail
+// (routing_token, write_handle, generation). The client sees the error on
+// its next Recv (a Send may report io.EOF first); the bytes it sent and did
+// not flush are lost. It must reopen with an append_object_spec (generation
+// and write handle) and the routing token, in x-goog-request-params
+// ("routing_token=TOKEN", as the official clients send it) or in
+// append_object_spec.routing_token, ask for the persisted size and resend
+// from there; a stream that reopens without the token is redirected again.
+// The official Go client's appendable writer follows these redirects (see
+// TestRedirectAppendOfficialClient).
+//
+// # Zonal buckets
+//
+// A bucket made with [WithZonalBucket] (fakegcs -zonal-bucket) is a zonal
+// bucket, as GCS's Rapid buckets are: its location type is "zone" (location
+// US-CENTRAL1-A) and its storage class RAPID, over both APIs, and so is the
+// storage class of every object in it. It takes appendable writes only:
+// WriteObject, a BidiWriteObject or StartResumableWrite whose spec is not
+// appendable, every JSON API upload (media, multipart, resumable), and a
+// compose, copy or rewrite into it fail with codes.FailedPrecondition (HTTP
+// 400 failedPrecondition) and store nothing. Reads, listings, metadata
+// updates, deletes of finalized objects and copies out of it work as in any
+// bucket.
 //
 // # JSON API
 //
@@ -296,8 +349,9 @@
 // counts ([Server.CapacityStats]).
 //
 // Tests inject failures into gRPC calls with [Server.FailCall],
-// [Server.BreakStream], [Server.CorruptNext] and [Server.Delay], and remove
-// them with [Server.ClearFaults].
+// [Server.BreakStream], [Server.CorruptNext], [Server.Delay],
+// [Server.LoseAnswer] and [Server.RedirectAppend] (see Appendable
+// objects), and remove them with [Server.ClearFaults].
 //
 // # Write capacity
 //
@@ -395,8 +449,8 @@
 //   - return-N-after-MK, on uploads: the request whose content reaches M KiB
 //     into the object (over HTTP a chunk of a resumable session, over gRPC a
 //     write message) is cut there, the bytes before are kept (a resumable
-//     session and an appendable object persist them, a one-shot write keeps
-//     nothing) and the upload fails with N, without an answer to the cut
+//     session and an appendable object persist them: the cut message of an
+//     appendable write counts as flushed; a one-shot write keeps nothing) and the upload fails with N, without an answer to the cut
 //     message. Over HTTP, as in the testbench, a chunk sent once the
 //     session already holds M KiB fails at once, and a single-shot upload
 //     (media or multipart) of at least M KiB by its Content-Length fails with
@@ -438,7 +492,7 @@
 // CRC32C by combining them; a read sends a message straight from the stored
 // part when its bytes lie in one. MD5, which GCS reports, runs once over
 // every byte written: at roughly 0.5 to 1 GB/s it dominates large writes.
-// Each message of an appendable write stores a copy of the object's record
+// Each flush of an appendable write stores a copy of the object's record
 // (a few hundred bytes) under the bucket's lock, and computes no MD5.
 // Resumable sessions that are never finalized keep their data until they
 // expire: a week after their last use, as on GCS ([WithSessionExpiry]), or
@@ -458,7 +512,10 @@
 // what a benchmark measures is the client. sink.WithCapacity gives its
 // buckets the same write capacity as [WithCapacity], checked on its write
 // path (one-shot writes, session starts, and with sink.WithCompose
-// compose and delete).
+// compose and delete). It serves appendable writes with the fake's rules
+// (flushes, state lookups, write handles, takeovers, finish_write; the
+// writer state is one engine in fakes/internal/writes that both use), and
+// sink.WithZonalBucket (gcssink -zonal-bucket) makes a bucket zonal.
 //
 // # Distance
 //
