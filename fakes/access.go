@@ -113,7 +113,9 @@ func (s *Server) ListObjects(bucket, prefix string) ([]ObjectAttrs, error) {
 // content and cache headers, the storage class, the metadata, the custom
 // time and the tenant; the store sets the generation, the times and the
 // checksums. It replaces any live object of that name, checking the name
-// and the bucket as a write would.
+// and the bucket as a write would: like any write that is not appendable,
+// it fails in a zonal bucket ([WithZonalBucket]) and over an unfinalized
+// appendable object.
 func (s *Server) PutObject(o Object) (ObjectAttrs, error) {
 	b, err := s.store.Bucket(o.Bucket)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/objup/objup/fakes"
 	"github.com/objup/objup/internal/wire"
@@ -40,6 +41,26 @@ func TestZonalBucket(t *testing.T) {
 	if b.LocationType != "zone" || b.StorageClass != "RAPID" || b.Location == "US" {
 		t.Fatalf("JSON bucket: %+v; want a zone and RAPID", b)
 	}
+
+	// The official client over gRPC: the bucket's attributes, an
+	// appendable write and one that is not.
+	c := officialBidi(t, srv)
+	attrs, err := c.Bucket(bucket).Attrs(ctx)
+	if err != nil || attrs.LocationType != "zone" || attrs.StorageClass != "RAPID" {
+		t.Fatalf("gRPC bucket attrs: %+v, %v; want a zone and RAPID", attrs, err)
+	}
+	for _, appendable := range []bool{true, false} {
+		w := c.Bucket(bucket).Object("official").NewWriter(ctx)
+		w.Append, w.FinalizeOnClose = appendable, true
+		_, err := w.Write(body)
+		if err == nil {
+			err = w.Close()
+		}
+		if want := map[bool]codes.Code{true: codes.OK, false: codes.FailedPrecondition}[appendable]; status.Code(err) != want {
+			t.Fatalf("official writer, appendable %v: %v, want %v", appendable, err, want)
+		}
+	}
+	sameBytes(t, "official appendable write", get(t, cc, "official"), body)
 
 	for _, tc := range []struct {
 		name string
