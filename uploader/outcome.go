@@ -8,7 +8,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/objup/objup/internal/wire"
-	"github.com/objup/objup/uploader/internal/telemetry"
 )
 
 // AfterContext bounds how long a call of the Writer, Upload or UploadMany
@@ -83,7 +82,7 @@ func (u *upload) resolve(tr transport, e *expect, cfg *retryConfig) *wire.Object
 	}
 	lu := u.detached(ctx)
 	lu.via, lu.scratch.open = u.via, u.scratch.open
-	ev := telemetry.NewEvents(&lu.target, nil)
+	ev := newEvents(&lu.target, nil)
 	var r retrier
 	r.init(cfg, &ev)
 	timeout := func() time.Duration {

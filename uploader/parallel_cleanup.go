@@ -8,8 +8,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
-
-	"github.com/objup/objup/uploader/internal/telemetry"
 )
 
 // close ends a parallel upload, in the background: it stops the parts
@@ -55,7 +53,7 @@ func (p *parallel) close() {
 		del := func(d temporary) {
 			u := &part{}
 			u.target = target{c: base.c, ctx: ctx, bucket: base.bucket, object: d.name, params: base.params}
-			u.ev = telemetry.NewEvents(&u.target, w.ev.Span())
+			u.ev = newEvents(&u.target, w.ev.Span())
 			u.retry.init(cfg, &u.ev)
 			if d.open {
 				// An abandoned attempt of the part may still be on its

@@ -14,7 +14,6 @@ import (
 	"github.com/objup/objup/chunker"
 	"github.com/objup/objup/internal/crc32c"
 	"github.com/objup/objup/internal/wire"
-	"github.com/objup/objup/uploader/internal/telemetry"
 )
 
 // push takes a full chunk into the part being filled, and hands the part
@@ -41,7 +40,7 @@ func (p *parallel) newPart(i int) *part {
 	pt := &part{index: i}
 	pt.target = target{c: w.c, ctx: p.ctx, bucket: w.bucket, object: p.prefix + "part-" + strconv.Itoa(i), params: w.params}
 	pt.initSpec(w)
-	pt.ev = telemetry.NewEvents(&pt.target, w.ev.Span())
+	pt.ev = newEvents(&pt.target, w.ev.Span())
 	pt.life.ev = &pt.ev
 	pt.retry.init(w.cfg.retry, &pt.ev)
 	return pt

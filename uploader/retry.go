@@ -232,7 +232,7 @@ func (r *retrier) paced() bool {
 	if r.ev == nil {
 		return false
 	}
-	tg := r.ev.Scope()
+	tg := (*target)(r.ev.Scope())
 	return tg != nil && tg.c != nil && tg.c.stage != nil
 }
 

@@ -53,14 +53,25 @@ func WithTenantAttribute(f func(tenant string) (value string, ok bool)) option.C
 
 // uploadEvents is what one upload reports while it runs and when it ends
 // (see package telemetry). The Writer owns it; the retrier, the session and
-// the lifetime tracker report to it.
-type uploadEvents = telemetry.Events[*target]
+// the lifetime tracker report to it. newEvents makes one.
+type uploadEvents = telemetry.Events[*eventScope]
 
-// Context returns the upload's context, for its events.
-func (t *target) Context() context.Context { return t.ctx }
+// newEvents returns the events of the upload to t, started now, that adds
+// its events to span (nil: none, until StartSpan).
+func newEvents(t *target, span trace.Span) uploadEvents {
+	return telemetry.NewEvents((*eventScope)(t), span)
+}
 
-// Names returns the upload's bucket and object, for its events.
-func (t *target) Names() (bucket, object string) { return t.bucket, t.object }
+// eventScope is an upload's target as its events see it (telemetry.Scope).
+// It is a type of its own so that the methods telemetry needs are not
+// promoted to the Writer, which embeds its target.
+type eventScope target
 
-// Telemetry returns the client's telemetry, for the upload's events.
-func (t *target) Telemetry() *telemetry.Telemetry { return t.c.tel }
+// Context returns the upload's context.
+func (t *eventScope) Context() context.Context { return t.ctx }
+
+// Names returns the upload's bucket and object.
+func (t *eventScope) Names() (bucket, object string) { return t.bucket, t.object }
+
+// Telemetry returns the client's telemetry.
+func (t *eventScope) Telemetry() *telemetry.Telemetry { return t.c.tel }

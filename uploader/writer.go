@@ -15,7 +15,6 @@ import (
 	"github.com/objup/objup/header"
 	"github.com/objup/objup/internal/wire"
 	"github.com/objup/objup/pool"
-	"github.com/objup/objup/uploader/internal/telemetry"
 )
 
 var (
@@ -154,7 +153,7 @@ func (w *Writer) init(ctx context.Context, bucket, object string, opts []WriterO
 	}
 	w.life.alloc = alloc
 	w.scratch.noCRC = w.cfg.noCRC32C
-	w.ev = telemetry.NewEvents(&w.target, nil)
+	w.ev = newEvents(&w.target, nil)
 	w.ctx = w.ev.StartSpan(ctx, bucket, object)
 	w.life.ev = &w.ev
 	w.retry.init(w.cfg.retry, &w.ev)

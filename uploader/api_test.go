@@ -1,0 +1,50 @@
+package uploader
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// TestAPIHidesInternalTypes guards the SDK's surface: no exported method or
+// field of its types hands out a type of one of objup's internal packages.
+// A method of an embedded struct is promoted to the embedding type, so a
+// method that the machinery needs on an upload's target (for package
+// telemetry, say) would otherwise show up on the Writer.
+func TestAPIHidesInternalTypes(t *testing.T) {
+	internal := func(typ reflect.Type) bool {
+		for typ.Kind() == reflect.Pointer || typ.Kind() == reflect.Slice || typ.Kind() == reflect.Map {
+			typ = typ.Elem()
+		}
+		p := typ.PkgPath()
+		return strings.HasPrefix(p, "github.com/objup/objup/") && strings.Contains(p, "/internal/")
+	}
+	for _, v := range []any{&Writer{}, &Client{}, &Error{}, &ObjectAttrs{}, &Item{}, &Result{}, &ParallelUpload{}, &TenantLimits{}} {
+		typ := reflect.TypeOf(v)
+		for i := range typ.NumMethod() {
+			m := typ.Method(i)
+			for j := range m.Type.NumIn() {
+				if internal(m.Type.In(j)) {
+					t.Errorf("%v.%s takes %v, a type of an internal package", typ, m.Name, m.Type.In(j))
+				}
+			}
+			for j := range m.Type.NumOut() {
+				if internal(m.Type.Out(j)) {
+					t.Errorf("%v.%s returns %v, a type of an internal package", typ, m.Name, m.Type.Out(j))
+				}
+			}
+		}
+		st := typ.Elem()
+		for i := range st.NumField() {
+			if f := st.Field(i); f.IsExported() && internal(f.Type) {
+				t.Errorf("%v.%s is %v, a type of an internal package", st, f.Name, f.Type)
+			}
+		}
+	}
+	// The methods package telemetry needs of an upload are not the Writer's.
+	for _, name := range []string{"Context", "Names", "Telemetry"} {
+		if _, ok := reflect.TypeOf(&Writer{}).MethodByName(name); ok {
+			t.Errorf("Writer has a method %s, promoted from its target", name)
+		}
+	}
+}
