@@ -63,6 +63,22 @@
 // stored. The costs (more operations, no MD5 on a composite object, the
 // temporary objects' storage class and retention) are listed on the option.
 //
+// # Appendable objects and zonal buckets
+//
+// A zonal (Rapid) bucket holds appendable objects only. WithAppendable
+// writes one (gRPC only): a small object is created and finalized in one
+// BidiWriteObject stream, as Upload and UploadMany do with the option; a
+// Writer streams its chunks on one stream, Writer.Flush makes what was
+// written durable and readable and returns the service's persisted size,
+// and Close finalizes the object with the CRC32C of all of it (or leaves it
+// open, WithoutFinalize). Client.TakeOver opens a Writer on an unfinalized
+// object at its generation and goes on from its persisted size. Bytes are
+// kept until the service persisted them: after a broken stream or a
+// redirect (whose routing token and write handle are followed) the Writer
+// opens the object's stream again and resends what the service lacks. An
+// idle Writer holds no chunk buffer and one goroutine, its stream's
+// receiver; a Flush of a few bytes copies them out of their buffer.
+//
 // # Retries and dead connections
 //
 // One retry engine serves every RPC of an upload (see WithRetry): one

@@ -281,3 +281,69 @@ func ExampleIsOutcomeUnknown() {
 	}
 	// Output: stored
 }
+
+// A log writer on an appendable object, as a zonal (Rapid) bucket takes
+// them: each Flush makes the records durable and readable, and Close
+// finalizes the object.
+func ExampleWriter_Flush() {
+	srv, c := startFake()
+	defer srv.Close()
+	defer c.Close()
+	ctx := context.Background()
+
+	w, err := c.NewWriter(ctx, "demo", "app.log", uploader.WithAppendable())
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, rec := range []string{"started\n", "serving\n", "stopped\n"} {
+		if _, err := w.Write([]byte(rec)); err != nil {
+			log.Fatal(err)
+		}
+		persisted, err := w.Flush(ctx)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println("persisted", persisted)
+	}
+	if err := w.Close(); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("finalized:", !w.Attrs().Finalized.IsZero())
+	// Output:
+	// persisted 8
+	// persisted 16
+	// persisted 24
+	// finalized: true
+}
+
+// A second writer takes an unfinalized appendable object over at its
+// generation (after a crash of the first, for instance) and finishes it.
+func ExampleClient_TakeOver() {
+	srv, c := startFake()
+	defer srv.Close()
+	defer c.Close()
+	ctx := context.Background()
+
+	first, err := c.NewWriter(ctx, "demo", "journal", uploader.WithAppendable(), uploader.WithoutFinalize())
+	if err != nil {
+		log.Fatal(err)
+	}
+	first.Write([]byte("entry 1\n"))
+	if err := first.Close(); err != nil { // flushed, left unfinalized
+		log.Fatal(err)
+	}
+
+	w, offset, err := c.TakeOver(ctx, "demo", "journal", first.Attrs().Generation)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("appending at", offset)
+	w.Write([]byte("entry 2\n"))
+	if err := w.Close(); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(w.Attrs().Size, "bytes, CRC32C checked:", w.Attrs().CRC32C == crc32.Checksum([]byte("entry 1\nentry 2\n"), crc32.MakeTable(crc32.Castagnoli)))
+	// Output:
+	// appending at 8
+	// 16 bytes, CRC32C checked: true
+}
