@@ -107,7 +107,7 @@ func (a admitted) wait(u *upload) (*admit.Bucket, error) {
 	if ev := u.life.ev; ev != nil {
 		prio = int64(ev.Start())
 	}
-	d, err := b.Wait(u.ctx, prio)
+	d, err := b.Wait(u.ctx, prio, u.scratch.refused)
 	if ev := u.life.ev; ev != nil && d > 0 {
 		ev.Admitted(d)
 	}
@@ -123,7 +123,7 @@ func (a admitted) writeObject(u *upload, rs []*chunkRef, timeout time.Duration) 
 		return nil, false, err
 	}
 	o, sent, err := a.transport.writeObject(u, rs, timeout)
-	answer(b, err)
+	answer(u, b, err)
 	return o, sent, err
 }
 
@@ -133,7 +133,7 @@ func (a admitted) startUpload(u *upload, timeout time.Duration) (string, error) 
 		return "", err
 	}
 	id, err := a.transport.startUpload(u, timeout)
-	answer(b, err)
+	answer(u, b, err)
 	return id, err
 }
 
@@ -143,7 +143,7 @@ func (a admitted) composeObject(u *upload, srcs []source, timeout time.Duration)
 		return nil, err
 	}
 	o, err := a.transport.composeObject(u, srcs, timeout)
-	answer(b, err)
+	answer(u, b, err)
 	return o, err
 }
 
@@ -153,7 +153,7 @@ func (a admitted) deleteObject(u *upload, name string, gen int64, timeout time.D
 		return err
 	}
 	err = a.transport.deleteObject(u, name, gen, timeout)
-	answer(b, err)
+	answer(u, b, err)
 	return err
 }
 
@@ -164,11 +164,17 @@ func (a admitted) close() error {
 	return a.transport.close()
 }
 
-// answer tells b, if any, the outcome of its write.
-func answer(b *admit.Bucket, err error) {
-	if b != nil {
-		b.Answer(outcomeOf(err))
+// answer tells b, if any, the outcome of u's write; a write the service
+// refused for load waits for its turn when it is retried.
+func answer(u *upload, b *admit.Bucket, err error) {
+	if b == nil {
+		return
 	}
+	o := outcomeOf(err)
+	if o == admit.Pushback || o == admit.NamePushback {
+		u.scratch.refused = true
+	}
+	b.Answer(o)
 }
 
 // outcomeOf tells the admission stage what an attempt's error says of the

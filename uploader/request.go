@@ -112,6 +112,7 @@ type scratch struct {
 	hasSums   bool // checksums holds the whole-object checksums the finish carries (see upload.checksums)
 	settle    bool // a parallel upload's temporary object: see upload.attemptCtx
 	open      bool // an attempt was abandoned without being cut (see transport.fence)
+	refused   bool // the service refused a write of the upload for load: its retries wait for their turn
 	size      int64
 	// The one-shot call's request and response.
 	req   wire.WriteObjectRequest

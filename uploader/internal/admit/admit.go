@@ -117,6 +117,7 @@ type Bucket struct {
 	active atomic.Bool // pushback seen: writes wait for their turn
 	sent   meter       // writes a second the service answered
 	ok     meter       // writes a second the service accepted
+	flying atomic.Int64 // writes admitted and not answered yet
 
 	mu      sync.Mutex
 	rate    float64   // writes per second admitted
@@ -162,16 +163,27 @@ func (b *Bucket) Stats() Stats {
 // Wait returns when a write may go: at once while the bucket's stage is
 // open, else at its turn. prio orders a tenant's waiting writes, lowest
 // first (the upload's start). It returns how long the write waited, and
-// ctx's error if ctx ends first, in which case nothing was taken.
-func (b *Bucket) Wait(ctx context.Context, prio int64) (time.Duration, error) {
+// ctx's error if ctx ends first, in which case nothing was taken. Every
+// write Wait lets go must be answered (Answer).
+//
+// A write that the service has not refused (retry false) and that finds
+// none of the client's writes to the bucket in flight or waiting goes at
+// once, turn or not: a client that writes one object at a time waits for
+// each answer, so it cannot multiply the load, and pacing it would leave
+// a quiet client sharing a bucket with busy ones a sliver of it. A retry
+// of a refused write always waits for its turn, and so does every write
+// while a ramp (Stage.Ramp) sets the rate.
+func (b *Bucket) Wait(ctx context.Context, prio int64, retry bool) (time.Duration, error) {
 	if !b.active.Load() {
+		b.flying.Add(1)
 		return 0, nil
 	}
 	now := b.s.now()
 	b.mu.Lock()
 	b.refillLocked(now)
-	if len(b.ring) == 0 && b.tokens >= 1 {
-		b.tokens--
+	if len(b.ring) == 0 && (b.tokens >= 1 || !retry && !b.ramping && b.flying.Load() == 0) {
+		b.tokens = math.Max(b.tokens-1, 0)
+		b.flying.Add(1)
 		b.mu.Unlock()
 		return 0, nil
 	}
@@ -192,6 +204,7 @@ func (b *Bucket) Wait(ctx context.Context, prio int64) (time.Duration, error) {
 	b.waits.Add(1)
 	select {
 	case <-w.ch:
+		b.flying.Add(1)
 		return b.s.now().Sub(now), nil
 	case <-ctx.Done():
 	}
@@ -209,6 +222,7 @@ func (b *Bucket) Wait(ctx context.Context, prio int64) (time.Duration, error) {
 
 // Answer reports the outcome of an admitted write.
 func (b *Bucket) Answer(o Outcome) {
+	b.flying.Add(-1)
 	now := b.s.now()
 	b.sent.add(now)
 	switch o {

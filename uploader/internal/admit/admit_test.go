@@ -19,6 +19,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func pushedBack(t *testing.T, rate float64, tenantOf func(context.Context) string) *Bucket {
 	t.Helper()
 	b := New(tenantOf, nil, nil).Bucket("b")
+	if _, err := b.Wait(context.Background(), 0, false); err != nil {
+		t.Fatal(err)
+	}
 	b.Answer(Pushback)
 	t.Cleanup(b.Close)
 	b.mu.Lock()
@@ -36,7 +39,7 @@ func TestOpenUntilPushback(t *testing.T) {
 	b := New(nil, nil, nil).Bucket("b")
 	defer b.Close()
 	for _, o := range []Outcome{OK, NamePushback, Other, OK} {
-		if d, err := b.Wait(context.Background(), 0); err != nil || d != 0 {
+		if d, err := b.Wait(context.Background(), 0, false); err != nil || d != 0 {
 			t.Fatalf("Wait = %v, %v on an open bucket", d, err)
 		}
 		b.Answer(o)
@@ -66,7 +69,7 @@ func TestOldestFirstByTenant(t *testing.T) {
 	start := func(tenant string, prio int64) {
 		ctx := context.WithValue(context.Background(), key{}, tenant)
 		wg.Go(func() {
-			if _, err := b.Wait(ctx, prio); err != nil {
+			if _, err := b.Wait(ctx, prio, true); err != nil {
 				t.Error(err)
 			}
 			mu.Lock()
@@ -160,7 +163,7 @@ func TestCancelWhileWaiting(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := b.Wait(ctx, 1)
+		_, err := b.Wait(ctx, 1, true)
 		done <- err
 	}()
 	for b.queued() == 0 {
@@ -173,7 +176,7 @@ func TestCancelWhileWaiting(t *testing.T) {
 	if n := b.queued(); n != 0 {
 		t.Fatalf("%d writes still queued", n)
 	}
-	if _, err := b.Wait(context.Background(), 2); err != nil {
+	if _, err := b.Wait(context.Background(), 2, false); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -226,8 +229,9 @@ func TestFleetConverges(t *testing.T) {
 			wg.Go(func() {
 				for ctx.Err() == nil {
 					prio := time.Now().UnixNano()
+					refused := false
 					for ctx.Err() == nil { // one write, retried until stored
-						if _, err := b.Wait(ctx, prio); err != nil {
+						if _, err := b.Wait(ctx, prio, refused); err != nil {
 							if !errors.Is(err, context.DeadlineExceeded) {
 								t.Errorf("Wait: %v", err)
 							}
@@ -237,15 +241,16 @@ func TestFleetConverges(t *testing.T) {
 						if time.Now().After(measureFrom) {
 							attempts.Add(1)
 						}
+						time.Sleep(2 * time.Millisecond) // the write's round trip
 						if ok {
 							b.Answer(OK)
 							if time.Now().After(measureFrom) {
 								stored.Add(1)
 							}
-							time.Sleep(2 * time.Millisecond) // the write's round trip
 							break
 						}
 						b.Answer(Pushback)
+						refused = true
 					}
 				}
 			})
@@ -275,7 +280,7 @@ func TestRamp(t *testing.T) {
 	for range 16 {
 		wg.Go(func() {
 			for {
-				if _, err := b.Wait(ctx, 0); err != nil {
+				if _, err := b.Wait(ctx, 0, false); err != nil {
 					return
 				}
 				n.Add(1)
@@ -286,5 +291,38 @@ func TestRamp(t *testing.T) {
 	wg.Wait()
 	if got := n.Load(); got < 20 || got > 90 {
 		t.Fatalf("%d writes in the ramp's first second, want about 43", got)
+	}
+}
+
+// TestLoneWriteGoesAtOnce: on a pushed-back bucket with no token left, a
+// write that finds none of the client's writes in flight or waiting goes
+// at once; one that finds another in flight, or that retries a refused
+// write, waits for its turn.
+func TestLoneWriteGoesAtOnce(t *testing.T) {
+	b := pushedBack(t, 1, nil)
+	drain := func() {
+		b.mu.Lock()
+		b.tokens, b.refill = 0, time.Now().Add(time.Hour)
+		b.mu.Unlock()
+	}
+	drain()
+	if d, err := b.Wait(context.Background(), 1, false); err != nil || d != 0 {
+		t.Fatalf("a lone write: waited %v, %v", d, err)
+	}
+	for _, tc := range []struct {
+		name  string
+		retry bool
+	}{{"beside one in flight", false}, {"a retry", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.retry {
+				b.Answer(Pushback) // the one in flight was refused
+			}
+			drain()
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			if _, err := b.Wait(ctx, 2, tc.retry); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Wait = %v, want it to wait for its turn", err)
+			}
+		})
 	}
 }
