@@ -2,6 +2,7 @@ package admit
 
 import (
 	"context"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -114,9 +115,10 @@ func (s *Stage) Each(f func(*Bucket)) {
 type Bucket struct {
 	s      *Stage
 	name   string
-	active atomic.Bool // pushback seen: writes wait for their turn
-	sent   meter       // writes a second the service answered
-	ok     meter       // writes a second the service accepted
+	active atomic.Bool  // pushback seen: writes wait for their turn
+	sent   meter        // writes a second the service answered
+	ok     meter        // writes a second the service accepted
+	pushed meter        // writes a second the service refused for load
 	flying atomic.Int64 // writes admitted and not answered yet
 
 	mu      sync.Mutex
@@ -168,7 +170,8 @@ func (b *Bucket) Stats() Stats {
 //
 // A write that the service has not refused (retry false) and that finds
 // none of the client's writes to the bucket in flight or waiting goes at
-// once, turn or not: a client that writes one object at a time waits for
+// once, turn or not, while the service refuses few of the client's writes
+// (LoneRefusals): a client that writes one object at a time waits for
 // each answer, so it cannot multiply the load, and pacing it would leave
 // a quiet client sharing a bucket with busy ones a sliver of it. A retry
 // of a refused write always waits for its turn, and so does every write
@@ -181,7 +184,7 @@ func (b *Bucket) Wait(ctx context.Context, prio int64, retry bool) (time.Duratio
 	now := b.s.now()
 	b.mu.Lock()
 	b.refillLocked(now)
-	if len(b.ring) == 0 && (b.tokens >= 1 || !retry && !b.ramping && b.flying.Load() == 0) {
+	if len(b.ring) == 0 && (b.tokens >= 1 || !retry && b.lone(now)) {
 		b.tokens = math.Max(b.tokens-1, 0)
 		b.flying.Add(1)
 		b.mu.Unlock()
@@ -233,10 +236,24 @@ func (b *Bucket) Answer(o Outcome) {
 		}
 	case Pushback:
 		b.rejections.Add(1)
+		b.pushed.add(now)
 		b.cut(now)
 	case NamePushback:
 		b.rejections.Add(1)
 	}
+}
+
+// LoneRefusals is the share of a bucket's writes the service may have
+// refused in the last second for a lone write to go at once (see Wait).
+const LoneRefusals = 0.05
+
+// lone reports whether a write goes at once although no turn is free: it
+// finds none of the client's writes in flight, no ramp sets the rate, and
+// the service refused few of the client's writes in the last second (a
+// client alone on a bucket that runs it into the limit one write at a time
+// is paced as any other). b.mu is held.
+func (b *Bucket) lone(now time.Time) bool {
+	return !b.ramping && b.flying.Load() == 0 && b.pushed.rate(now) <= LoneRefusals*b.sent.rate(now)
 }
 
 // Close stops the bucket's timer. Waiting writes are left to their

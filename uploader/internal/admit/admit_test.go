@@ -296,33 +296,66 @@ func TestRamp(t *testing.T) {
 
 // TestLoneWriteGoesAtOnce: on a pushed-back bucket with no token left, a
 // write that finds none of the client's writes in flight or waiting goes
-// at once; one that finds another in flight, or that retries a refused
-// write, waits for its turn.
+// at once while the service refuses few of the client's writes; one that
+// finds another in flight, that retries a refused write, or that comes
+// while the service refuses many, waits for its turn.
 func TestLoneWriteGoesAtOnce(t *testing.T) {
-	b := pushedBack(t, 1, nil)
+	b := pushedBack(t, 1000, nil)
+	for range 40 { // one refusal in 41 answers: under LoneRefusals
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := b.Wait(ctx, 0, false)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Answer(OK)
+	}
 	drain := func() {
 		b.mu.Lock()
 		b.tokens, b.refill = 0, time.Now().Add(time.Hour)
 		b.mu.Unlock()
 	}
-	drain()
-	if d, err := b.Wait(context.Background(), 1, false); err != nil || d != 0 {
-		t.Fatalf("a lone write: waited %v, %v", d, err)
+	waits := func(retry bool) bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		d, err := b.Wait(ctx, 2, retry)
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
+			return true
+		case err != nil:
+			t.Fatal(err)
+		case d != 0:
+			t.Fatalf("a write went after %v without a turn", d)
+		}
+		return false
 	}
-	for _, tc := range []struct {
-		name  string
-		retry bool
-	}{{"beside one in flight", false}, {"a retry", true}} {
-		t.Run(tc.name, func(t *testing.T) {
-			if tc.retry {
-				b.Answer(Pushback) // the one in flight was refused
-			}
-			drain()
-			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-			defer cancel()
-			if _, err := b.Wait(ctx, 2, tc.retry); !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("Wait = %v, want it to wait for its turn", err)
-			}
-		})
+	drain()
+	if waits(false) {
+		t.Fatal("a lone write waited")
+	}
+	// That write is in flight now.
+	if !waits(false) {
+		t.Fatal("a write beside one in flight went at once")
+	}
+	b.Answer(Pushback) // the one in flight was refused
+	drain()
+	if !waits(true) {
+		t.Fatal("the retry of a refused write went at once")
+	}
+	for range 5 { // refused often: lone writes are paced again
+		b.mu.Lock()
+		b.tokens = 1
+		b.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := b.Wait(ctx, 0, true)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Answer(Pushback)
+		drain()
+	}
+	if !waits(false) {
+		t.Fatal("a lone write went at once while the service refuses many")
 	}
 }
