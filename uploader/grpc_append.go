@@ -145,8 +145,7 @@ func (g *grpcTransport) openAppend(u *upload, timeout time.Duration) (*grpcStrea
 	c := a.conn
 	a.mu.Unlock()
 	if c != nil {
-		c.streams.Add(1)
-		c.active.Add(1)
+		c.useData()
 	} else {
 		c = g.pick(true)
 	}
