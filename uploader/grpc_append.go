@@ -79,12 +79,15 @@ func (a *appendState) dropReady() {
 }
 
 // redirected takes the route of a redirect out of err, if err is one (an
-// ABORTED status with a BidiWriteObjectRedirectedError), and reports
-// whether it was.
-func (a *appendState) redirected(err error) bool {
+// ABORTED status with a BidiWriteObjectRedirectedError), notes it in ev
+// (if not nil), and reports whether it was.
+func (a *appendState) redirected(err error, ev *uploadEvents) bool {
 	r := redirectOf(err)
 	if r == nil {
 		return false
+	}
+	if ev != nil {
+		ev.Redirected(r.GetRoutingToken())
 	}
 	a.mu.Lock()
 	a.redirects++
@@ -190,7 +193,7 @@ func (g *grpcTransport) openAppend(u *upload, timeout time.Duration) (*grpcStrea
 			err = errChunkTimeout
 			g.cut.Cut(gs.local)
 		}
-		a.redirected(err)
+		a.redirected(err, u.life.ev)
 		cancel(err)
 		c.doneData()
 		return nil, err

@@ -140,7 +140,7 @@ func (g *grpcStream) receive() {
 			err = fmt.Errorf("the service ended the stream before the upload finished: %w", io.ErrUnexpectedEOF)
 		}
 		if g.app != nil {
-			g.app.redirected(err)
+			g.app.redirected(err, g.u.life.ev)
 		}
 		g.err = err
 		g.cancel(err)

@@ -254,3 +254,75 @@ func TestTelemetryParallelParts(t *testing.T) {
 		t.Fatalf("part events %v, want %v", got, want)
 	}
 }
+
+// TestTelemetryAppendable: an appendable object's flushes, its takeover and
+// a redirect show in the metrics (objup.append.*), as span events and in
+// the upload's path ("appendable").
+func TestTelemetryAppendable(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans), sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	e := newEnv(t, uploader.WithMeterProvider(mp), uploader.WithTracerProvider(tp))
+	ctx := context.Background()
+
+	w, err := e.c.NewWriter(ctx, bucket, "log", uploader.WithAppendable(), uploader.WithoutFinalize())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.srv.RedirectAppend(1<<10, "moved")
+	for _, n := range []int{100, 2 << 10, 10} { // the second flush is redirected, and resumed
+		w.Write(payload(n, uint64(n)))
+		if _, err := w.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w2, _, err := e.c.TakeOver(ctx, bucket, "log", w.Attrs().Generation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2.Write([]byte("end"))
+	if err := w2.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					got[m.Name] += p.Value
+					if m.Name == "objup.uploads" && seriesOf(p.Attributes).path != "appendable" {
+						t.Errorf("an upload counted under path %q", seriesOf(p.Attributes).path)
+					}
+				}
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					got[m.Name] += int64(p.Count)
+				}
+			}
+		}
+	}
+	for name, want := range map[string]int64{"objup.append.flush.duration": 3, "objup.append.takeovers": 1, "objup.append.redirects": 1, "objup.uploads": 2} {
+		if got[name] != want {
+			t.Errorf("%s: %d, want %d", name, got[name], want)
+		}
+	}
+	events := map[string]int{}
+	for _, s := range spans.GetSpans() {
+		for _, ev := range s.Events {
+			events[ev.Name]++
+		}
+	}
+	if events["flush"] != 3 || events["takeover"] != 1 || events["redirect"] != 1 {
+		t.Errorf("span events %v, want 3 flushes, 1 takeover, 1 redirect", events)
+	}
+}

@@ -121,6 +121,9 @@ func (e *Events[S]) LimitWait() {
 // Flushed notes a Flush of an appendable object that the service answered
 // after d.
 func (e *Events[S]) Flushed(d time.Duration) {
+	if t := e.scope.Telemetry(); t.flushes != nil {
+		t.flushes.Record(e.scope.Context(), d.Seconds(), t.tenantOpts(e.scope.Context()).record...)
+	}
 	if e.span != nil {
 		e.span.AddEvent("flush", trace.WithAttributes(attribute.Float64("seconds", d.Seconds())))
 	}
@@ -131,11 +134,30 @@ func (e *Events[S]) Flushed(d time.Duration) {
 
 // TookOver notes the takeover of an appendable object.
 func (e *Events[S]) TookOver() {
+	if t := e.scope.Telemetry(); t.takeovers != nil {
+		t.takeovers.Add(e.scope.Context(), 1, t.tenantOpts(e.scope.Context()).add...)
+	}
 	if e.span != nil {
 		e.span.AddEvent("takeover")
 	}
 	if l := e.scope.Telemetry().logger; l != nil {
 		l.LogAttrs(e.scope.Context(), slog.LevelInfo, "objup: took over an appendable object", e.LogAttrs()...)
+	}
+}
+
+// Redirected notes a redirect of an appendable object's stream, which the
+// next stream follows with the routing token token. Unlike the other
+// events, it may be called from the stream's receiver goroutine: it only
+// records.
+func (e *Events[S]) Redirected(token string) {
+	if t := e.scope.Telemetry(); t.redirects != nil {
+		t.redirects.Add(e.scope.Context(), 1, t.tenantOpts(e.scope.Context()).add...)
+	}
+	if e.span != nil {
+		e.span.AddEvent("redirect", trace.WithAttributes(attribute.String("routing_token", token)))
+	}
+	if l := e.scope.Telemetry().logger; l != nil {
+		l.LogAttrs(e.scope.Context(), slog.LevelInfo, "objup: redirected", e.LogAttrs(slog.String("routing_token", token))...)
 	}
 }
 

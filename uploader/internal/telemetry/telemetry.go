@@ -43,6 +43,10 @@ type Telemetry struct {
 	// The admission stage's: waits, and per bucket its rate and counts.
 	admissionWait metric.Float64Histogram
 	admission     metric.Registration
+	// Appendable objects': flushes, takeovers and redirects.
+	flushes   metric.Float64Histogram
+	takeovers metric.Int64Counter
+	redirects metric.Int64Counter
 	// Per tenant, only WithTenantAttribute.
 	bufferWait metric.Float64Histogram
 	limitWaits metric.Int64Counter
@@ -143,6 +147,19 @@ func New(cfg Config, alloc pool.Allocator, code func(error) codes.Code) (*Teleme
 	if t.admissionWait, err = m.Float64Histogram("objup.admission.wait", metric.WithUnit("s"),
 		metric.WithDescription("Waits of writes for their turn at a bucket that pushed back, by tenant with WithTenantAttribute."),
 		metric.WithExplicitBucketBoundaries(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)); err != nil {
+		return nil, err
+	}
+	if t.flushes, err = m.Float64Histogram("objup.append.flush.duration", metric.WithUnit("s"),
+		metric.WithDescription("Flushes of appendable objects, from Flush to the service's persisted size, by tenant with WithTenantAttribute."),
+		metric.WithExplicitBucketBoundaries(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)); err != nil {
+		return nil, err
+	}
+	if t.takeovers, err = m.Int64Counter("objup.append.takeovers", metric.WithUnit("{takeover}"),
+		metric.WithDescription("Appendable objects taken over (Client.TakeOver).")); err != nil {
+		return nil, err
+	}
+	if t.redirects, err = m.Int64Counter("objup.append.redirects", metric.WithUnit("{redirect}"),
+		metric.WithDescription("Redirects of appendable objects' streams followed.")); err != nil {
 		return nil, err
 	}
 	if cfg.Tenant != nil {
