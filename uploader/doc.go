@@ -143,7 +143,10 @@
 // which writes wait for their turn, tenant by tenant and oldest first,
 // never failing for it. A write refused for load was not applied, so it is
 // retried whatever the retry policy says of idempotence, and retries pass
-// the same stage. The figures are metrics: objup.admission.wait,
+// the same stage. A write that finds none of the client's writes to the
+// bucket in flight or waiting goes at once while the service refuses few
+// of them: one write at a time cannot multiply the load, and a quiet
+// client beside busy ones keeps its share. The figures are metrics: objup.admission.wait,
 // objup.admission.rate, objup.admission.rejections and
 // objup.admission.waits. TenantLimits.Writes caps a tenant's writes per
 // second.
