@@ -28,16 +28,23 @@ func TestAppendableFlushAndFinalize(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		writes []int // bytes written before each Flush
+		buffer bool  // the Writer's chunks are the caller's buffer (WithBuffer)
 	}{
-		{"flush before any write", []int{0, 10, 0}},
-		{"small appends", []int{1, 100, 1000, 1}},
-		{"over a chunk", []int{300 << 10, 10, 600 << 10}},
-		{"many chunks, one flush", []int{3<<20 + 17}},
+		{"flush before any write", []int{0, 10, 0}, false},
+		{"small appends", []int{1, 100, 1000, 1}, false},
+		{"over a chunk", []int{300 << 10, 10, 600 << 10}, false},
+		{"many chunks, one flush", []int{3<<20 + 17}, false},
+		{"WithBuffer, small appends", []int{1, 100, 40 << 10, 1}, true},
+		{"WithBuffer, over the buffer", []int{300 << 10, 10, 600 << 10}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			ctx := context.Background()
-			w, err := e.c.NewWriter(ctx, bucket, "log", uploader.WithAppendable())
+			opts := []uploader.WriterOption{uploader.WithAppendable()}
+			if tc.buffer {
+				opts = append(opts, uploader.WithBuffer(make([]byte, 256<<10)))
+			}
+			w, err := e.c.NewWriter(ctx, bucket, "log", opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
