@@ -2,6 +2,8 @@ package uploader
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -132,4 +134,23 @@ func (u *upload) settled(tr transport, e *expect, lost bool, cfg *retryConfig, e
 // state, so they may run on another goroutine or after u's call returned.
 func (u *upload) detached(ctx context.Context) *upload {
 	return &upload{target: target{c: u.c, ctx: ctx, bucket: u.bucket, object: u.object, params: u.params}}
+}
+
+// finished checks the service's object against what was sent.
+func (w *Writer) finished(o *wire.Object, size int64) error {
+	if o == nil {
+		return &Error{Op: "Close", Bucket: w.bucket, Object: w.object, Code: codes.Internal, Err: errors.New("the service finished the upload without returning the object")}
+	}
+	if o.GetSize() != size {
+		return &Error{Op: "Close", Bucket: w.bucket, Object: w.object, Code: codes.DataLoss,
+			Err: fmt.Errorf("the service stored %d bytes, %d were written", o.GetSize(), size)}
+	}
+	if cs := o.GetChecksums(); !w.cfg.noCRC32C && cs != nil && cs.Crc32C != nil && cs.GetCrc32C() != w.ch.CRC32C() {
+		return &Error{Op: "Close", Bucket: w.bucket, Object: w.object, Code: codes.DataLoss,
+			Err: fmt.Errorf("the service reports CRC32C %08x, %08x was written", cs.GetCrc32C(), w.ch.CRC32C())}
+	}
+	w.attrs = new(ObjectAttrs)
+	w.attrs.setFromObject(o)
+	w.cfg.progress.report(size)
+	return nil
 }

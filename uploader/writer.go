@@ -13,7 +13,6 @@ import (
 
 	"github.com/objup/objup/chunker"
 	"github.com/objup/objup/header"
-	"github.com/objup/objup/internal/wire"
 	"github.com/objup/objup/pool"
 )
 
@@ -118,38 +117,9 @@ func (w *Writer) init(ctx context.Context, bucket, object string, opts []WriterO
 	if err := ctx.Err(); err != nil {
 		return newError("NewWriter", bucket, object, err)
 	}
-	alloc := w.c.alloc
-	switch {
-	case w.cfg.hasBuffer:
-		f, err := pool.NewFixed(w.cfg.buffer)
-		if err != nil {
-			return invalid("NewWriter", bucket, object, "WithBuffer: %w", err)
-		}
-		alloc = f
-	case w.cfg.chunkSize != 0 && w.cfg.chunkSize != alloc.BufferSize():
-		alloc = w.c.poolFor(w.cfg.chunkSize)
-	}
-	var chOpts []chunker.Option
-	if w.cfg.md5 {
-		chOpts = append(chOpts, chunker.WithMD5())
-	}
-	if err := w.ch.Reset(alloc.BufferSize(), chOpts...); err != nil {
+	alloc, err := w.allocator(ctx)
+	if err != nil {
 		return invalid("NewWriter", bucket, object, "%w", err)
-	}
-	if t := &w.c.tenants; !w.cfg.hasBuffer && (t.limited() || t.share0 > 0 && alloc == w.c.alloc) {
-		if b := t.limits.Bytes; b > 0 && b < int64(alloc.BufferSize()) {
-			return invalid("NewWriter", bucket, object, "chunk size %d is over the tenant byte limit of %d", alloc.BufferSize(), b)
-		}
-		if id := tenantOf(ctx); t.limited() || id != "" {
-			s := t.share(id)
-			ta := &tenantAlloc{Allocator: alloc, share: s, ev: &w.ev}
-			if t.limits.Bytes > 0 || alloc == w.c.alloc {
-				// The default share bounds the buffers of the
-				// client's pool only.
-				ta.bytes = s.bytes
-			}
-			alloc = ta
-		}
 	}
 	w.life.alloc = alloc
 	w.scratch.noCRC = w.cfg.noCRC32C
@@ -425,23 +395,4 @@ func (w *Writer) buffersBack() {
 	if a, ok := w.life.alloc.(*tenantAlloc); ok {
 		a.done()
 	}
-}
-
-// finished checks the service's object against what was sent.
-func (w *Writer) finished(o *wire.Object, size int64) error {
-	if o == nil {
-		return &Error{Op: "Close", Bucket: w.bucket, Object: w.object, Code: codes.Internal, Err: errors.New("the service finished the upload without returning the object")}
-	}
-	if o.GetSize() != size {
-		return &Error{Op: "Close", Bucket: w.bucket, Object: w.object, Code: codes.DataLoss,
-			Err: fmt.Errorf("the service stored %d bytes, %d were written", o.GetSize(), size)}
-	}
-	if cs := o.GetChecksums(); !w.cfg.noCRC32C && cs != nil && cs.Crc32C != nil && cs.GetCrc32C() != w.ch.CRC32C() {
-		return &Error{Op: "Close", Bucket: w.bucket, Object: w.object, Code: codes.DataLoss,
-			Err: fmt.Errorf("the service reports CRC32C %08x, %08x was written", cs.GetCrc32C(), w.ch.CRC32C())}
-	}
-	w.attrs = new(ObjectAttrs)
-	w.attrs.setFromObject(o)
-	w.cfg.progress.report(size)
-	return nil
 }
