@@ -30,9 +30,6 @@ import (
 
 	"cloud.google.com/go/storage"
 	"golang.org/x/sync/errgroup"
-	"google.golang.org/api/option"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/objup/objup/uploader"
 )
@@ -72,11 +69,7 @@ func (a officialAppender) flush(context.Context) (int64, error) { return a.Flush
 // how each opens an appendable writer, finalized on Close.
 func appendClients(b *testing.B, addr string) (map[string]func(ctx context.Context, name string) (appender, error), func()) {
 	ctx := context.Background()
-	dial := []option.ClientOption{
-		option.WithEndpoint(addr),
-		option.WithoutAuthentication(),
-		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
-	}
+	dial := dialTo(addr)
 	ours, err := uploader.NewClient(ctx, dial...)
 	if err != nil {
 		b.Fatal(err)
@@ -298,11 +291,7 @@ func BenchmarkAppendUploadMany(b *testing.B) {
 	for _, rtt := range appendRTTs {
 		addr, stop := appendServer(b, rtt)
 		ctx := context.Background()
-		dial := []option.ClientOption{
-			option.WithEndpoint(addr),
-			option.WithoutAuthentication(),
-			option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
-		}
+		dial := dialTo(addr)
 		ours, err := uploader.NewClient(ctx, dial...)
 		if err != nil {
 			b.Fatal(err)

@@ -57,11 +57,7 @@ func benchRTTs(b *testing.B) []time.Duration {
 // addr, and returns them with a function that closes them.
 func distanceClients(b *testing.B, addr string) (*uploader.Client, *storage.Client, *grpc.ClientConn, func()) {
 	ctx := context.Background()
-	dial := []option.ClientOption{
-		option.WithEndpoint(addr),
-		option.WithoutAuthentication(),
-		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
-	}
+	dial := dialTo(addr)
 	ours, err := uploader.NewClient(ctx, dial...)
 	if err != nil {
 		b.Fatal(err)

@@ -23,8 +23,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/api/option"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/objup/objup/uploader"
 )
@@ -33,11 +31,7 @@ func BenchmarkTelemetry(b *testing.B) {
 	addr, stop := startExternalFake(b)
 	defer stop()
 	ctx := context.Background()
-	dial := []option.ClientOption{
-		option.WithEndpoint(addr),
-		option.WithoutAuthentication(),
-		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
-	}
+	dial := dialTo(addr)
 	objupWith := func(opts ...option.ClientOption) uploadFunc {
 		c, err := uploader.NewClient(ctx, append(dial, opts...)...)
 		if err != nil {

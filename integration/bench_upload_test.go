@@ -32,7 +32,6 @@ import (
 	"time"
 
 	"cloud.google.com/go/storage"
-	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/encoding"
@@ -150,11 +149,7 @@ type uploadFunc func(ctx context.Context, name string, data []byte) error
 // which server describes in the log.
 func benchUploads(b *testing.B, addr, server string) {
 	ctx := context.Background()
-	dial := []option.ClientOption{
-		option.WithEndpoint(addr),
-		option.WithoutAuthentication(),
-		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
-	}
+	dial := dialTo(addr)
 	ours, err := uploader.NewClient(ctx, dial...)
 	if err != nil {
 		b.Fatal(err)

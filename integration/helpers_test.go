@@ -25,6 +25,16 @@ const (
 // testBucket is the bucket every test server starts with.
 const testBucket = "objup-it"
 
+// dialTo is the options that dial a test server's gRPC port at addr:
+// plaintext, without credentials.
+func dialTo(addr string) []option.ClientOption {
+	return []option.ClientOption{
+		option.WithEndpoint(addr),
+		option.WithoutAuthentication(),
+		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
+	}
+}
+
 // officialGRPC returns the official client talking gRPC to srv, closed when
 // the test ends. The endpoint is passed as an option, not through
 // STORAGE_EMULATOR_HOST_GRPC, which would affect the whole process.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/url"
 	"sync"
 	"time"
@@ -320,21 +319,10 @@ func isFinalized(o *wire.Object) bool { return o != nil && o.GetFinalizeTime() !
 func (g *grpcTransport) writeAppendable(u *upload, rs []*chunkRef, timeout time.Duration) (o *wire.Object, sent bool, err error) {
 	ctx, cancel := context.WithTimeout(u.attemptCtx(), timeout)
 	defer cancel()
-	c := g.pick(true)
-	defer c.doneData()
-	u.via = c
-	var local net.Addr
-	defer func() {
-		if err != nil {
-			g.abandoned(u, ctx.Err() == context.DeadlineExceeded && u.ctx.Err() == nil, timeout, local)
-		}
-	}()
-	st, err := wire.NewBidiWriteObjectStream(u.outgoing(ctx), c.ClientConn, g.callOpts...)
+	st, end, err := attemptStream(g, u, ctx, timeout, wire.NewBidiWriteObjectStream)
+	defer func() { end(err) }()
 	if err != nil {
 		return nil, false, err
-	}
-	if p, ok := peer.FromContext(st.Context()); ok {
-		local = p.LocalAddr
 	}
 	u.scratch.spec.ObjectSize = nil // an appendable object's size is what its writes make it
 	base := rs[0].Offset

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
@@ -122,21 +123,10 @@ func (g *grpcTransport) writeStream(u *upload, rs []*chunkRef, timeout time.Dura
 		})
 		defer stop()
 	}
-	c := g.pick(true)
-	defer c.doneData()
-	u.via = c
-	var local net.Addr
-	defer func() {
-		if err != nil {
-			g.abandoned(u, ctx.Err() == context.DeadlineExceeded && u.ctx.Err() == nil, timeout, local)
-		}
-	}()
-	st, err := wire.NewWriteObjectStream(u.outgoing(ctx), c.ClientConn, g.callOpts...)
+	st, end, err := attemptStream(g, u, ctx, timeout, wire.NewWriteObjectStream)
+	defer func() { end(err) }()
 	if err != nil {
 		return nil, false, err
-	}
-	if p, ok := peer.FromContext(st.Context()); ok {
-		local = p.LocalAddr
 	}
 	base := rs[0].Offset
 	i, rel := 0, 0 // the chunk and the offset in it where the next message starts
@@ -171,6 +161,32 @@ func (g *grpcTransport) writeStream(u *upload, rs []*chunkRef, timeout time.Dura
 	}
 	resp, err := st.CloseAndRecv()
 	return resp.GetResource(), sent, err
+}
+
+// attemptStream opens, with open, the write stream of one attempt of u on
+// a data connection, in ctx (the attempt's context, bounded by timeout). The
+// caller calls end with the attempt's error once it is over: end gives the
+// connection back and, after a failure, handles the abandoned attempt (see
+// abandoned).
+func attemptStream[S interface{ Context() context.Context }](g *grpcTransport, u *upload, ctx context.Context, timeout time.Duration,
+	open func(context.Context, grpc.ClientConnInterface, ...grpc.CallOption) (S, error)) (st S, end func(error), err error) {
+	c := g.pick(true)
+	u.via = c
+	var local net.Addr
+	end = func(err error) {
+		if err != nil {
+			g.abandoned(u, ctx.Err() == context.DeadlineExceeded && u.ctx.Err() == nil, timeout, local)
+		}
+		c.doneData()
+	}
+	st, err = open(u.outgoing(ctx), c.ClientConn, g.callOpts...)
+	if err != nil {
+		return st, end, err
+	}
+	if p, ok := peer.FromContext(st.Context()); ok {
+		local = p.LocalAddr
+	}
+	return st, end, nil
 }
 
 // fill adds to msg up to 2 MiB of consecutive pieces of rs, from offset
