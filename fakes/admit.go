@@ -9,23 +9,6 @@ import (
 	"github.com/objup/objup/header"
 )
 
-// WithCapacity gives every bucket the write capacity cfg (see package
-// fakes/capacity): a token bucket of object writes, autoscaling, a limit
-// per object name and a share of 503. A write the capacity refuses is
-// answered as GCS answers it and stores nothing; see the package
-// documentation for what counts as a write. Without WithCapacity or
-// [WithBucketCapacity] buckets admit every write, at no cost.
-func WithCapacity(cfg capacity.Config) Option {
-	return optionFunc(func(c *config) { c.capacity = append(c.capacity, bucketCapacity{all: true, cfg: cfg}) })
-}
-
-// WithBucketCapacity gives the bucket its own write capacity, in place of
-// the one of [WithCapacity]. Naming a bucket again replaces its Config.
-// The bucket need not exist yet.
-func WithBucketCapacity(bucket string, cfg capacity.Config) Option {
-	return optionFunc(func(c *config) { c.capacity = append(c.capacity, bucketCapacity{bucket: bucket, cfg: cfg}) })
-}
-
 // bucketCapacity is one WithCapacity or WithBucketCapacity option.
 type bucketCapacity struct {
 	all    bool

@@ -11,23 +11,6 @@ import (
 	"github.com/objup/objup/fakes/link"
 )
 
-// WithLink puts a simulated network path in front of both of the server's
-// ports: every connection sees cfg's round-trip time and bandwidth (see
-// package link), so a client on loopback uploads as if from afar. The zero
-// Config, the default, is loopback as it is.
-func WithLink(cfg link.Config) Option {
-	return optionFunc(func(c *config) { c.link = cfg })
-}
-
-// WithMaxStreams caps the concurrent streams (calls) of one gRPC connection
-// at n, as GCS's front ends do (SETTINGS_MAX_CONCURRENT_STREAMS, commonly
-// 100): a client's call beyond it waits for one of the connection's calls
-// to end. 0, the default, is gRPC's own limit (no practical cap). A server
-// with a cap also counts each connection's calls for [Server.Conns].
-func WithMaxStreams(n int) Option {
-	return optionFunc(func(c *config) { c.maxStreams = n })
-}
-
 // ConnStats is one gRPC connection's calls, as [Server.Conns] reports them.
 type ConnStats struct {
 	// Remote is the client's address.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/objup/objup/fakes/capacity"
 	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/fakes/link"
 )
@@ -164,4 +165,38 @@ func (c *config) validate() error {
 		return fmt.Errorf("fakes: %s", strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// WithLink puts a simulated network path in front of both of the server's
+// ports: every connection sees cfg's round-trip time and bandwidth (see
+// package link), so a client on loopback uploads as if from afar. The zero
+// Config, the default, is loopback as it is.
+func WithLink(cfg link.Config) Option {
+	return optionFunc(func(c *config) { c.link = cfg })
+}
+
+// WithMaxStreams caps the concurrent streams (calls) of one gRPC connection
+// at n, as GCS's front ends do (SETTINGS_MAX_CONCURRENT_STREAMS, commonly
+// 100): a client's call beyond it waits for one of the connection's calls
+// to end. 0, the default, is gRPC's own limit (no practical cap). A server
+// with a cap also counts each connection's calls for [Server.Conns].
+func WithMaxStreams(n int) Option {
+	return optionFunc(func(c *config) { c.maxStreams = n })
+}
+
+// WithCapacity gives every bucket the write capacity cfg (see package
+// fakes/capacity): a token bucket of object writes, autoscaling, a limit
+// per object name and a share of 503. A write the capacity refuses is
+// answered as GCS answers it and stores nothing; see the package
+// documentation for what counts as a write. Without WithCapacity or
+// [WithBucketCapacity] buckets admit every write, at no cost.
+func WithCapacity(cfg capacity.Config) Option {
+	return optionFunc(func(c *config) { c.capacity = append(c.capacity, bucketCapacity{all: true, cfg: cfg}) })
+}
+
+// WithBucketCapacity gives the bucket its own write capacity, in place of
+// the one of [WithCapacity]. Naming a bucket again replaces its Config.
+// The bucket need not exist yet.
+func WithBucketCapacity(bucket string, cfg capacity.Config) Option {
+	return optionFunc(func(c *config) { c.capacity = append(c.capacity, bucketCapacity{bucket: bucket, cfg: cfg}) })
 }
