@@ -19,27 +19,16 @@ func (w *Writer) writeOnce(r *chunkRef) (*wire.Object, error) {
 	w.one[0] = r
 	defer func() { w.one[0] = nil }()
 	var o *wire.Object
-	lost := false
+	var cr creation
 	err := w.retry.do(&w.target, tr.names().write, w.idempotent(), nil, func() (string, bool, error) {
 		var sent bool
 		var err error
 		o, sent, err = tr.writeObject(&w.upload, w.one[:], w.retry.attemptTimeout())
-		switch {
-		case err == nil:
-		case lost && IsPreconditionFailed(err):
-			// Perhaps the precondition met this upload's own earlier
-			// attempt, applied although its answer was lost.
-			if stored := w.resolve(tr, w.expect(), w.cfg.retry); stored != nil {
-				o = stored
-				return "", sent, nil
-			}
-		case sent && answerLost(err):
-			lost = true
-		}
+		o, err = cr.judge(&w.upload, tr, w, w.cfg.retry, o, sent, err)
 		return "", sent, err
 	})
 	if err != nil {
-		return w.settled(tr, w.expect(), lost, w.cfg.retry, err)
+		return w.settled(tr, w.expect(), cr.lost, w.cfg.retry, err)
 	}
 	return o, nil
 }

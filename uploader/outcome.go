@@ -68,6 +68,34 @@ func (e *expect) ours(o *wire.Object) bool {
 	return true
 }
 
+// creation follows the attempts of a write that creates an object (a
+// one-shot write, a parallel upload's part, a compose), whose answer may be
+// lost: once one was, a precondition failure of a later attempt may have
+// met that attempt's own object, which is then looked up (see resolve).
+type creation struct {
+	lost bool // an attempt's answer was lost
+}
+
+// expecter describes the object a write creates, when it is needed.
+type expecter interface{ expect() *expect }
+
+// judge takes an attempt's outcome, o or err, sent saying whether its
+// request may have left. It returns the object and no error when the
+// attempt, or an earlier one whose answer was lost, stored it; otherwise
+// what it was given.
+func (c *creation) judge(u *upload, tr transport, want expecter, cfg *retryConfig, o *wire.Object, sent bool, err error) (*wire.Object, error) {
+	switch {
+	case err == nil:
+	case c.lost && IsPreconditionFailed(err):
+		if stored := u.resolve(tr, want.expect(), cfg); stored != nil {
+			return stored, nil
+		}
+	case sent && answerLost(err):
+		c.lost = true
+	}
+	return o, err
+}
+
 // resolve finds out whether an attempt of u whose answer was lost stored
 // the object e describes, and returns the object if so. It first fences
 // u's abandoned attempts (see transport.fence), so that one stuck behind a

@@ -43,24 +43,15 @@ func (p *parallel) finish(last chunker.Chunk) (*wire.Object, error) {
 	w.scratch.hasSums = w.checksums() != nil
 	var o *wire.Object
 	names := p.tr.names()
-	lost := false
+	var cr creation
 	err := w.retry.do(&w.target, names.compose, w.idempotent(), nil, func() (string, bool, error) {
 		var err error
 		o, err = p.tr.composeObject(&w.upload, srcs, w.retry.attemptTimeout())
-		switch {
-		case err == nil:
-		case lost && IsPreconditionFailed(err):
-			if stored := w.resolve(p.tr, w.expect(), w.cfg.retry); stored != nil {
-				o = stored
-				return "", true, nil
-			}
-		case answerLost(err):
-			lost = true
-		}
+		o, err = cr.judge(&w.upload, p.tr, w, w.cfg.retry, o, true, err)
 		return "", true, err
 	})
 	if err != nil {
-		return w.settled(p.tr, w.expect(), lost, w.cfg.retry, err)
+		return w.settled(p.tr, w.expect(), cr.lost, w.cfg.retry, err)
 	}
 	return o, nil
 }

@@ -103,8 +103,8 @@ func (p *parallel) send(pt *part) error {
 	start := time.Now()
 	names := p.tr.names()
 	var o *wire.Object
-	lost := false
-	want := &expect{size: pt.size, crc: pt.scratch.crc, hasCRC: true, since: p.w.ev.Start().Wall()}
+	var cr creation
+	want := partExpect{&expect{size: pt.size, crc: pt.scratch.crc, hasCRC: true, since: p.w.ev.Start().Wall()}}
 	err := pt.retry.do(&pt.target, names.write, true, nil, func() (string, bool, error) {
 		if err := p.ctx.Err(); err != nil {
 			// No attempt starts once the upload is cancelled.
@@ -116,18 +116,7 @@ func (p *parallel) send(pt *part) error {
 		if sent {
 			pt.sent.Store(true)
 		}
-		switch {
-		case err == nil:
-		case lost && IsPreconditionFailed(err):
-			// The part's own earlier attempt, applied although its
-			// answer was lost, is what the precondition met.
-			if stored := pt.resolve(p.tr, want, pt.retry.cfg); stored != nil {
-				o = stored
-				return "", sent, nil
-			}
-		case sent && answerLost(err):
-			lost = true
-		}
+		o, err = cr.judge(&pt.upload, p.tr, want, pt.retry.cfg, o, sent, err)
 		return "", sent, err
 	})
 	for _, r := range pt.refs {
@@ -146,6 +135,11 @@ func (p *parallel) send(pt *part) error {
 	p.w.cfg.progress.report(p.stored.Add(pt.size))
 	return nil
 }
+
+// partExpect is what a part writes, as creation.judge asks for it.
+type partExpect struct{ e *expect }
+
+func (p partExpect) expect() *expect { return p.e }
 
 // check checks the stored part against what was sent.
 func (pt *part) check(o *wire.Object) error {
