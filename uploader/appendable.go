@@ -165,9 +165,10 @@ func (w *Writer) takeoverOptions(gen int64) error {
 // Client.TakeOver) with a flush and a state lookup, waits until the service
 // has persisted it, and returns the service's persisted size: the bytes up
 // to there are durable and readable. The first Flush creates the object if
-// no chunk did. ctx bounds the wait only: when it ends, Flush returns its
-// error and the upload goes on (the bytes are sent and kept until
-// persisted). A failure of the upload itself fails the Writer, as a Write
+// no chunk did. ctx bounds the wait for the service's answer: when it
+// ends, Flush returns its error and the upload goes on (the bytes are sent
+// and kept until persisted). A stream that broke is opened again within
+// the Flush as the upload's context and retry settings allow, not ctx. A failure of the upload itself fails the Writer, as a Write
 // would. Flush on a Writer that is not appendable is an InvalidArgument
 // error that leaves the Writer as it was; after Close it returns what
 // Write would.
