@@ -130,6 +130,12 @@ func (a *Appendable) Abandon(w any, finalized bool, s *State) bool {
 	return true
 }
 
+// ErrGone is the error for a write to the object once it is no longer
+// the live generation of its name.
+func (a *Appendable) ErrGone() error {
+	return status.Errorf(codes.NotFound, "appendable object %q generation %d is no longer the live object", a.Name, a.Gen)
+}
+
 // Redirected sets the routing token the object's next stream must carry
 // and returns the error that ends the stream redirected: codes.Aborted
 // with a BidiWriteObjectRedirectedError (Redirect) that carries token, the
