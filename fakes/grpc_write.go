@@ -2,7 +2,6 @@ package fakes
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"hash/crc32"
 	"io"
@@ -80,12 +79,15 @@ func specAttrs(spec *wire.WriteObjectSpec) store.Attrs {
 	return a
 }
 
-// writeStream is the state of one WriteObject or BidiWriteObject stream.
+// writeStream is the state of one WriteObject or BidiWriteObject stream:
+// the write engine's Stream (writes.Engine drives it), which stores the
+// bytes of its upload.
 type writeStream struct {
 	s      *Server
 	ctx    context.Context
 	method string
 	up     *upload
+	eng    writes.Engine
 
 	brk      breakRule
 	hasBrk   bool
@@ -101,123 +103,80 @@ type writeStream struct {
 
 func (s *Server) newWriteStream(ctx context.Context, method string) *writeStream {
 	w := &writeStream{s: s, ctx: ctx, method: method}
+	w.eng = writes.Engine{Stream: w, Bidi: method == MethodBidiWriteObject}
 	w.brk, w.hasBrk = s.faults.takeBreak(method)
 	return w
 }
 
-// handle processes one message. It returns the object once the write is
-// finalized (the stream must then end), else the persisted size.
+// handle processes one message (writes.Engine.Handle).
 func (w *writeStream) handle(m *api.WriteMsg) (*wire.Object, int64, error) {
-	if w.up == nil {
-		if err := w.open(m); err != nil {
-			return nil, 0, err
-		}
-	} else if m.First {
-		return nil, 0, api.ErrLateFirst
-	}
-	up := w.up
-	up.mu.Lock()
-	defer up.mu.Unlock()
-	switch {
-	case up.gone && up.appendable:
-		return nil, 0, up.errGone()
-	case up.gone:
-		return nil, 0, status.Errorf(codes.NotFound, "upload %q no longer exists", up.id)
-	case up.appendable && up.app.Fenced(w, w.epoch) != nil:
-		return nil, 0, up.app.Fenced(w, w.epoch)
-	case up.appendable && m.Sums != nil && !m.Finish:
-		return nil, 0, writes.ErrAppendSums
-	}
-	if up.result != nil {
-		// Finalized by an earlier stream: a retried finish_write, or a
-		// state lookup, gets the object; more data cannot fit (an
-		// appendable object's writer may resend bytes persisted).
-		if n := int64(len(m.Data.GetContent())); n > 0 && (!up.appendable || m.Offset+n > up.Size) {
-			return nil, 0, status.Errorf(codes.FailedPrecondition, "upload of %q is already finalized", up.object)
-		}
-		if m.Finish || m.Lookup {
-			return up.result, up.Size, nil
-		}
-		return nil, up.Size, nil
-	}
-	if w.hasBrk && w.received >= w.brk.after {
-		return nil, 0, w.broken()
-	}
-	if m.Data != nil {
-		if _, err := w.accept(m); err != nil {
-			return nil, 0, err
-		}
-		if w.hasBrk && w.received >= w.brk.after {
-			return nil, 0, w.broken()
-		}
-	} else if m.Finish {
-		if err := up.CheckFinish(m.Offset); err != nil {
-			return nil, 0, err
-		}
-	}
-	if w.hasRedir && w.received >= w.redir.after {
-		return nil, 0, w.redirected()
-	}
-	up.Declare(m.Sums)
-	if !m.Finish {
-		if up.appendable && m.Flush {
-			if err := up.persist(); err != nil {
-				return nil, 0, err
-			}
-		}
-		return nil, up.Size, nil
-	}
-	var (
-		obj *wire.Object
-		err error
-	)
-	if up.appendable {
-		obj, err = up.finalizeAppendable()
-	} else {
-		obj, err = w.s.finalize(up, tenantOf(w.ctx))
-	}
-	return obj, up.Size, err
+	return w.eng.Handle(m, int64(len(m.Data.GetContent())), m.Data != nil)
 }
 
-// open starts the stream's write from its first message.
-func (w *writeStream) open(m *api.WriteMsg) error {
-	var err error
-	switch {
-	case m.Spec.GetAppendable() && w.method == MethodBidiWriteObject:
-		err = w.openAppendable(m)
-	case m.Spec != nil:
-		w.up, err = w.s.newUpload(w.ctx, m.Spec, m.Common, w.method)
-		if err == nil {
-			w.up.Declare(m.Sums)
-		}
-	case m.UploadID != "":
-		if err = api.CheckCommon(m.Common); err == nil {
-			w.up, err = w.s.session(w.ctx, m.UploadID)
-		}
-	case m.AppendSpec != nil:
-		err = w.openAppend(m)
-	default:
-		err = status.Error(codes.InvalidArgument, "the first message must set upload_id, write_object_spec or append_object_spec")
+// NewUpload implements writes.Stream.
+func (w *writeStream) NewUpload(m *api.WriteMsg) (writes.Upload, error) {
+	up, err := w.s.newUpload(w.ctx, m.Spec, m.Common, w.method)
+	return w.opened(up, err)
+}
+
+// Resume implements writes.Stream.
+func (w *writeStream) Resume(id string) (writes.Upload, error) {
+	up, err := w.s.session(w.ctx, id)
+	return w.opened(up, err)
+}
+
+// OpenAppendable implements writes.Stream.
+func (w *writeStream) OpenAppendable(m *api.WriteMsg) (writes.Upload, error) {
+	err := w.openAppendable(m)
+	return w.opened(w.up, err)
+}
+
+// OpenAppend implements writes.Stream.
+func (w *writeStream) OpenAppend(m *api.WriteMsg) (writes.Upload, error) {
+	err := w.openAppend(m)
+	return w.opened(w.up, err)
+}
+
+// opened makes up the stream's upload, if err is nil. A stream that
+// writes an appendable object meets the redirects of its retry test and
+// of the RedirectAppend faults.
+func (w *writeStream) opened(up *upload, err error) (writes.Upload, error) {
+	if err != nil {
+		return nil, err
 	}
-	if err == nil && w.up.appendable && w.rc != nil {
-		err = w.rc.RedirectWrite(writes.Handle(w.up.app.Gen, w.epoch), w.up.app.Gen)
+	w.up = up
+	if up.appendable && w.rc != nil {
+		if err := w.rc.RedirectWrite(writes.Handle(up.app.Gen, w.epoch), up.app.Gen); err != nil {
+			return nil, err
+		}
 	}
-	if err == nil && w.up.appendable && w.up.result == nil {
+	if up.appendable && up.result == nil {
 		w.redir, w.hasRedir = w.s.faults.takeRedirect()
 	}
-	return err
+	return up, nil
 }
 
-// accept checks one message's data and adds it to the upload, returning
-// the count of bytes added. up.mu is held. An appendable object's writer
-// may resend bytes already persisted: the overlap is dropped, as the
-// service does; any other write must start where the data so far ends.
-func (w *writeStream) accept(m *api.WriteMsg) (int64, error) {
+// Epoch implements writes.Stream.
+func (w *writeStream) Epoch() uint64 { return w.epoch }
+
+// Check implements writes.Stream: a stream past its injected break fails.
+func (w *writeStream) Check(*api.WriteMsg) error {
+	if w.hasBrk && w.received >= w.brk.after {
+		return w.broken()
+	}
+	return nil
+}
+
+// Accept implements writes.Stream: it checks one message's data and adds
+// it to the upload, which keeps it. An appendable object's writer may
+// resend bytes already persisted: the overlap is dropped, as the service
+// does; any other write must start where the data so far ends.
+func (w *writeStream) Accept(m *api.WriteMsg) error {
 	up := w.up
 	content := m.Data.GetContent()
 	n := int64(len(content))
 	if err := up.CheckMessage(m.Offset, n, up.appendable); err != nil {
-		return 0, err
+		return err
 	}
 	if n > 0 && w.s.faults.takeCorrupt(w.method) {
 		content[n/2] ^= 0xff // the message is ours: grpc decoded it into new memory
@@ -227,7 +186,7 @@ func (w *writeStream) accept(m *api.WriteMsg) (int64, error) {
 	if hasCRC {
 		crc = crc32.Checksum(content, crc32c.Table)
 		if err := writes.CheckCRC(m.Offset, n, *m.Data.Crc32C, crc); err != nil {
-			return 0, err
+			return err
 		}
 	}
 	if skip := up.Size - m.Offset; skip > 0 {
@@ -239,45 +198,41 @@ func (w *writeStream) accept(m *api.WriteMsg) (int64, error) {
 		content = content[:n]
 		hasCRC = false
 	}
-	if n == 0 {
-		return 0, nil
+	if n > 0 {
+		if hasCRC {
+			up.add(content, crc)
+		} else {
+			up.addUnchecked(content)
+		}
+		w.received += n
 	}
-	if hasCRC {
-		up.add(content, crc)
-	} else {
-		up.addUnchecked(content)
+	return w.Check(m)
+}
+
+// Checked implements writes.Stream: a stream past its injected redirect
+// is redirected.
+func (w *writeStream) Checked() error {
+	if w.hasRedir && w.received >= w.redir.after {
+		return w.redirected()
 	}
-	w.received += n
-	return n, nil
+	return nil
+}
+
+// Persist implements writes.Stream.
+func (w *writeStream) Persist() error { return w.up.persist() }
+
+// Finalize implements writes.Stream: the object is stored.
+func (w *writeStream) Finalize() (*wire.Object, error) {
+	return w.s.finalize(w.up, tenantOf(w.ctx))
+}
+
+// FinalizeAppendable implements writes.Stream.
+func (w *writeStream) FinalizeAppendable() (*wire.Object, error) {
+	return w.up.finalizeAppendable()
 }
 
 func (w *writeStream) broken() error {
 	return status.Errorf(w.brk.code, "fakes: injected stream break after %d bytes", w.brk.after)
-}
-
-// end handles the client's half-close of a write stream that did not finish:
-// a resumable session reports its persisted size, an appendable write
-// persists what the stream sent and reports it, a one-shot write fails.
-func (w *writeStream) end() (*wire.Object, int64, error) {
-	if w.up == nil {
-		return nil, 0, status.Error(codes.InvalidArgument, "stream closed before its first message")
-	}
-	if w.up.id == "" && !w.up.appendable {
-		return nil, 0, status.Error(codes.InvalidArgument, "stream closed without finish_write: a non-resumable write must finish on its stream; nothing stored")
-	}
-	w.up.mu.Lock()
-	defer w.up.mu.Unlock()
-	switch {
-	case w.up.gone && w.up.appendable:
-		return nil, 0, w.up.errGone()
-	case w.up.gone:
-		return nil, 0, status.Errorf(codes.NotFound, "upload %q no longer exists", w.up.id)
-	case w.up.appendable && w.up.result == nil && w.up.app.Writer == w:
-		if err := w.up.persist(); err != nil {
-			return nil, 0, err
-		}
-	}
-	return w.up.result, w.up.Size, nil
 }
 
 // WriteObject implements the client-streaming write.
@@ -290,7 +245,7 @@ func (v *service) WriteObject(stream grpc.ClientStreamingServer[wire.WriteObject
 			size int64
 		)
 		if errors.Is(err, io.EOF) {
-			obj, size, err = w.end()
+			obj, size, err = w.eng.End()
 			if err != nil {
 				return err
 			}
@@ -329,7 +284,7 @@ func (v *service) BidiWriteObject(stream grpc.BidiStreamingServer[wire.BidiWrite
 	for first := true; ; first = false {
 		req, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
-			obj, size, err := w.end()
+			obj, size, err := w.eng.End()
 			if err != nil {
 				return err
 			}
@@ -379,8 +334,7 @@ func (v *service) StartResumableWrite(ctx context.Context, req *wire.StartResuma
 		return nil, err
 	}
 	up.Declare(req.ObjectChecksums)
-	up.id = rand.Text()
-	s.sessions.Add(up.id, up)
+	s.startSession(up)
 	return &wire.StartResumableWriteResponse{UploadId: up.id}, nil
 }
 
@@ -391,7 +345,5 @@ func (v *service) QueryWriteStatus(ctx context.Context, req *wire.QueryWriteStat
 	if err != nil {
 		return nil, err
 	}
-	up.mu.Lock()
-	defer up.mu.Unlock()
-	return api.WriteStatus(up.gone, up.id, up.result, up.Size)
+	return writes.Query(up)
 }

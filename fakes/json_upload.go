@@ -2,7 +2,6 @@ package fakes
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -253,7 +252,7 @@ func bodyEnd(r io.Reader) error {
 // its object resource. up.mu is held.
 func (s *Server) finish(w http.ResponseWriter, r *http.Request, up *upload) error {
 	if err := up.declareHashHeader(r.Header); err != nil {
-		s.drop(up)
+		up.Drop()
 		return err
 	}
 	if _, err := s.finalize(up, lastValue(r.Header, header.TenantKey)); err != nil {
@@ -373,8 +372,7 @@ func (s *Server) startResumable(w http.ResponseWriter, r *http.Request, rt *http
 			return err
 		}
 	}
-	up.id = rand.Text()
-	s.sessions.Add(up.id, up)
+	s.startSession(up)
 	loc := baseURL(r) + "/upload/storage/v1/b/" + url.PathEscape(bkt) + "/o?uploadType=resumable&name=" +
 		url.QueryEscape(up.object) + "&upload_id=" + up.id
 	h := w.Header()
@@ -637,7 +635,7 @@ func (s *Server) cancelUpload(w http.ResponseWriter, id string) error {
 	if up.gone {
 		return store.Errorf(store.KindNotFound, "no such upload session %q", id)
 	}
-	s.drop(up)
+	up.Drop()
 	w.Header().Set("Content-Length", "0")
 	w.WriteHeader(499)
 	return nil

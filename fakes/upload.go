@@ -3,6 +3,7 @@ package fakes
 import (
 	"context"
 	"crypto/md5"
+	"crypto/rand"
 	"hash/crc32"
 	"sync"
 	"time"
@@ -31,11 +32,12 @@ type upload struct {
 	appendable bool
 
 	mu           sync.Mutex
-	writes.State               // size and checksums; MD5 is nil for appendable objects, which have none
-	chunks       [][]byte      // the content of each accepted message, as received
-	stored       *store.Object // set once finalized
-	result       *wire.Object  // stored, for gRPC
-	gone         bool          // resumable session removed after a final failure; appendable object replaced
+	writes.State                          // size and checksums; MD5 is nil for appendable objects, which have none
+	chunks       [][]byte                 // the content of each accepted message, as received
+	stored       *store.Object            // set once finalized
+	result       *wire.Object             // stored, for gRPC
+	gone         bool                     // resumable session removed after a final failure; appendable object replaced
+	sessions     *store.Sessions[*upload] // a resumable session's registry
 
 	// Appendable objects (see append.go): the writer state, and how many
 	// of chunks the stored object holds.
@@ -53,29 +55,43 @@ func (s *Server) session(ctx context.Context, id string) (*upload, error) {
 	return up, nil
 }
 
+// startSession makes up a resumable session, with a new id.
+func (s *Server) startSession(up *upload) {
+	up.id, up.sessions = rand.Text(), &s.sessions
+	s.sessions.Add(up.id, up)
+}
+
 // keepFinalized is how many finalized sessions the server remembers, for
 // QueryWriteStatus and retried finish_writes; older ones are forgotten (the
 // service keeps them for a week), which bounds the memory of long runs.
 var keepFinalized = 4096
 
-// retire records that a session was finalized, and forgets the oldest
-// finalized sessions beyond keepFinalized.
-func (s *Server) retire(up *upload) {
-	if up.id == "" {
-		return
-	}
-	s.sessions.Retire(up.id, keepFinalized)
+// Lock, Unlock, Written, Session, Appending, Done and Drop implement
+// writes.Upload.
+func (up *upload) Lock()                  { up.mu.Lock() }
+func (up *upload) Unlock()                { up.mu.Unlock() }
+func (up *upload) Written() *writes.State { return &up.State }
+func (up *upload) Session() string        { return up.id }
+func (up *upload) Done() (*wire.Object, bool) {
+	return up.result, up.gone
 }
 
-// drop removes a resumable session after a failure it cannot recover from.
-// up.mu must be held.
-func (s *Server) drop(up *upload) {
+func (up *upload) Appending() *writes.Appendable {
+	if !up.appendable {
+		return nil
+	}
+	return &up.app
+}
+
+// Drop removes a resumable session after a failure it cannot recover
+// from. up.mu must be held.
+func (up *upload) Drop() {
 	if up.id == "" {
 		return
 	}
 	up.gone = true
 	up.chunks = nil
-	s.sessions.Remove(up.id)
+	up.sessions.Remove(up.id)
 }
 
 // newUpload returns an upload of the object name with the attributes a to
@@ -99,29 +115,24 @@ func (up *upload) addUnchecked(content []byte) {
 	up.add(content, crc32.Checksum(content, crc32c.Table))
 }
 
-// finalize verifies a complete upload and stores it as written by tenant.
-// up.mu is held.
+// finalize verifies a complete upload and stores it as written by tenant
+// (writes.Finalize). up.mu is held.
 func (s *Server) finalize(up *upload, tenant string) (*wire.Object, error) {
-	if err := up.CheckSize(); err != nil {
-		return nil, err
-	}
-	if s.commitDelay > 0 {
-		time.Sleep(s.commitDelay) // a slow commit, not cut short by the client's leaving
-	}
 	var buf [store.MD5Len]byte
-	md5, err := up.Finish(buf[:0])
-	if err != nil {
-		s.drop(up)
-		return nil, err
-	}
-	o, err := up.b.Put(up.object, up.attrs, up.content(md5), up.cond, tenant)
-	if err != nil {
-		s.drop(up)
-		return nil, err
-	}
-	up.stored, up.result, up.chunks, up.MD5 = o, toObject(up.b, o), nil, nil
-	s.retire(up)
-	return up.result, nil
+	return writes.Finalize(up, buf[:0], func(md5 []byte) (*wire.Object, error) {
+		if s.commitDelay > 0 {
+			time.Sleep(s.commitDelay) // a slow commit, not cut short by the client's leaving
+		}
+		o, err := up.b.Put(up.object, up.attrs, up.content(md5), up.cond, tenant)
+		if err != nil {
+			return nil, err
+		}
+		up.stored, up.result, up.chunks, up.MD5 = o, toObject(up.b, o), nil, nil
+		if up.id != "" {
+			s.sessions.Retire(up.id, keepFinalized)
+		}
+		return up.result, nil
+	})
 }
 
 // content is what up holds, as received (not copied), with its checksums;
