@@ -53,7 +53,8 @@ type sinkMsg struct {
 
 	req     wire.WriteObjectRequest
 	bidiReq wire.BidiWriteObjectRequest
-	hdr     []byte // the fields but checksummed_data, as they were encoded
+	hdr     []byte       // the fields but checksummed_data, as they were encoded
+	f       api.WriteMsg // the decoded fields, kept here so that handling them allocates nothing
 
 	hasData bool // checksummed_data is present
 	hasCRC  bool

@@ -377,13 +377,15 @@ func (k *Server) count(err error) error {
 	return err
 }
 
-// sinkUpload is an object being written to the sink: a one-shot write (id
-// == ""), which lives as long as its stream, or a resumable session.
+// upload is an object being written to the sink: a one-shot write (id
+// == ""), which lives as long as its stream, a resumable session, or an
+// appendable object (see append.go). It is the engine's writes.Upload.
 type upload struct {
-	id     string
-	bucket string       // the bare bucket name
-	res    *wire.Object // the spec's resource: the object's name and attributes
-	cond   *store.Conditions
+	id       string
+	sessions *store.Sessions[*upload] // a resumable session's registry
+	bucket   string                   // the bare bucket name
+	res      *wire.Object             // the spec's resource: the object's name and attributes
+	cond     *store.Conditions
 
 	appendable bool
 	app        writes.Appendable // appendable: the writer state (see append.go)
@@ -462,7 +464,7 @@ func (k *Server) startResumableWrite(ctx context.Context, req *wire.StartResumab
 		_ = up.declare(sums) // no content yet: cannot fail
 		up.Declare(sums)
 	}
-	up.id = rand.Text()
+	up.id, up.sessions = rand.Text(), &k.sessions
 	k.sessions.Add(up.id, up)
 	k.started.Add(1)
 	return &wire.StartResumableWriteResponse{UploadId: up.id}, nil
@@ -477,14 +479,31 @@ func (k *Server) session(id string) (*upload, error) {
 	return up, nil
 }
 
-// drop forgets a resumable session after a failure it cannot recover from.
-// up.mu is held.
-func (k *Server) drop(up *upload) {
+// Lock, Unlock, Written, Session, Appending, Done and Drop implement
+// writes.Upload.
+func (up *upload) Lock()                  { up.mu.Lock() }
+func (up *upload) Unlock()                { up.mu.Unlock() }
+func (up *upload) Written() *writes.State { return &up.State }
+func (up *upload) Session() string        { return up.id }
+func (up *upload) Done() (*wire.Object, bool) {
+	return up.result, up.gone
+}
+
+func (up *upload) Appending() *writes.Appendable {
+	if !up.appendable {
+		return nil
+	}
+	return &up.app
+}
+
+// Drop forgets a resumable session after a failure it cannot recover
+// from. up.mu is held.
+func (up *upload) Drop() {
 	if up.id == "" {
 		return
 	}
 	up.gone = true
-	k.sessions.Remove(up.id)
+	up.sessions.Remove(up.id)
 }
 
 // queryWriteStatus reports a session's persisted size, or its object once
@@ -494,17 +513,18 @@ func (k *Server) queryWriteStatus(_ context.Context, req *wire.QueryWriteStatusR
 	if err != nil {
 		return nil, err
 	}
-	up.mu.Lock()
-	defer up.mu.Unlock()
-	return api.WriteStatus(up.gone, up.id, up.result, up.Size)
+	return writes.Query(up)
 }
 
-// sinkStream is the state of one WriteObject or BidiWriteObject stream.
+// writeStream is the state of one WriteObject or BidiWriteObject stream:
+// the write engine's Stream (writes.Engine drives it), which counts the
+// bytes of its upload and drops them.
 type writeStream struct {
-	k    *Server
-	ctx  context.Context
-	up   *upload
-	bidi bool
+	k   *Server
+	ctx context.Context
+	up  *upload
+	eng writes.Engine
+	msg *sinkMsg // the message being handled
 
 	// Appendable objects (see append.go).
 	epoch        uint64 // the writer epoch the stream writes as
@@ -513,14 +533,15 @@ type writeStream struct {
 
 // write serves a WriteObject (bidi false) or BidiWriteObject stream.
 func (k *Server) write(stream grpc.ServerStream, bidi bool) error {
-	st := &writeStream{k: k, ctx: stream.Context(), bidi: bidi}
-	defer st.abandon()
 	m := &sinkMsg{bidi: bidi, copyDecode: k.cfg.copyDecode}
+	st := &writeStream{k: k, ctx: stream.Context(), msg: m}
+	st.eng = writes.Engine{Stream: st, Bidi: bidi}
+	defer st.abandon()
 	defer m.release()
 	for first := true; ; first = false {
 		err := stream.RecvMsg(m)
 		if errors.Is(err, io.EOF) {
-			obj, size, err := st.end()
+			obj, size, err := st.eng.End()
 			if err != nil {
 				return err
 			}
@@ -533,8 +554,8 @@ func (k *Server) write(stream grpc.ServerStream, bidi bool) error {
 			return err
 		}
 		k.messages.Add(1)
-		f := m.fields()
-		obj, size, err := st.handle(m, &f)
+		m.f = m.fields()
+		obj, size, err := st.eng.Handle(&m.f, int64(m.n), m.hasData)
 		m.release()
 		if err != nil {
 			return err
@@ -542,13 +563,13 @@ func (k *Server) write(stream grpc.ServerStream, bidi bool) error {
 		if obj != nil {
 			return stream.SendMsg(sinkResponse(bidi, obj, 0))
 		}
-		if st.up.appendable && (first || f.Lookup) {
+		if st.up.appendable && (first || m.f.Lookup) {
 			if err := stream.SendMsg(st.appendResponse(first)); err != nil {
 				return err
 			}
 			continue
 		}
-		if bidi && f.Lookup {
+		if bidi && m.f.Lookup {
 			if err := stream.SendMsg(sinkResponse(true, nil, size)); err != nil {
 				return err
 			}
@@ -563,109 +584,66 @@ func sinkResponse(bidi bool, obj *wire.Object, size int64) any {
 	return api.WriteResponse(obj, size)
 }
 
-// handle processes one message. It returns the object once the write is
-// finalized (the stream must then end), else the persisted size.
-func (st *writeStream) handle(m *sinkMsg, f *api.WriteMsg) (*wire.Object, int64, error) {
-	if st.up == nil {
-		if err := st.open(f); err != nil {
-			return nil, 0, err
-		}
-	} else if f.First {
-		return nil, 0, api.ErrLateFirst
-	}
-	up := st.up
-	up.mu.Lock()
-	defer up.mu.Unlock()
-	switch {
-	case up.gone && up.appendable:
-		return nil, 0, status.Errorf(codes.NotFound, "appendable object %q generation %d is no longer the live object", up.app.Name, up.app.Gen)
-	case up.gone:
-		return nil, 0, status.Errorf(codes.NotFound, "upload %q no longer exists", up.id)
-	case up.appendable && up.app.Fenced(st, st.epoch) != nil:
-		return nil, 0, up.app.Fenced(st, st.epoch)
-	case up.appendable && f.Sums != nil && !f.Finish:
-		return nil, 0, writes.ErrAppendSums
-	}
-	if up.result != nil {
-		// Finalized by an earlier stream: a retried finish_write, or a
-		// state lookup, gets the object; more data cannot fit (an
-		// appendable object's writer may resend bytes persisted).
-		if m.n > 0 && (!up.appendable || f.Offset+int64(m.n) > up.Size) {
-			return nil, 0, status.Errorf(codes.FailedPrecondition, "upload %q is already finalized", up.id)
-		}
-		if f.Finish || f.Lookup {
-			return up.result, up.Size, nil
-		}
-		return nil, up.Size, nil
-	}
-	if f.Sums != nil && !up.appendable { // an appendable object has no MD5 to hash
-		if err := up.declare(f.Sums); err != nil {
-			return nil, 0, err
-		}
-	}
-	if m.hasData {
-		if err := st.accept(m, f.Offset); err != nil {
-			return nil, 0, err
-		}
-	} else if f.Finish {
-		if err := up.CheckFinish(f.Offset); err != nil {
-			return nil, 0, err
-		}
-	}
-	up.Declare(f.Sums)
-	if !f.Finish {
-		if up.appendable && f.Flush {
-			up.app.Persist(&up.State)
-		}
-		return nil, up.Size, nil
-	}
-	var (
-		obj *wire.Object
-		err error
-	)
-	if up.appendable {
-		obj, err = st.k.finalizeAppendable(up)
-	} else {
-		obj, err = st.k.finalize(up)
-	}
-	return obj, up.Size, err
+// NewUpload implements writes.Stream.
+func (st *writeStream) NewUpload(m *api.WriteMsg) (writes.Upload, error) {
+	up, err := st.k.newUpload(st.ctx, m.Spec, m.Common)
+	return st.opened(up, err)
 }
 
-// open starts the stream's write from its first message.
-func (st *writeStream) open(f *api.WriteMsg) error {
-	var err error
-	switch {
-	case f.Spec.GetAppendable() && !st.bidi:
-		err = status.Error(codes.InvalidArgument, "write_object_spec.appendable: appendable objects are written with BidiWriteObject, not WriteObject")
-	case f.Spec.GetAppendable():
-		if f.Sums != nil && !f.Finish {
-			return writes.ErrAppendSums
-		}
-		var up *upload
-		if up, err = st.k.newUpload(st.ctx, f.Spec, f.Common); err == nil {
-			err = up.cond.CheckVersion(st.k.current(up.bucket, up.res.GetName()))
-		}
-		if err == nil {
-			st.k.openAppendable(st, up)
-		}
-	case f.Spec != nil:
-		st.up, err = st.k.newUpload(st.ctx, f.Spec, f.Common)
-	case f.UploadID != "":
-		if err = api.CheckCommon(f.Common); err == nil {
-			st.up, err = st.k.session(f.UploadID)
-		}
-	case f.AppendSpec != nil && st.bidi:
-		err = st.k.openAppend(st, f)
-	default:
-		err = status.Error(codes.InvalidArgument, "the first message must set upload_id or write_object_spec")
-	}
-	return err
+// Resume implements writes.Stream.
+func (st *writeStream) Resume(id string) (writes.Upload, error) {
+	up, err := st.k.session(id)
+	return st.opened(up, err)
 }
 
-// accept checks one message's content, written at offset, and adds it to
-// the upload's size and checksums. up.mu is held.
-func (st *writeStream) accept(m *sinkMsg, offset int64) error {
-	up := st.up
+// OpenAppendable implements writes.Stream.
+func (st *writeStream) OpenAppendable(m *api.WriteMsg) (writes.Upload, error) {
+	if m.Sums != nil && !m.Finish {
+		return nil, writes.ErrAppendSums
+	}
+	up, err := st.k.newUpload(st.ctx, m.Spec, m.Common)
+	if err == nil {
+		err = up.cond.CheckVersion(st.k.current(up.bucket, up.res.GetName()))
+	}
+	if err != nil {
+		return nil, err
+	}
+	st.k.openAppendable(st, up)
+	return up, nil
+}
+
+// OpenAppend implements writes.Stream.
+func (st *writeStream) OpenAppend(m *api.WriteMsg) (writes.Upload, error) {
+	err := st.k.openAppend(st, m) // sets st.up
+	return st.opened(st.up, err)
+}
+
+// opened makes up the stream's upload, if err is nil.
+func (st *writeStream) opened(up *upload, err error) (writes.Upload, error) {
+	if err != nil {
+		return nil, err
+	}
+	st.up = up
+	return up, nil
+}
+
+// Epoch implements writes.Stream.
+func (st *writeStream) Epoch() uint64 { return st.epoch }
+
+// Check implements writes.Stream: an MD5 declared before any content
+// starts the hashing (an appendable object has no MD5 to hash).
+func (st *writeStream) Check(m *api.WriteMsg) error {
+	if m.Sums != nil && !st.up.appendable {
+		return st.up.declare(m.Sums)
+	}
+	return nil
+}
+
+// Accept implements writes.Stream: it checks the content of the message
+// being handled, adds it to the upload's size and checksums, and drops
+// it.
+func (st *writeStream) Accept(f *api.WriteMsg) error {
+	up, m, offset := st.up, st.msg, f.Offset
 	n := int64(m.n)
 	if err := up.CheckMessage(offset, n, up.appendable); err != nil {
 		return err
@@ -702,56 +680,37 @@ func (st *writeStream) accept(m *sinkMsg, offset int64) error {
 	return nil
 }
 
-// end handles the client's half-close of a stream that did not finish: a
-// resumable session reports its persisted size, a one-shot write fails.
-func (st *writeStream) end() (*wire.Object, int64, error) {
-	up := st.up
-	if up == nil {
-		return nil, 0, status.Error(codes.InvalidArgument, "stream closed before its first message")
-	}
-	if up.appendable {
-		up.mu.Lock()
-		defer up.mu.Unlock()
-		if up.gone {
-			return nil, 0, status.Errorf(codes.NotFound, "appendable object %q generation %d is no longer the live object", up.app.Name, up.app.Gen)
-		}
-		if up.app.Writer == st {
-			up.app.Persist(&up.State) // a clean half-close persists
-		}
-		return up.result, up.Size, nil
-	}
-	if up.id == "" {
-		return nil, 0, status.Error(codes.InvalidArgument, "stream closed without finish_write: a non-resumable write must finish on its stream; nothing stored")
-	}
-	up.mu.Lock()
-	defer up.mu.Unlock()
-	if up.gone {
-		return nil, 0, status.Errorf(codes.NotFound, "upload %q no longer exists", up.id)
-	}
-	return up.result, up.Size, nil
+// Checked implements writes.Stream.
+func (st *writeStream) Checked() error { return nil }
+
+// Persist implements writes.Stream: the bytes received are persisted.
+func (st *writeStream) Persist() error {
+	st.up.app.Persist(&st.up.State)
+	return nil
 }
 
-// finalize verifies a complete upload and returns its Object; the content
-// is already gone. up.mu is held.
+// Finalize implements writes.Stream.
+func (st *writeStream) Finalize() (*wire.Object, error) { return st.k.finalize(st.up) }
+
+// FinalizeAppendable implements writes.Stream.
+func (st *writeStream) FinalizeAppendable() (*wire.Object, error) {
+	return st.k.finalizeAppendable(st.up)
+}
+
+// finalize verifies a complete upload and returns its Object
+// (writes.Finalize); the content is already gone. up.mu is held.
 func (k *Server) finalize(up *upload) (*wire.Object, error) {
-	if err := up.CheckSize(); err != nil {
-		return nil, err
-	}
-	sum, err := up.Finish(nil)
-	if err != nil {
-		k.drop(up)
-		return nil, err
-	}
-	if err := up.cond.CheckVersion(k.current(up.bucket, up.res.GetName())); err != nil {
-		k.drop(up)
-		return nil, err
-	}
-	up.result = k.object(up, k.generation(), up.Size, up.CRC, true, sum)
-	up.MD5 = nil
-	k.keep(up.bucket, up.result, 0)
-	k.objects.Add(1)
-	k.bytes.Add(up.Size)
-	return up.result, nil
+	return writes.Finalize(up, nil, func(sum []byte) (*wire.Object, error) {
+		if err := up.cond.CheckVersion(k.current(up.bucket, up.res.GetName())); err != nil {
+			return nil, err
+		}
+		up.result = k.object(up, k.generation(), up.Size, up.CRC, true, sum)
+		up.MD5 = nil
+		k.keep(up.bucket, up.result, 0)
+		k.objects.Add(1)
+		k.bytes.Add(up.Size)
+		return up.result, nil
+	})
 }
 
 // generation returns a new generation: the time in microseconds, as GCS,
