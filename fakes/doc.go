@@ -506,15 +506,21 @@
 //
 // Package fakes/sink (and fakes/cmd/gcssink) is a second server, for
 // benchmarks: the storage v2 write RPCs with the fake's checks (write
-// offsets, CRC32C per message and per object, finish_write, object_size),
-// made by the same validator, after which the content is dropped. It decodes each message's content where gRPC received
-// it, without a copy, and computes MD5 only when the client declares one, so
-// what a benchmark measures is the client. sink.WithCapacity gives its
+// offsets, CRC32C per message and per object, finish_write, object_size).
+// One write engine in fakes/internal/writes serves both: each stream's
+// state machine (its first message opens a one-shot write, resumes a
+// session or opens an appendable object; offsets, flushes, state lookups,
+// finish_write, the session's persisted size, finalize) is the same code,
+// and only what is done with the bytes differs: the fake stores them, the
+// sink counts them and drops them. The sink decodes each message's
+// content where gRPC received it, without a copy, and computes MD5 only
+// when the client declares one, so what a benchmark measures is the
+// client. sink.WithCapacity gives its
 // buckets the same write capacity as [WithCapacity], checked on its write
 // path (one-shot writes, session starts, and with sink.WithCompose
 // compose and delete). It serves appendable writes with the fake's rules
 // (flushes, state lookups, write handles, takeovers, finish_write; the
-// writer state is one engine in fakes/internal/writes that both use), and
+// writer state is shared as well), and
 // sink.WithZonalBucket (gcssink -zonal-bucket) makes a bucket zonal.
 //
 // # Distance
