@@ -107,10 +107,8 @@ func (e *Engine) Handle(m *api.WriteMsg, n int64, hasData bool) (*wire.Object, i
 	s := up.Written()
 	result, gone := up.Done()
 	switch {
-	case gone && a != nil:
-		return nil, 0, a.ErrGone()
 	case gone:
-		return nil, 0, status.Errorf(codes.NotFound, "upload %q no longer exists", up.Session())
+		return nil, 0, errGone(up, a)
 	case a != nil && a.Fenced(st, st.Epoch()) != nil:
 		return nil, 0, a.Fenced(st, st.Epoch())
 	case a != nil && m.Sums != nil && !m.Finish:
@@ -203,16 +201,23 @@ func (e *Engine) End() (*wire.Object, int64, error) {
 	defer up.Unlock()
 	result, gone := up.Done()
 	switch {
-	case gone && a != nil:
-		return nil, 0, a.ErrGone()
 	case gone:
-		return nil, 0, status.Errorf(codes.NotFound, "upload %q no longer exists", up.Session())
+		return nil, 0, errGone(up, a)
 	case a != nil && result == nil && a.Writer == any(e.Stream):
 		if err := e.Stream.Persist(); err != nil { // a clean half-close persists
 			return nil, 0, err
 		}
 	}
 	return result, up.Written().Size, nil
+}
+
+// errGone is the error for a message, or a half-close, of the write up
+// once it is gone; a is its writer state if appendable.
+func errGone(up Upload, a *Appendable) error {
+	if a != nil {
+		return a.ErrGone()
+	}
+	return status.Errorf(codes.NotFound, "upload %q no longer exists", up.Session())
 }
 
 // Finalize verifies the complete write up, which is not appendable, and
