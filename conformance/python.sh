@@ -3,37 +3,51 @@
 # tests/conformance/test_conformance.py of the google-cloud-storage source
 # distribution on PyPI at the version pinned below, against fakegcs on
 # loopback, and prints pass, fail, skip and error counts, with the reason
-# of every skip and the failures.
+# of every skip and the failures. With -bidi it runs the same
+# distribution's tests/conformance/test_bidi_writes.py instead: the
+# client's appendable writer (BidiWriteObject over gRPC) under six retry
+# test instructions, each scenario checked by the object read back.
 #
 # Usage: conformance/python.sh [-k EXPR] [-n WORKERS] [-keep]
+#        conformance/python.sh -bidi [-keep]
 #
 #   -k     run only the tests pytest's -k expression selects
 #   -n     run the tests in this many pytest-xdist workers (default 4: the
 #          suite mostly waits out its client's retry back-off)
+#   -bidi  run test_bidi_writes.py, on the fixed ports it expects (HTTP
+#          9002, gRPC 8888), and count its scenarios
 #   -keep  keep the work directory (fakegcs's log and the test output) and
 #          print its path
 #
-# The suite runs unchanged: its module starts Google's storage testbench
+# The suites run unchanged: their modules start Google's storage testbench
 # with docker, which a stand-in docker command on PATH (one that does
-# nothing) disables, and STORAGE_EMULATOR_HOST points its client at
-# fakegcs. Python packages come from PyPI into a virtualenv, kept with the
+# nothing) disables; STORAGE_EMULATOR_HOST points test_conformance.py's
+# client at fakegcs, and test_bidi_writes.py finds fakegcs on its ports.
+# test_bidi_writes.py catches every exception of its scenarios and prints
+# the traceback, so pytest passes whatever happens: -bidi reads the output
+# instead, and wants a "Success: NAME" line for each of the scenarios, no
+# traceback and no failed clean-up. Python packages come from PyPI into a virtualenv, kept with the
 # source distribution in $OBJUP_CACHE (default ~/.cache/objup) for the next
 # run. It needs python3 with its venv module; as root, it installs Debian's
 # python3-venv if that is missing. It exits with status 1 if a test failed
-# or errored, or none passed.
+# or errored, or none passed (with -bidi: if a scenario did not succeed).
 set -euo pipefail
 
 version=3.10.1        # google-cloud-storage
 pytest_version=9.2.0  # pytest
 xdist_version=3.8.0   # pytest-xdist
+asyncio_version=1.5.0 # pytest-asyncio, for test_bidi_writes.py
+bidi_scenarios=6      # the scenarios of test_bidi_writes.py
+bidi_http=9002 bidi_grpc=8888 # the ports test_bidi_writes.py expects
 
-filter="" workers=4 keep=false
+filter="" workers=4 keep=false bidi=false
 while [ $# -gt 0 ]; do
   case "$1" in
     -k) shift; filter="${1:-}" ;;
     -n) shift; workers="${1:-}" ;;
+    -bidi) bidi=true ;;
     -keep) keep=true ;;
-    *) echo "usage: $0 [-k EXPR] [-n WORKERS] [-keep]" >&2; exit 2 ;;
+    *) echo "usage: $0 [-k EXPR] [-n WORKERS] [-keep] | -bidi [-keep]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -59,9 +73,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The virtualenv, the suite's dependencies and the source distribution,
-# once per version.
-if [ ! -f "$cache/ready" ]; then
+# The virtualenv, the suites' dependencies and the source distribution,
+# once per set of versions: the ready marker holds what was installed.
+# The client's grpc extra brings grpcio, for test_bidi_writes.py.
+packages="google-cloud-storage[grpc]==$version pytest==$pytest_version pytest-xdist==$xdist_version pytest-asyncio==$asyncio_version"
+if [ "$(cat "$cache/ready" 2>/dev/null)" != "$packages" ]; then
   if ! "$python" -c 'import venv, ensurepip' 2>/dev/null; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
       echo "installing python3-venv"
@@ -73,18 +89,20 @@ if [ ! -f "$cache/ready" ]; then
   fi
   rm -rf "$cache"
   mkdir -p "$cache"
-  echo "installing google-cloud-storage $version, pytest $pytest_version and pytest-xdist $xdist_version into $cache/venv"
+  echo "installing $packages into $cache/venv"
   "$python" -m venv "$cache/venv"
-  "$cache/venv/bin/python" -m pip install -q --disable-pip-version-check \
-    "google-cloud-storage==$version" "pytest==$pytest_version" "pytest-xdist==$xdist_version"
+  # shellcheck disable=SC2086 # one word a package
+  "$cache/venv/bin/python" -m pip install -q --disable-pip-version-check $packages
   "$cache/venv/bin/python" -m pip download -q --disable-pip-version-check --no-deps --no-binary :all: \
     -d "$cache/dist" "google-cloud-storage==$version"
   tar -xzf "$cache"/dist/google_cloud_storage-"$version".tar.gz -C "$cache"
-  touch "$cache/ready"
+  echo "$packages" >"$cache/ready"
 fi
 src="$cache/google_cloud_storage-$version"
-if [ ! -f "$src/tests/conformance/test_conformance.py" ]; then
-  echo "$0: no tests/conformance/test_conformance.py in $src" >&2; exit 1
+suite=tests/conformance/test_conformance.py
+$bidi && suite=tests/conformance/test_bidi_writes.py
+if [ ! -f "$src/$suite" ]; then
+  echo "$0: no $suite in $src" >&2; exit 1
 fi
 
 # The stand-in docker: the suite's "docker pull" and "docker run" of the
@@ -96,16 +114,46 @@ chmod +x "$work/bin/docker"
 cd "$root"
 go build -o "$work/fakegcs" ./fakes/cmd/fakegcs
 # fakegcs prints "grpc ADDR" and "http URL" once both servers listen.
-"$work/fakegcs" -call-log 0 >"$work/addrs" 2>"$work/fakegcs.log" &
+addrs=()
+$bidi && addrs=(-http "127.0.0.1:$bidi_http" -grpc "127.0.0.1:$bidi_grpc")
+"$work/fakegcs" -call-log 0 "${addrs[@]}" >"$work/addrs" 2>"$work/fakegcs.log" &
 fake_pid=$!
 for _ in $(seq 1 100); do
   [ "$(wc -l <"$work/addrs")" -ge 2 ] && break
-  kill -0 "$fake_pid" 2>/dev/null || { cat "$work/fakegcs.log" >&2; exit 1; }
+  if ! kill -0 "$fake_pid" 2>/dev/null; then
+    $bidi && echo "$0: fakegcs did not start on ports $bidi_http and $bidi_grpc, which test_bidi_writes.py expects (taken?)" >&2
+    cat "$work/fakegcs.log" >&2; exit 1
+  fi
   sleep 0.1
 done
 http_url=$(sed -n 's/^http //p' "$work/addrs")
 if [ -z "$http_url" ]; then
   echo "$0: fakegcs did not start" >&2; cat "$work/fakegcs.log" >&2; exit 1
+fi
+
+if $bidi; then
+  # One test, its scenarios in turn; -s shows what they print.
+  echo "google-cloud-storage $version $suite against fakegcs ($http_url, gRPC 127.0.0.1:$bidi_grpc)"
+  start=$(date +%s)
+  status=0
+  (cd "$src" && PATH="$work/bin:$PATH" timeout 600 "$cache/venv/bin/python" -m pytest -p no:cacheprovider -q -s \
+    -o asyncio_default_fixture_loop_scope=function "$suite" >"$work/test.out" 2>&1) || status=$?
+  echo "ran in $(( $(date +%s) - start ))s (pytest exit status $status)"
+  ran=$(grep -c -- '^--- RUNNING SCENARIO: ' "$work/test.out" || true)
+  pass=$(grep -c '^Success: ' "$work/test.out" || true)
+  tracebacks=$(grep -c '^Traceback ' "$work/test.out" || true)
+  cleanup=$(grep -c '^Warning: Cleanup failed' "$work/test.out" || true)
+  echo "Python bidi writes: $pass pass, $(( bidi_scenarios - pass )) fail of $bidi_scenarios scenarios ($ran run), $tracebacks traceback"
+  sed -n 's/^Success: /  pass: /p' "$work/test.out"
+  if [ "$pass" -ne "$bidi_scenarios" ] || [ "$ran" -ne "$bidi_scenarios" ] || [ "$tracebacks" -ne 0 ] ||
+    [ "$cleanup" -ne 0 ] || [ "$status" -ne 0 ]; then
+    # The scenario that failed, its traceback and what followed.
+    awk '/^--- RUNNING SCENARIO: / { last = NR } { line[NR] = $0 } END { for (i = (last ? last : 1); i <= NR; i++) print line[i] }' \
+      "$work/test.out" | head -80 >&2
+    echo "FAIL: not every scenario succeeded; the whole output with -keep" >&2
+    exit 1
+  fi
+  exit 0
 fi
 
 args=(-p no:cacheprovider -q -rfEs -n "$workers" tests/conformance/test_conformance.py)
