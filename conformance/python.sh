@@ -26,7 +26,9 @@
 # test_bidi_writes.py catches every exception of its scenarios and prints
 # the traceback, so pytest passes whatever happens: -bidi reads the output
 # instead, and wants a "Success: NAME" line for each of the scenarios, no
-# traceback and no failed clean-up. Python packages come from PyPI into a virtualenv, kept with the
+# traceback and no failed clean-up.
+#
+# Python packages come from PyPI into a virtualenv, kept with the
 # source distribution in $OBJUP_CACHE (default ~/.cache/objup) for the next
 # run. It needs python3 with its venv module; as root, it installs Debian's
 # python3-venv if that is missing. It exits with status 1 if a test failed
@@ -51,6 +53,9 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+if $bidi && [ -n "$filter" ]; then
+  echo "$0: -bidi runs one test: no -k" >&2; exit 2
+fi
 case "$workers" in
   ''|*[!0-9]*) echo "$0: -n takes a number of workers" >&2; exit 2 ;;
 esac
@@ -76,8 +81,9 @@ trap cleanup EXIT
 # The virtualenv, the suites' dependencies and the source distribution,
 # once per set of versions: the ready marker holds what was installed.
 # The client's grpc extra brings grpcio, for test_bidi_writes.py.
-packages="google-cloud-storage[grpc]==$version pytest==$pytest_version pytest-xdist==$xdist_version pytest-asyncio==$asyncio_version"
-if [ "$(cat "$cache/ready" 2>/dev/null)" != "$packages" ]; then
+packages=("google-cloud-storage[grpc]==$version" "pytest==$pytest_version" "pytest-xdist==$xdist_version"
+  "pytest-asyncio==$asyncio_version")
+if [ "$(cat "$cache/ready" 2>/dev/null)" != "${packages[*]}" ]; then
   if ! "$python" -c 'import venv, ensurepip' 2>/dev/null; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
       echo "installing python3-venv"
@@ -89,14 +95,13 @@ if [ "$(cat "$cache/ready" 2>/dev/null)" != "$packages" ]; then
   fi
   rm -rf "$cache"
   mkdir -p "$cache"
-  echo "installing $packages into $cache/venv"
+  echo "installing ${packages[*]} into $cache/venv"
   "$python" -m venv "$cache/venv"
-  # shellcheck disable=SC2086 # one word a package
-  "$cache/venv/bin/python" -m pip install -q --disable-pip-version-check $packages
+  "$cache/venv/bin/python" -m pip install -q --disable-pip-version-check "${packages[@]}"
   "$cache/venv/bin/python" -m pip download -q --disable-pip-version-check --no-deps --no-binary :all: \
     -d "$cache/dist" "google-cloud-storage==$version"
   tar -xzf "$cache"/dist/google_cloud_storage-"$version".tar.gz -C "$cache"
-  echo "$packages" >"$cache/ready"
+  echo "${packages[*]}" >"$cache/ready"
 fi
 src="$cache/google_cloud_storage-$version"
 suite=tests/conformance/test_conformance.py
@@ -114,6 +119,7 @@ chmod +x "$work/bin/docker"
 cd "$root"
 go build -o "$work/fakegcs" ./fakes/cmd/fakegcs
 # fakegcs prints "grpc ADDR" and "http URL" once both servers listen.
+: >"$work/addrs"
 addrs=()
 $bidi && addrs=(-http "127.0.0.1:$bidi_http" -grpc "127.0.0.1:$bidi_grpc")
 "$work/fakegcs" -call-log 0 "${addrs[@]}" >"$work/addrs" 2>"$work/fakegcs.log" &
