@@ -275,7 +275,17 @@ func (m *session) finishAppendable(last chunker.Chunk) (*wire.Object, error) {
 	s := m.s
 	if !w.app.unfinalized {
 		w.scratch.hasSums = w.checksums() != nil
-		return s.finish(r)
+		o, err := s.finish(r)
+		if err != nil && answerLost(err) {
+			// The finish may have finalized the object: it is looked up.
+			err = s.teardown(err)
+			e := w.expect()
+			w.app.mu.Lock()
+			e.gen = w.app.gen
+			w.app.mu.Unlock()
+			o, err = w.settled(w.c.tr, e, true, w.cfg.retry, err)
+		}
+		return o, err
 	}
 	s.take(r)
 	if err := s.send(true); err != nil {

@@ -423,3 +423,51 @@ func TestAppendableNeedsGRPC(t *testing.T) {
 		t.Fatalf("TakeOver over JSON: %v, want InvalidArgument", err)
 	}
 }
+
+// TestAppendableFinishAnswerLost: the answer to the finish of an appendable
+// object is lost after the service finalized it; Close reopens the object,
+// finds it finalized and reports it stored, as for any upload.
+func TestAppendableFinishAnswerLost(t *testing.T) {
+	for _, takeover := range []bool{false, true} {
+		t.Run(fmt.Sprintf("takeover=%v", takeover), func(t *testing.T) {
+			e := newEnv(t)
+			ctx := context.Background()
+			first := payload(300<<10, 3)
+			w, err := e.c.NewWriter(ctx, bucket, "o", uploader.WithAppendable())
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Write(first)
+			if _, err := w.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			all := first
+			if takeover {
+				w.CloseWithError(errors.New("handed over"))
+				o, err := e.srv.Object(bucket, "o")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if w, _, err = e.c.TakeOver(ctx, bucket, "o", o.Generation); err != nil {
+					t.Fatal(err)
+				}
+				w.Write([]byte("more"))
+				all = append(append([]byte(nil), first...), "more"...)
+			}
+			e.srv.LoseAnswer("BidiWriteObject")
+			before := e.countCalls("BidiWriteObject")
+			if err := w.Close(); err != nil {
+				t.Fatalf("Close after a lost answer: %v", err)
+			}
+			// One stream finishes, one reopens the object and finds it
+			// finalized: no retries until the deadline.
+			if n := e.countCalls("BidiWriteObject") - before; n > 2 {
+				t.Fatalf("%d streams to finish the object, want at most 2", n)
+			}
+			sameBytes(t, "object", e.content("o"), all)
+			if w.Attrs().Finalized.IsZero() {
+				t.Fatal("not finalized")
+			}
+		})
+	}
+}

@@ -253,7 +253,14 @@ func (g *grpcTransport) appendStatus(u *upload, size int64, timeout time.Duratio
 	u.life.forceRelease()
 	a.mu.Lock()
 	a.ready = gs
+	o := a.object
 	a.mu.Unlock()
+	if isFinalized(o) {
+		// A finish whose answer was lost finalized the object: the
+		// reopened stream answered with it, and ends.
+		a.dropReady()
+		return o.GetSize(), o, nil
+	}
 	return gs.acked.Load(), nil, nil
 }
 

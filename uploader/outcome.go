@@ -48,6 +48,7 @@ type expect struct {
 	crc    uint32
 	hasCRC bool
 	since  time.Time // the upload's start
+	gen    int64     // an appendable object's generation, else 0
 }
 
 // ours reports whether o is the object the upload wrote: the same size
@@ -61,6 +62,10 @@ func (e *expect) ours(o *wire.Object) bool {
 		if cs == nil || cs.Crc32C == nil || cs.GetCrc32C() != e.crc {
 			return false
 		}
+	}
+	if e.gen != 0 {
+		// An appendable object: its generation, finalized.
+		return o.GetGeneration() == e.gen && o.GetFinalizeTime() != nil
 	}
 	if ct := o.GetCreateTime(); ct != nil && ct.AsTime().Before(e.since.Add(-clockSkew)) {
 		return false
