@@ -87,23 +87,6 @@ func (up *upload) dropPending() {
 	up.app.Drop(&up.State)
 }
 
-// CheckFinish checks a finish_write without content at offset. It
-// shadows writes.State's check for an appendable write, whose writer may
-// send finish_write (as it may send flush and state_lookup) without a
-// write_offset: any offset up to the bytes received is taken, as the
-// service and the testbench take it (the official Python client's
-// appendable writer finalizes with write_offset 0); one past them still
-// leaves a gap. Any other write must finish where its bytes end.
-func (up *upload) CheckFinish(offset int64) error {
-	if up.appendable {
-		if offset > up.Size || offset < 0 {
-			return writes.OffsetError(offset, up.Size, "finish_write")
-		}
-		return nil
-	}
-	return up.State.CheckFinish(offset)
-}
-
 // errGone is the error for a write to the appendable object of up once it
 // is no longer the live generation of its name.
 func (up *upload) errGone() error {
