@@ -22,27 +22,17 @@ import (
 // newUpload validates a WriteObjectSpec that method received and returns
 // an upload for it.
 func (s *Server) newUpload(ctx context.Context, spec *wire.WriteObjectSpec, common *wire.CommonObjectRequestParams, method string) (*upload, error) {
-	res := spec.GetResource()
-	if res == nil {
-		return nil, status.Error(codes.InvalidArgument, "write_object_spec.resource is required")
-	}
 	if spec.GetAppendable() && method != MethodBidiWriteObject {
 		return nil, status.Errorf(codes.InvalidArgument, "write_object_spec.appendable: appendable objects are written with BidiWriteObject, not %s", method)
 	}
-	bucket, err := api.ParseBucket(res.GetBucket())
+	bucket, err := writes.CheckSpec(spec, common)
+	if bucket != "" {
+		noteTarget(ctx, bucket, spec.GetResource().GetName())
+	}
 	if err != nil {
 		return nil, err
 	}
-	noteTarget(ctx, bucket, res.GetName())
-	if err := api.CheckObjectName(res.GetName()); err != nil {
-		return nil, err
-	}
-	if spec.ObjectSize != nil && *spec.ObjectSize < 0 {
-		return nil, status.Errorf(codes.InvalidArgument, "object_size is %d", *spec.ObjectSize)
-	}
-	if err := api.CheckCommon(common); err != nil {
-		return nil, err
-	}
+	res := spec.GetResource()
 	b, err := s.store.Bucket(bucket)
 	if err != nil {
 		return nil, err

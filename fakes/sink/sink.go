@@ -399,20 +399,14 @@ type upload struct {
 // newUpload validates a write's spec, counts it against its bucket's
 // capacity, and returns an upload for it.
 func (k *Server) newUpload(ctx context.Context, spec *wire.WriteObjectSpec, common *wire.CommonObjectRequestParams) (*upload, error) {
-	res := spec.GetResource()
-	if res == nil {
-		return nil, status.Error(codes.InvalidArgument, "write_object_spec.resource is required")
-	}
-	bucket, err := api.ParseBucket(res.GetBucket())
+	bucket, err := writes.CheckSpec(spec, common)
 	if err != nil {
 		return nil, err
 	}
 	if err := store.CheckBucketName(bucket); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
-	if err := api.CheckObjectName(res.GetName()); err != nil {
-		return nil, err
-	}
+	res := spec.GetResource()
 	if err := k.checkZonal(bucket, spec); err != nil {
 		return nil, err
 	}
@@ -420,12 +414,6 @@ func (k *Server) newUpload(ctx context.Context, spec *wire.WriteObjectSpec, comm
 		if err := k.unfinalized(bucket, res.GetName()); err != nil {
 			return nil, err
 		}
-	}
-	if spec.ObjectSize != nil && *spec.ObjectSize < 0 {
-		return nil, status.Errorf(codes.InvalidArgument, "object_size is %d", *spec.ObjectSize)
-	}
-	if err := api.CheckCommon(common); err != nil {
-		return nil, err
 	}
 	if err := k.admit(ctx, bucket, res.GetName()); err != nil {
 		return nil, err

@@ -184,6 +184,28 @@ func (e *Engine) open(m *api.WriteMsg) (Upload, error) {
 	}
 }
 
+// CheckSpec checks the write_object_spec of a write, with its common
+// parameters, as far as neither the bucket nor the object matters: the
+// resource, the bucket and object names, object_size, and no
+// customer-supplied encryption key. It returns the bare bucket name once
+// that parsed, even with an error about the rest.
+func CheckSpec(spec *wire.WriteObjectSpec, common *wire.CommonObjectRequestParams) (bucket string, err error) {
+	res := spec.GetResource()
+	if res == nil {
+		return "", status.Error(codes.InvalidArgument, "write_object_spec.resource is required")
+	}
+	if bucket, err = api.ParseBucket(res.GetBucket()); err != nil {
+		return "", err
+	}
+	if err := api.CheckObjectName(res.GetName()); err != nil {
+		return bucket, err
+	}
+	if spec.ObjectSize != nil && *spec.ObjectSize < 0 {
+		return bucket, status.Errorf(codes.InvalidArgument, "object_size is %d", *spec.ObjectSize)
+	}
+	return bucket, api.CheckCommon(common)
+}
+
 // End handles the client's half-close of a stream that did not finish: a
 // resumable session reports its persisted size, an appendable object's
 // writer persists what it sent and reports it, a one-shot write fails.

@@ -169,3 +169,30 @@ func TestQuery(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckSpec checks a write's spec, and that the bucket is known once
+// it parsed.
+func TestCheckSpec(t *testing.T) {
+	obj := func(bucket, name string) *wire.Object { return &wire.Object{Bucket: bucket, Name: name} }
+	for _, tc := range []struct {
+		name   string
+		spec   *wire.WriteObjectSpec
+		common *wire.CommonObjectRequestParams
+		bucket string
+		code   codes.Code
+	}{
+		{"good", &wire.WriteObjectSpec{Resource: obj("projects/_/buckets/b", "o")}, nil, "b", codes.OK},
+		{"no resource", &wire.WriteObjectSpec{}, nil, "", codes.InvalidArgument},
+		{"bad bucket", &wire.WriteObjectSpec{Resource: obj("b", "o")}, nil, "", codes.InvalidArgument},
+		{"no object name", &wire.WriteObjectSpec{Resource: obj("projects/_/buckets/b", "")}, nil, "b", codes.InvalidArgument},
+		{"negative size", &wire.WriteObjectSpec{Resource: obj("projects/_/buckets/b", "o"), ObjectSize: new(int64(-1))}, nil, "b", codes.InvalidArgument},
+		{"encryption key", &wire.WriteObjectSpec{Resource: obj("projects/_/buckets/b", "o")}, &wire.CommonObjectRequestParams{EncryptionAlgorithm: "AES256"}, "b", codes.Unimplemented},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bucket, err := CheckSpec(tc.spec, tc.common)
+			if bucket != tc.bucket || status.Code(err) != tc.code {
+				t.Fatalf("CheckSpec: %q, %v; want %q, code %v", bucket, err, tc.bucket, tc.code)
+			}
+		})
+	}
+}
