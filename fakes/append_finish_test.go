@@ -15,11 +15,6 @@ import (
 // client's appendable writer sends it, or any offset up to the bytes
 // received, finalizes everything received, as the testbench takes it; an
 // offset past them is a gap.
-//
-// The fake refuses the offsets before the end for now: writes.Engine checks
-// a finish_write without content with State.CheckFinish, which wants the
-// offset where the bytes end, for appendable writes too. Those cases skip
-// until it takes them (conformance/python.sh -bidi fails on that too).
 func TestAppendableFinishOffset(t *testing.T) {
 	const k = 1 << 10
 	body := payload(4*k, 93)
@@ -36,9 +31,6 @@ func TestAppendableFinishOffset(t *testing.T) {
 		{"past the end", &wire.BidiWriteObjectRequest{WriteOffset: 4*k + 1, FinishWrite: true}, codes.InvalidArgument},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.code == codes.OK && tc.fin.WriteOffset < 4*k {
-				t.Skip("writes.Engine wants a finish_write without content where the bytes end, for appendable writes too")
-			}
 			srv, cc := start(t)
 			ctx := ctxT(t)
 			// The Python client's sequence: data, a flush with

@@ -45,8 +45,9 @@ import (
 //     and the whole-object CRC32C (and MD5, see below) given in
 //     object_checksums: a mismatch is codes.DataLoss;
 //   - write offsets: a message with data must start where the data received
-//     so far ends, and a finish_write must end there: a gap or an overlap is
-//     codes.InvalidArgument;
+//     so far ends, and a finish_write must end there (an appendable
+//     object's finish_write without content may carry any offset up to
+//     there): a gap or an overlap is codes.InvalidArgument;
 //   - at most 2 MiB of content per message, and object_size when the spec
 //     sets it: codes.InvalidArgument;
 //   - finish_write: a one-shot write (write_object_spec in its first message)

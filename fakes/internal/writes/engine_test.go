@@ -106,6 +106,9 @@ func TestEngine(t *testing.T) {
 		{name: "checksum mismatch drops the session", up: &testUpload{id: "s1"}, msgs: []api.WriteMsg{session(api.WriteMsg{Sums: &wire.ObjectChecksums{Crc32C: &badCRC}}), finish(data(0, "ab"))}, code: codes.DataLoss, dropped: true},
 		{name: "size mismatch keeps the session", up: &testUpload{id: "s1", State: State{Limit: new(int64(3))}}, msgs: []api.WriteMsg{session(finish(data(0, "ab")))}, code: codes.InvalidArgument},
 		{name: "appendable: a clean half-close persists", bidi: true, msgs: []api.WriteMsg{{First: true, Spec: &wire.WriteObjectSpec{Resource: spec.Resource, Appendable: new(true)}}, data(0, "ab")}, end: true, size: 2},
+		{name: "appendable: finish_write without an offset", bidi: true, msgs: []api.WriteMsg{{First: true, Spec: &wire.WriteObjectSpec{Resource: spec.Resource, Appendable: new(true)}}, data(0, "ab"), finish(api.WriteMsg{})}, size: 2, finished: true},
+		{name: "appendable: finish_write past the end", bidi: true, msgs: []api.WriteMsg{{First: true, Spec: &wire.WriteObjectSpec{Resource: spec.Resource, Appendable: new(true)}}, data(0, "ab"), finish(api.WriteMsg{Offset: 3})}, code: codes.InvalidArgument},
+		{name: "one-shot: finish_write before the end", msgs: []api.WriteMsg{first(data(0, "ab")), finish(api.WriteMsg{})}, code: codes.InvalidArgument},
 		{name: "appendable: sums without finish", bidi: true, msgs: []api.WriteMsg{{First: true, Spec: &wire.WriteObjectSpec{Resource: spec.Resource, Appendable: new(true)}}, {Sums: &wire.ObjectChecksums{}}}, code: codes.InvalidArgument},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
