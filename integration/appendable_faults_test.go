@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -44,20 +42,7 @@ const faultAppendsEnv = "OBJUP_FAULT_APPENDS"
 //   - no call returns more than faultOverrun after its context's
 //     deadline, and no goroutine leaks.
 func TestAppendableRandomFaults(t *testing.T) {
-	n := 24
-	if v := os.Getenv(faultAppendsEnv); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 1 {
-			t.Fatalf("%s=%q: want a positive count", faultAppendsEnv, v)
-		}
-	}
-	seed := uint64(1)
-	if v := os.Getenv(faultSeedEnv); v != "" {
-		var err error
-		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
-			t.Fatalf("%s=%q: %v", faultSeedEnv, v, err)
-		}
-	}
+	n, seed := faultCount(t, faultAppendsEnv, 24), faultSeed(t)
 	t.Logf("%d appendable writers, seed %d (%s, %s)", n, seed, faultAppendsEnv, faultSeedEnv)
 	const zonal = "zonal-faults"
 	srv, err := fakes.New(fakes.WithZonalBucket(zonal))

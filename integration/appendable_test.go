@@ -7,9 +7,6 @@ import (
 	"testing"
 
 	"cloud.google.com/go/storage"
-	"google.golang.org/api/option"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/objup/objup/fakes"
 	"github.com/objup/objup/uploader"
@@ -28,21 +25,7 @@ func TestAppendableWithTheOfficialClient(t *testing.T) {
 	}
 	defer srv.Close()
 	ctx := context.Background()
-	dial := []option.ClientOption{
-		option.WithEndpoint(srv.GRPCAddr()),
-		option.WithoutAuthentication(),
-		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
-	}
-	official, err := storage.NewGRPCClient(ctx, append(dial, storage.WithDisabledClientMetrics())...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer official.Close()
-	ours, err := uploader.NewClient(ctx, dial...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ours.Close()
+	official, ours := officialGRPC(t, srv), objupClient(t, srv)
 	first, second := payload(300<<10+7, 1), payload(70<<10+3, 2)
 	whole := append(append([]byte(nil), first...), second...)
 	crc := crc32.Checksum(whole, crc32.MakeTable(crc32.Castagnoli))

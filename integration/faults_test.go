@@ -81,20 +81,7 @@ type faultResult struct {
 //
 // It logs the outcomes by code, and fails on any violation.
 func TestRandomFaults(t *testing.T) {
-	n := 120
-	if v := os.Getenv(faultUploadsEnv); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 1 {
-			t.Fatalf("%s=%q: want a positive count", faultUploadsEnv, v)
-		}
-	}
-	seed := uint64(1)
-	if v := os.Getenv(faultSeedEnv); v != "" {
-		var err error
-		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
-			t.Fatalf("%s=%q: %v", faultSeedEnv, v, err)
-		}
-	}
+	n, seed := faultCount(t, faultUploadsEnv, 120), faultSeed(t)
 	t.Logf("%d uploads, seed %d (%s, %s)", n, seed, faultUploadsEnv, faultSeedEnv)
 
 	srv, err := fakes.New(fakes.WithBucket(testBucket))
@@ -358,6 +345,34 @@ func TestRandomFaults(t *testing.T) {
 	if s := buffers.Stats(); s.InUseBytes != 0 {
 		t.Errorf("%d bytes of buffers in use after every client closed", s.InUseBytes)
 	}
+}
+
+// faultCount is the count the environment variable name gives, or def.
+func faultCount(t *testing.T, name string, def int) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive count", name, v)
+	}
+	return n
+}
+
+// faultSeed is the seed OBJUP_FAULT_SEED gives, or 1.
+func faultSeed(t *testing.T) uint64 {
+	t.Helper()
+	v := os.Getenv(faultSeedEnv)
+	if v == "" {
+		return 1
+	}
+	seed, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", faultSeedEnv, v, err)
+	}
+	return seed
 }
 
 // faultPayload returns n bytes drawn from seed.
