@@ -25,8 +25,9 @@ import (
 // it current (a stream's receiver stores each new handle, a redirect's
 // error the new route), under mu.
 type appendState struct {
-	unfinalized bool // WithoutFinalize: Close leaves the object unfinalized
-	takeover    bool // the object exists (Client.TakeOver): gen names it
+	unfinalized bool      // WithoutFinalize: Close leaves the object unfinalized
+	takeover    bool      // the object exists (Client.TakeOver): gen names it
+	since       time.Time // when the upload started: an object created before is not this upload's
 
 	mu        sync.Mutex
 	gen       int64
@@ -39,27 +40,24 @@ type appendState struct {
 	created   bool         // a stream created the object (the first open succeeded)
 	conn      *grpcConn    // the connection of the object's streams
 	ready     *grpcStream  // a stream reopened by queryStatus, for openStream to adopt
-	redirects int          // redirects followed
-	since     time.Time    // when the upload started: an object created before is not this upload's
-	flushes   int          // flushes the service answered
 }
 
 // route returns the generation, handle and routing token to open a stream
-// with.
-func (a *appendState) route() (gen int64, handle []byte, token string, created bool) {
+// with, and whether the object exists (a stream created it, or it was
+// taken over): else the stream creates it.
+func (a *appendState) route() (gen int64, handle []byte, token string, exists bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.gen, a.handle, a.token, a.created || a.takeover
 }
 
 // answered takes in an answer of the object's stream: a new write handle,
-// which the service sends now and then, and counts the flushes answered.
+// which the service sends now and then.
 func (a *appendState) answered(resp *wire.BidiWriteObjectResponse) {
 	a.mu.Lock()
 	if h := resp.GetWriteHandle(); h != nil {
 		a.handle = append(a.handle[:0:0], h.GetHandle()...)
 	}
-	a.flushes++
 	a.mu.Unlock()
 }
 
@@ -89,7 +87,6 @@ func (a *appendState) redirected(err error, ev *uploadEvents) bool {
 		ev.Redirected(r.GetRoutingToken())
 	}
 	a.mu.Lock()
-	a.redirects++
 	if r.RoutingToken != nil {
 		a.token = r.GetRoutingToken()
 	}
