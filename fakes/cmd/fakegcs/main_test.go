@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/objup/objup/fakes/internal/cmdtest"
 	"github.com/objup/objup/internal/wire"
 )
 
@@ -109,16 +110,8 @@ func exercise(t *testing.T, grpcAddr, httpURL, bucket string) {
 }
 
 func TestRun(t *testing.T) {
-	pr, pw := io.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stderr bytes.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"-bucket", "one", "-bucket", "two"}, pw, &stderr)
-		pw.Close()
-	}()
-	grpcAddr, httpURL := addrs(t, scan(pr, nil))
+	p := cmdtest.Start(t, run, "-bucket", "one", "-bucket", "two")
+	grpcAddr, httpURL := addrs(t, scan(p.Stdout, nil))
 	exercise(t, grpcAddr, httpURL, "one")
 	exercise(t, grpcAddr, httpURL, "two")
 
@@ -150,40 +143,23 @@ func TestRun(t *testing.T) {
 		t.Fatalf("calls %v", st.Calls)
 	}
 
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("exit status %d, stderr %q", code, stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("run did not return after its context ended")
-	}
+	stderr := p.StopOK(t)
 	// On exit: the objects and bytes stored per tenant.
 	want := "fakegcs: objects stored per tenant (x-scope-orgid):\n  tenant  objects  bytes\n      t1        2     16\n"
-	if got := stderr.String(); got != want {
+	if got := stderr; got != want {
 		t.Fatalf("stderr %q, want %q", got, want)
 	}
 }
 
 func TestRunErrors(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		code int
-		want string
-	}{
-		{[]string{"-nope"}, 2, "flag provided but not defined"},
-		{[]string{"extra"}, 2, "unexpected arguments"},
-		{[]string{"-bucket", "UPPER"}, 1, `bucket name "UPPER"`},
-		{[]string{"-grpc", "bad"}, 1, `gRPC address "bad"`},
-		{[]string{"-call-log", "-1"}, 1, "call log size -1 is negative"},
-		{[]string{"-bucket", "b", "-zonal-bucket", "b"}, 1, `bucket "b" is given both as a zonal bucket`},
-	} {
-		var stdout, stderr bytes.Buffer
-		if code := run(context.Background(), tc.args, &stdout, &stderr); code != tc.code || !strings.Contains(stderr.String(), tc.want) || stdout.Len() != 0 {
-			t.Errorf("run(%q) = %d, stdout %q, stderr %q; want %d and %q", tc.args, code, stdout.String(), stderr.String(), tc.code, tc.want)
-		}
-	}
+	cmdtest.CheckUsage(t, run, []cmdtest.UsageError{
+		{Args: []string{"-nope"}, Code: 2, Want: "flag provided but not defined"},
+		{Args: []string{"extra"}, Code: 2, Want: "unexpected arguments"},
+		{Args: []string{"-bucket", "UPPER"}, Code: 1, Want: `bucket name "UPPER"`},
+		{Args: []string{"-grpc", "bad"}, Code: 1, Want: `gRPC address "bad"`},
+		{Args: []string{"-call-log", "-1"}, Code: 1, Want: "call log size -1 is negative"},
+		{Args: []string{"-bucket", "b", "-zonal-bucket", "b"}, Code: 1, Want: `bucket "b" is given both as a zonal bucket`},
+	})
 }
 
 // TestBinary builds fakegcs, runs it as the contract says, and stops it with
@@ -250,16 +226,8 @@ func TestBinary(t *testing.T) {
 // reports location type "zone" and storage class RAPID, and refuses a
 // write that is not appendable with FailedPrecondition.
 func TestRunZonal(t *testing.T) {
-	pr, pw := io.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stderr bytes.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"-bucket", "plain", "-zonal-bucket", "zone1,zone2", "-zonal-bucket", "zone3"}, pw, &stderr)
-		pw.Close()
-	}()
-	grpcAddr, httpURL := addrs(t, scan(pr, nil))
+	p := cmdtest.Start(t, run, "-bucket", "plain", "-zonal-bucket", "zone1,zone2", "-zonal-bucket", "zone3")
+	grpcAddr, httpURL := addrs(t, scan(p.Stdout, nil))
 	exercise(t, grpcAddr, httpURL, "plain")
 	cc, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -285,7 +253,7 @@ func TestRunZonal(t *testing.T) {
 		if err != nil || b.LocationType != tc.locType || b.StorageClass != tc.class {
 			t.Fatalf("bucket %s: %+v, %v; want location type %s, class %s", tc.bucket, b, err, tc.locType, tc.class)
 		}
-		st, err := wire.NewWriteObjectStream(ctx, cc)
+		st, err := wire.NewWriteObjectStream(t.Context(), cc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -300,8 +268,5 @@ func TestRunZonal(t *testing.T) {
 		}
 	}
 	http.DefaultClient.CloseIdleConnections()
-	cancel()
-	if code := <-done; code != 0 {
-		t.Fatalf("exit status %d, stderr %q", code, stderr.String())
-	}
+	p.StopOK(t)
 }

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -16,22 +14,15 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/objup/objup/fakes/internal/cmdtest"
 	"github.com/objup/objup/internal/wire"
 )
 
 // TestRunRetryTest drives the retry test API on fakegcs's HTTP port: an
 // instruction armed over HTTP fails the gRPC call that names the test.
 func TestRunRetryTest(t *testing.T) {
-	pr, pw := io.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stderr bytes.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"-bucket", "one"}, pw, &stderr)
-		pw.Close()
-	}()
-	grpcAddr, httpURL := addrs(t, scan(pr, nil))
+	p := cmdtest.Start(t, run, "-bucket", "one")
+	grpcAddr, httpURL := addrs(t, scan(p.Stdout, nil))
 	defer http.DefaultClient.CloseIdleConnections()
 
 	resp, err := http.Post(httpURL+"/retry_test", "application/json",
@@ -54,7 +45,7 @@ func TestRunRetryTest(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cc.Close()
-	cctx, ccancel := context.WithTimeout(metadata.AppendToOutgoingContext(ctx, "x-retry-test-id", rt.ID), 30*time.Second)
+	cctx, ccancel := context.WithTimeout(metadata.AppendToOutgoingContext(t.Context(), "x-retry-test-id", rt.ID), 30*time.Second)
 	defer ccancel()
 	req := &wire.GetObjectRequest{Bucket: "projects/_/buckets/one", Object: "missing"}
 	for _, want := range []codes.Code{codes.Unavailable, codes.NotFound} {
@@ -72,8 +63,5 @@ func TestRunRetryTest(t *testing.T) {
 	if err != nil || !rt.Completed {
 		t.Fatalf("GET /retry_test: %+v, %v", rt, err)
 	}
-	cancel()
-	if code := <-done; code != 0 {
-		t.Fatalf("exit status %d; stderr %s", code, stderr.String())
-	}
+	p.StopOK(t)
 }

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +13,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/objup/objup/fakes/internal/cmdtest"
 	"github.com/objup/objup/internal/wire"
 )
 
@@ -22,16 +21,8 @@ import (
 // one more every 1,000 s): a session start and a one-shot write pass, the
 // next one-shot write is refused, and the report at exit counts them.
 func TestRunCapacity(t *testing.T) {
-	pr, pw := io.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stderr bytes.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"-write-rate", "0.001", "-write-burst", "2"}, pw, &stderr)
-		pw.Close()
-	}()
-	cc, err := grpc.NewClient(addr(t, firstLine(pr, nil)), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	p := cmdtest.Start(t, run, "-write-rate", "0.001", "-write-burst", "2")
+	cc, err := grpc.NewClient(addr(t, firstLine(p.Stdout, nil)), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,16 +52,8 @@ func TestRunCapacity(t *testing.T) {
 			t.Fatalf("write %d: %v, want %v", i+1, err, want)
 		}
 	}
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("exit status %d, stderr %q", code, stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("run did not return after its context ended")
-	}
-	out := stderr.String()
+	stderr := p.StopOK(t)
+	out := stderr
 	hasRow := func(fields ...string) bool {
 		for line := range strings.Lines(out) {
 			if slices.Equal(strings.Fields(line), fields) {
@@ -86,16 +69,8 @@ func TestRunCapacity(t *testing.T) {
 }
 
 func TestRunCapacityErrors(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"-autoscale-max", "5"}, "-autoscale-max need -write-rate or -object-rate"},
-		{[]string{"-write-rate", "10", "-autoscale-factor", "0.5"}, "autoscale factor 0.5 must be more than 1"},
-	} {
-		var stdout, stderr bytes.Buffer
-		if code := run(context.Background(), tc.args, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), tc.want) || stdout.Len() != 0 {
-			t.Errorf("run(%q) = %d, stdout %q, stderr %q; want 2 and %q", tc.args, code, stdout.String(), stderr.String(), tc.want)
-		}
-	}
+	cmdtest.CheckUsage(t, run, []cmdtest.UsageError{
+		{Args: []string{"-autoscale-max", "5"}, Code: 2, Want: "-autoscale-max need -write-rate or -object-rate"},
+		{Args: []string{"-write-rate", "10", "-autoscale-factor", "0.5"}, Code: 2, Want: "autoscale factor 0.5 must be more than 1"},
+	})
 }

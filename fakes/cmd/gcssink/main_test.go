@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/objup/objup/fakes/internal/cmdtest"
 	"github.com/objup/objup/internal/wire"
 )
 
@@ -110,47 +111,22 @@ func exercise(t *testing.T, addr string) {
 const wantStats = "gcssink: 1 objects (1024 bytes) finalized; 2 write messages, 1024 content bytes received; 0 resumable sessions; 1 failed calls\n"
 
 func TestRun(t *testing.T) {
-	pr, pw := io.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stderr bytes.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"-grpc", ":0"}, pw, &stderr)
-		pw.Close()
-	}()
-	exercise(t, addr(t, firstLine(pr, nil)))
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("exit status %d, stderr %q", code, stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("run did not return after its context ended")
-	}
-	if got := stderr.String(); got != wantStats {
+	p := cmdtest.Start(t, run, "-grpc", ":0")
+	exercise(t, addr(t, firstLine(p.Stdout, nil)))
+	stderr := p.StopOK(t)
+	if got := stderr; got != wantStats {
 		t.Fatalf("stderr %q, want %q", got, wantStats)
 	}
 }
 
 func TestRunErrors(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		code int
-		want string
-	}{
-		{[]string{"-nope"}, 2, "flag provided but not defined"},
-		{[]string{"extra"}, 2, "unexpected arguments"},
-		{[]string{"-grpc", "bad"}, 1, `sink address "bad"`},
-		{[]string{"-grpc", "127.0.0.1:99999"}, 1, "sink listener"},
-		{[]string{"-zonal-bucket", "ok-bucket,B"}, 1, `zonal bucket: bucket name "B"`},
-	} {
-		var stdout, stderr bytes.Buffer
-		if code := run(context.Background(), tc.args, &stdout, &stderr); code != tc.code || !strings.Contains(stderr.String(), tc.want) || stdout.Len() != 0 {
-			t.Errorf("run(%q) = %d, stdout %q, stderr %q; want %d and %q", tc.args, code, stdout.String(), stderr.String(), tc.code, tc.want)
-		}
-	}
+	cmdtest.CheckUsage(t, run, []cmdtest.UsageError{
+		{Args: []string{"-nope"}, Code: 2, Want: "flag provided but not defined"},
+		{Args: []string{"extra"}, Code: 2, Want: "unexpected arguments"},
+		{Args: []string{"-grpc", "bad"}, Code: 1, Want: `sink address "bad"`},
+		{Args: []string{"-grpc", "127.0.0.1:99999"}, Code: 1, Want: "sink listener"},
+		{Args: []string{"-zonal-bucket", "ok-bucket,B"}, Code: 1, Want: `zonal bucket: bucket name "B"`},
+	})
 }
 
 // TestBinary builds gcssink, runs it as the contract says, and stops it with
@@ -212,16 +188,8 @@ func TestBinary(t *testing.T) {
 // bucket refuses a write that is not appendable and takes an appendable
 // one, whose object is RAPID; other buckets take both.
 func TestRunZonal(t *testing.T) {
-	pr, pw := io.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stderr bytes.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"-zonal-bucket", "zone-a,zone-b", "-zonal-bucket", "zone-c"}, pw, &stderr)
-		pw.Close()
-	}()
-	cc, err := grpc.NewClient(addr(t, firstLine(pr, nil)), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	p := cmdtest.Start(t, run, "-zonal-bucket", "zone-a,zone-b", "-zonal-bucket", "zone-c")
+	cc, err := grpc.NewClient(addr(t, firstLine(p.Stdout, nil)), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +206,7 @@ func TestRunZonal(t *testing.T) {
 		{"zone-b", true, codes.OK, "RAPID"},
 		{"zone-c", false, codes.FailedPrecondition, ""},
 	} {
-		st, err := wire.NewBidiWriteObjectStream(ctx, cc)
+		st, err := wire.NewBidiWriteObjectStream(t.Context(), cc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -255,8 +223,5 @@ func TestRunZonal(t *testing.T) {
 			t.Fatalf("write into %s (appendable %v): %v, %v; want %v and class %q", tc.bucket, tc.appendable, r, err, tc.code, tc.class)
 		}
 	}
-	cancel()
-	if code := <-done; code != 0 {
-		t.Fatalf("exit status %d, stderr %q", code, stderr.String())
-	}
+	p.StopOK(t)
 }
