@@ -80,26 +80,37 @@ func bucketConds(f field, c **store.Conditions) bool {
 // grpcGetBucket serves GetBucket: name (1), the metageneration
 // preconditions (2, 3); read_mask is ignored (every field is returned).
 func (s *Server) grpcGetBucket(ss grpc.ServerStream) error {
+	b, err := s.bucketRequest(ss, methodGetBucket)
+	if err != nil {
+		return err
+	}
+	a := b.Attrs()
+	return sendRaw(ss, appendBucket(nil, b, a))
+}
+
+// bucketRequest reads a request that names a bucket (1) under
+// metageneration preconditions (2, 3), as GetBucket and DeleteBucket do,
+// and returns the bucket once the preconditions hold.
+func (s *Server) bucketRequest(ss grpc.ServerStream, method string) (*store.Bucket, error) {
 	var name string
 	var cond *store.Conditions
-	if err := unary(ss, methodGetBucket, func(f field) error {
+	if err := unary(ss, method, func(f field) error {
 		if f.num == 1 && f.typ == protowire.BytesType {
 			name = string(f.b)
 		}
 		bucketConds(f, &cond)
 		return nil
 	}); err != nil {
-		return err
+		return nil, err
 	}
 	b, err := s.bucketNamed(ss.Context(), name)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	a := b.Attrs()
-	if err := store.CheckBucket(cond, a.Metageneration); err != nil {
-		return err
+	if err := store.CheckBucket(cond, b.Attrs().Metageneration); err != nil {
+		return nil, err
 	}
-	return sendRaw(ss, appendBucket(nil, b, a))
+	return b, nil
 }
 
 // grpcCreateBucket serves CreateBucket: parent (1, "projects/P"), bucket
@@ -159,22 +170,8 @@ func (s *Server) grpcCreateBucket(ss grpc.ServerStream) error {
 // grpcDeleteBucket serves DeleteBucket: name (1) and the metageneration
 // preconditions (2, 3); only an empty bucket can go.
 func (s *Server) grpcDeleteBucket(ss grpc.ServerStream) error {
-	var name string
-	var cond *store.Conditions
-	if err := unary(ss, methodDeleteBucket, func(f field) error {
-		if f.num == 1 && f.typ == protowire.BytesType {
-			name = string(f.b)
-		}
-		bucketConds(f, &cond)
-		return nil
-	}); err != nil {
-		return err
-	}
-	b, err := s.bucketNamed(ss.Context(), name)
+	b, err := s.bucketRequest(ss, methodDeleteBucket)
 	if err != nil {
-		return err
-	}
-	if err := store.CheckBucket(cond, b.Attrs().Metageneration); err != nil {
 		return err
 	}
 	if err := s.store.DeleteBucket(b.Name()); err != nil {
