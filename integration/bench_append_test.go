@@ -68,16 +68,7 @@ func (a officialAppender) flush(context.Context) (int64, error) { return a.Flush
 // appendClients dials objup and the official client to addr and returns
 // how each opens an appendable writer, finalized on Close.
 func appendClients(b *testing.B, addr string) (map[string]func(ctx context.Context, name string) (appender, error), func()) {
-	ctx := context.Background()
-	dial := dialTo(addr)
-	ours, err := uploader.NewClient(ctx, dial...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	official, err := storage.NewGRPCClient(ctx, append(dial, storage.WithDisabledClientMetrics())...)
-	if err != nil {
-		b.Fatal(err)
-	}
+	ours, official := benchClients(b, addr)
 	open := map[string]func(ctx context.Context, name string) (appender, error){
 		"objup": func(ctx context.Context, name string) (appender, error) {
 			w, err := ours.NewWriter(ctx, appendBucket, name, uploader.WithAppendable())
@@ -291,15 +282,7 @@ func BenchmarkAppendUploadMany(b *testing.B) {
 	for _, rtt := range appendRTTs {
 		addr, stop := appendServer(b, rtt)
 		ctx := context.Background()
-		dial := dialTo(addr)
-		ours, err := uploader.NewClient(ctx, dial...)
-		if err != nil {
-			b.Fatal(err)
-		}
-		official, err := storage.NewGRPCClient(ctx, append(dial, storage.WithDisabledClientMetrics())...)
-		if err != nil {
-			b.Fatal(err)
-		}
+		ours, official := benchClients(b, addr)
 		b.Run(fmt.Sprintf("rtt=%v/client=objup", rtt), func(b *testing.B) {
 			items := make([]uploader.Item, b.N)
 			for i := range items {

@@ -56,16 +56,7 @@ func benchRTTs(b *testing.B) []time.Duration {
 // distanceClients dials objup, the official client and a bare connection to
 // addr, and returns them with a function that closes them.
 func distanceClients(b *testing.B, addr string) (*uploader.Client, *storage.Client, *grpc.ClientConn, func()) {
-	ctx := context.Background()
-	dial := dialTo(addr)
-	ours, err := uploader.NewClient(ctx, dial...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	official, err := storage.NewGRPCClient(ctx, append(dial, storage.WithDisabledClientMetrics())...)
-	if err != nil {
-		b.Fatal(err)
-	}
+	ours, official := benchClients(b, addr)
 	raw, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		b.Fatal(err)

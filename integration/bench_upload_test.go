@@ -41,7 +41,6 @@ import (
 	"github.com/objup/objup/fakes"
 	"github.com/objup/objup/internal/wire"
 	"github.com/objup/objup/pool"
-	"github.com/objup/objup/uploader"
 )
 
 const benchBucket = "bench"
@@ -148,17 +147,8 @@ type uploadFunc func(ctx context.Context, name string, data []byte) error
 // benchUploads runs the side-by-side uploads against the server at addr,
 // which server describes in the log.
 func benchUploads(b *testing.B, addr, server string) {
-	ctx := context.Background()
-	dial := dialTo(addr)
-	ours, err := uploader.NewClient(ctx, dial...)
-	if err != nil {
-		b.Fatal(err)
-	}
+	ours, official := benchClients(b, addr)
 	defer ours.Close()
-	official, err := storage.NewGRPCClient(ctx, append(dial, storage.WithDisabledClientMetrics())...)
-	if err != nil {
-		b.Fatal(err)
-	}
 	defer official.Close()
 	raw, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/objup/objup/fakes"
+	"github.com/objup/objup/uploader"
 )
 
 const (
@@ -33,6 +34,23 @@ func dialTo(addr string) []option.ClientOption {
 		option.WithoutAuthentication(),
 		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
 	}
+}
+
+// benchClients dials objup and the official gRPC client to the test
+// server at addr, side by side; the caller closes both.
+func benchClients(b testing.TB, addr string) (*uploader.Client, *storage.Client) {
+	b.Helper()
+	dial := dialTo(addr)
+	ours, err := uploader.NewClient(context.Background(), dial...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	official, err := storage.NewGRPCClient(context.Background(), append(dial, storage.WithDisabledClientMetrics())...)
+	if err != nil {
+		ours.Close()
+		b.Fatal(err)
+	}
+	return ours, official
 }
 
 // officialGRPC returns the official client talking gRPC to srv, closed when
