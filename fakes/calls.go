@@ -19,17 +19,18 @@ import (
 // Short names of the gRPC methods, as [Call.Method] reports them and the
 // fault rules take them.
 const (
-	MethodWriteObject         = "WriteObject"
-	MethodBidiWriteObject     = "BidiWriteObject"
-	MethodStartResumableWrite = "StartResumableWrite"
-	MethodQueryWriteStatus    = "QueryWriteStatus"
-	MethodReadObject          = "ReadObject"
-	MethodBidiReadObject      = "BidiReadObject"
-	MethodGetObject           = "GetObject"
-	MethodListObjects         = "ListObjects"
-	MethodDeleteObject        = "DeleteObject"
-	MethodUpdateObject        = "UpdateObject"
-	MethodComposeObject       = "ComposeObject"
+	MethodWriteObject          = "WriteObject"
+	MethodBidiWriteObject      = "BidiWriteObject"
+	MethodStartResumableWrite  = "StartResumableWrite"
+	MethodQueryWriteStatus     = "QueryWriteStatus"
+	MethodCancelResumableWrite = "CancelResumableWrite"
+	MethodReadObject           = "ReadObject"
+	MethodBidiReadObject       = "BidiReadObject"
+	MethodGetObject            = "GetObject"
+	MethodListObjects          = "ListObjects"
+	MethodDeleteObject         = "DeleteObject"
+	MethodUpdateObject         = "UpdateObject"
+	MethodComposeObject        = "ComposeObject"
 )
 
 // Call is one call as the request log records it: a gRPC call, or a

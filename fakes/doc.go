@@ -184,8 +184,8 @@
 // storage class of every object in it. It takes appendable writes only:
 // WriteObject, a BidiWriteObject or StartResumableWrite whose spec is not
 // appendable, every JSON API upload (media, multipart, resumable), and a
-// compose, copy or rewrite into it fail with codes.FailedPrecondition (HTTP
-// 400 failedPrecondition) and store nothing. Reads, listings, metadata
+// compose, copy or rewrite into it fail with codes.InvalidArgument (HTTP
+// 400 invalid), not the code of a failed precondition, and store nothing. Reads, listings, metadata
 // updates, deletes of finalized objects and copies out of it work as in any
 // bucket.
 //

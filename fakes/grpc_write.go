@@ -337,3 +337,26 @@ func (v *service) QueryWriteStatus(ctx context.Context, req *wire.QueryWriteStat
 	}
 	return writes.Query(up)
 }
+
+// CancelResumableWrite ends an unfinished session: what it received is
+// dropped and nothing of it can be finalized after (a late message of the
+// session gets NotFound). A finalized session is not cancelled: the call
+// fails with FailedPrecondition, and QueryWriteStatus still reports its
+// object.
+func (v *service) CancelResumableWrite(ctx context.Context, req *wire.CancelResumableWriteRequest) (*wire.CancelResumableWriteResponse, error) {
+	id := req.GetUploadId()
+	up, err := v.s.session(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	if up.stored != nil {
+		return nil, status.Errorf(codes.FailedPrecondition, "upload %q is already finalized", id)
+	}
+	if up.gone {
+		return nil, status.Errorf(codes.NotFound, "upload %q not found", id)
+	}
+	up.Drop()
+	return &wire.CancelResumableWriteResponse{}, nil
+}

@@ -60,6 +60,8 @@ var rpcs = []rpc{
 		unary: unaryRPC(MethodStartResumableWrite, (*service).StartResumableWrite)},
 	{name: MethodQueryWriteStatus, faults: true,
 		unary: unaryRPC(MethodQueryWriteStatus, (*service).QueryWriteStatus)},
+	{name: MethodCancelResumableWrite, faults: true,
+		unary: unaryRPC(MethodCancelResumableWrite, (*service).CancelResumableWrite)},
 	{name: MethodReadObject, retry: "storage.objects.get", faults: true, serverStreams: true,
 		stream: func(s *Server, ss grpc.ServerStream) error {
 			m := new(wire.ReadObjectRequest)

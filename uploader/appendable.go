@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/objup/objup/chunker"
@@ -67,10 +68,14 @@ func (w *Writer) checkAppendable() error {
 		return errors.New("appendable objects are written over gRPC only, not the JSON API (WithHTTP)")
 	case cfg.parallel != nil:
 		return errors.New("WithAppendable and WithParallelUpload exclude each other")
+	case cfg.md5 || cfg.sendMD5 != nil:
+		// The service keeps no MD5 of an appendable object and refuses a
+		// finish that carries one.
+		return errors.New("an appendable object has no MD5: WithMD5 and WithSendMD5 exclude WithAppendable")
 	}
 	yes := true
 	w.scratch.spec.Appendable = &yes
-	w.app = &appendState{unfinalized: cfg.keepOpen, since: time.Now()}
+	w.app = &appendState{unfinalized: cfg.keepOpen}
 	return nil
 }
 
@@ -99,6 +104,9 @@ func (c *Client) grpc() bool {
 // are InvalidArgument errors, since the object exists.
 func (c *Client) TakeOver(ctx context.Context, bucket, object string, gen int64, opts ...WriterOption) (*Writer, int64, error) {
 	w := &Writer{c: c}
+	// A takeover's Writer is appendable: the options are checked as such
+	// (WithoutFinalize among them).
+	opts = append([]WriterOption{WithAppendable()}, opts...)
 	if err := w.init(ctx, bucket, object, opts); err != nil {
 		return nil, 0, err
 	}
@@ -259,6 +267,10 @@ func (w *Writer) single(last chunker.Chunk) mode {
 	if a := w.app; a != nil && (a.unfinalized || a.takeover) {
 		return w.choose(last)
 	}
+	if w.cfg.resumable {
+		w.spec(last.Data, int64(len(last.Data)))
+		return &session{w: w}
+	}
 	return oneShot{w}
 }
 
@@ -268,6 +280,10 @@ func (w *Writer) single(last chunker.Chunk) mode {
 func (m *session) finishAppendable(last chunker.Chunk) (*wire.Object, error) {
 	w := m.w
 	r := w.life.newRef(last)
+	if err := w.sentCRCMismatch(); err != nil {
+		r.unref()
+		return nil, err
+	}
 	if err := m.start(); err != nil {
 		r.unref()
 		return nil, err
@@ -277,13 +293,13 @@ func (m *session) finishAppendable(last chunker.Chunk) (*wire.Object, error) {
 		w.scratch.hasSums = w.checksums() != nil
 		o, err := s.finish(r)
 		if err != nil && answerLost(err) {
-			// The finish may have finalized the object: it is looked up.
+			// The finish may have finalized the object: its generation,
+			// the object's identity, is looked up.
 			err = s.teardown(err)
-			e := w.expect()
 			w.app.mu.Lock()
-			e.gen = w.app.gen
+			gen := w.app.gen
 			w.app.mu.Unlock()
-			o, err = w.settled(w.c.tr, e, true, w.cfg.retry, err)
+			o, err = w.finalizedAt(w.c.tr, gen, err)
 		}
 		return o, err
 	}
@@ -304,4 +320,19 @@ func (m *session) finishAppendable(last chunker.Chunk) (*wire.Object, error) {
 	}
 	o.Size, o.Checksums = end, nil
 	return o, nil
+}
+
+// sentCRCMismatch checks an appendable object's whole-object CRC32C from
+// WithSendCRC32C against the bytes written, before the finish goes out:
+// the service verifies it only when it finalizes, and by then it has
+// persisted the bytes (an appendable object's bytes are durable once
+// flushed), so a mismatch is a DataLoss error found here, and the object,
+// if a flush created it, stays unfinalized.
+func (w *Writer) sentCRCMismatch() error {
+	cfg := &w.cfg
+	if w.app == nil || !cfg.hasCRC || cfg.noCRC32C || w.ch.CRC32C() == cfg.sendCRC {
+		return nil
+	}
+	return &Error{Op: "Close", Bucket: w.bucket, Object: w.object, Code: codes.DataLoss,
+		Err: fmt.Errorf("WithSendCRC32C says %08x, the bytes written have %08x: the object is not finalized", cfg.sendCRC, w.ch.CRC32C())}
 }

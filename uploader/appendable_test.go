@@ -80,8 +80,10 @@ func TestAppendableFlushAndFinalize(t *testing.T) {
 }
 
 // TestAppendableSmallObjects checks Upload of small objects as appendable
-// writes: each is created and finalized in one BidiWriteObject stream, and
-// a lost answer is resolved as for any one-shot write.
+// writes: each is created and finalized in one BidiWriteObject stream. A
+// lost answer leaves the outcome as for any one-shot write: its retry meets
+// the lost attempt's object (WithDoesNotExist), and nothing tells whose it
+// is, so the error says the object may be stored (it is).
 func TestAppendableSmallObjects(t *testing.T) {
 	e := newEnv(t)
 	for _, n := range []int{0, 1, 1 << 10, 256 << 10} {
@@ -93,6 +95,13 @@ func TestAppendableSmallObjects(t *testing.T) {
 			}
 			before := e.countCalls("BidiWriteObject")
 			a, err := e.c.Upload(context.Background(), bucket, name, bytes.NewReader(p), uploader.WithAppendable(), uploader.WithDoesNotExist())
+			if lose {
+				if !uploader.IsOutcomeUnknown(err) {
+					t.Fatalf("%s: %v, want an unknown outcome", name, err)
+				}
+				sameBytes(t, name, e.content(name), p)
+				continue
+			}
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
@@ -371,14 +380,21 @@ func TestAppendableLeftOpen(t *testing.T) {
 
 // TestZonalBucket: a zonal bucket takes appendable objects only, as GCS
 // does; objup writes them there with WithAppendable (Upload, UploadMany and
-// a Writer), and a plain upload gets the service's FailedPrecondition with
-// nothing stored.
+// a Writer), and a plain upload is refused with nothing stored, as an
+// invalid request: never as a failed precondition, which a WithDoesNotExist
+// caller would read as "the object exists".
 func TestZonalBucket(t *testing.T) {
 	const zonal = "rapid-bkt"
 	e := newEnvFake(t, []fakes.Option{fakes.WithZonalBucket(zonal)})
 	ctx := context.Background()
-	if _, err := e.c.Upload(ctx, zonal, "plain", bytes.NewReader([]byte("x"))); !uploader.IsPreconditionFailed(err) {
-		t.Fatalf("plain upload to a zonal bucket: %v, want FailedPrecondition", err)
+	for _, opts := range [][]uploader.WriterOption{nil, {uploader.WithDoesNotExist()}} {
+		_, err := e.c.Upload(ctx, zonal, "plain", bytes.NewReader([]byte("x")), opts...)
+		if uploader.IsPreconditionFailed(err) || !uploader.IsInvalidArgument(err) || uploader.IsOutcomeUnknown(err) {
+			t.Fatalf("plain upload to a zonal bucket (%d options): %v, want InvalidArgument, not a failed precondition", len(opts), err)
+		}
+	}
+	if _, err := e.srv.Object(zonal, "plain"); err == nil {
+		t.Fatal("the refused plain upload stored an object")
 	}
 	items := make([]uploader.Item, 50)
 	for i := range items {

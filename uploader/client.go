@@ -24,7 +24,6 @@ import (
 	"github.com/objup/objup/internal/wire"
 	"github.com/objup/objup/pool"
 	"github.com/objup/objup/uploader/internal/admit"
-	"github.com/objup/objup/uploader/internal/netcut"
 	"github.com/objup/objup/uploader/internal/telemetry"
 )
 
@@ -51,7 +50,6 @@ type Client struct {
 	conns       int       // the connections that carry data (gRPC's pool; DefaultConnectionPool for HTTP)
 	tenants     tenants
 	closed      atomic.Bool
-	cut         *netcut.Dialer // dials the client's connections, so an abandoned attempt can be cut
 	stage       *admit.Stage   // the admission of writes per bucket; nil WithoutAdmission
 	bgMu        sync.Mutex     // orders background's Add with Close's Wait
 	bg          sync.WaitGroup // work that outlives an upload's call: deleting temporary objects, cancelling sessions
@@ -106,7 +104,6 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 		retry:       cfg.retry,
 		chunkSize:   cfg.chunkSize,
 		alloc:       cfg.alloc,
-		cut:         new(netcut.Dialer),
 	}
 	if c.alloc == nil {
 		c.alloc = c.poolFor(cfg.chunkSize)
@@ -118,7 +115,7 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 	}
 	c.tel = tel
 	if cfg.http {
-		t, err := newHTTPTransport(ctx, apiOpts, c.cut)
+		t, err := newHTTPTransport(ctx, apiOpts)
 		if err != nil {
 			tel.Close()
 			return nil, newError("NewClient", "", "", fmt.Errorf("HTTP transport: %w", err))
@@ -130,9 +127,7 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 	dial := append(defaultDialOptions(), option.WithGRPCDialOption(grpc.WithConnectParams(grpc.ConnectParams{
 		Backoff:           backoff.DefaultConfig,
 		MinConnectTimeout: cfg.keepalive.connect,
-	})),
-		// Connections that can be cut: see grpcTransport.abandoned.
-		option.WithGRPCDialOption(grpc.WithContextDialer(c.cut.DialGRPC)))
+	})))
 	if !cfg.keepalive.off {
 		dial = append(dial, option.WithGRPCDialOption(grpc.WithKeepaliveParams(keepalive.ClientParameters{
 			Time:    cfg.keepalive.time,
@@ -160,7 +155,7 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 		// objup retries itself, resuming sessions; gRPC's own replay
 		// buffer would only hold chunk references longer.
 		grpc.MaxRetryRPCBufferSize(0),
-	}, c.cut)
+	})
 	c.admit(cfg)
 	return c, nil
 }

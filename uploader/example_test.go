@@ -269,17 +269,30 @@ func ExampleIsOutcomeUnknown() {
 	defer srv.Close()
 	defer c.Close()
 
-	srv.LoseAnswer(fakes.MethodWriteObject)
-	_, err := c.Upload(context.Background(), "demo", "report.json", strings.NewReader(`{"ok":true}`))
-	switch {
-	case err == nil:
-		fmt.Println("stored")
-	case uploader.IsOutcomeUnknown(err):
-		fmt.Println("may have been stored: read it to find out")
-	default:
-		fmt.Println("not stored:", err)
+	// The service stores each object, and its answer is lost. A one-shot
+	// write has no identity left to ask for; a resumable session
+	// (WithResumable) is asked, and knows.
+	for _, up := range []struct {
+		method string // the call that carries the object
+		opts   []uploader.WriterOption
+	}{
+		{fakes.MethodWriteObject, nil},
+		{fakes.MethodBidiWriteObject, []uploader.WriterOption{uploader.WithResumable()}},
+	} {
+		srv.LoseAnswer(up.method)
+		_, err := c.Upload(context.Background(), "demo", "report.json", strings.NewReader(`{"ok":true}`), up.opts...)
+		switch {
+		case err == nil:
+			fmt.Println("stored")
+		case uploader.IsOutcomeUnknown(err):
+			fmt.Println("may have been stored: read it to find out")
+		default:
+			fmt.Println("not stored:", err)
+		}
 	}
-	// Output: stored
+	// Output:
+	// may have been stored: read it to find out
+	// stored
 }
 
 // A log writer on an appendable object, as a zonal (Rapid) bucket takes

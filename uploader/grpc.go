@@ -7,8 +7,6 @@ import (
 
 	gtransport "google.golang.org/api/transport/grpc"
 	"google.golang.org/grpc"
-
-	"github.com/objup/objup/uploader/internal/netcut"
 )
 
 // grpcTransport sends uploads over storage v2 gRPC: a one-shot WriteObject,
@@ -28,8 +26,7 @@ type grpcTransport struct {
 	conns    []*grpcConn // the data's
 	lane     *grpcConn   // the small calls', or nil
 	callOpts []grpc.CallOption
-	mu       sync.Mutex     // orders the picks of data calls
-	cut      *netcut.Dialer // dialled the connections, unless the caller passed its own: resets them (see abandoned)
+	mu       sync.Mutex // orders the picks of data calls
 }
 
 // closer closes a pool of connections.
@@ -44,8 +41,8 @@ type grpcConn struct {
 }
 
 // newGRPCTransport takes the pool's connections: Conn returns them in turn.
-func newGRPCTransport(p gtransport.ConnPool, lane *grpc.ClientConn, callOpts []grpc.CallOption, cut *netcut.Dialer) *grpcTransport {
-	g := &grpcTransport{pool: p, callOpts: callOpts, cut: cut}
+func newGRPCTransport(p gtransport.ConnPool, lane *grpc.ClientConn, callOpts []grpc.CallOption) *grpcTransport {
+	g := &grpcTransport{pool: p, callOpts: callOpts}
 	if lane != nil {
 		g.lane = &grpcConn{ClientConn: lane}
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -25,9 +24,9 @@ import (
 // it current (a stream's receiver stores each new handle, a redirect's
 // error the new route), under mu.
 type appendState struct {
-	unfinalized bool      // WithoutFinalize: Close leaves the object unfinalized
-	takeover    bool      // the object exists (Client.TakeOver): gen names it
-	since       time.Time // when the upload started: an object created before is not this upload's
+	unfinalized bool // WithoutFinalize: Close leaves the object unfinalized
+	takeover    bool // the object exists (Client.TakeOver): gen names it
+	opened      bool // a stream that creates the object went out
 
 	mu        sync.Mutex
 	gen       int64
@@ -159,10 +158,7 @@ func (g *grpcTransport) openAppend(u *upload, timeout time.Duration) (*grpcStrea
 		return nil, err
 	}
 	gs := &grpcStream{u: u, via: c, conn: c, stream: st, ctx: ctx, cancel: cancel,
-		recvDone: make(chan struct{}), timeout: timeout, cut: g.cut, app: a}
-	if p, ok := peer.FromContext(st.Context()); ok {
-		gs.local = p.LocalAddr
-	}
+		recvDone: make(chan struct{}), timeout: timeout, app: a}
 	gs.timer = time.AfterFunc(timeout, func() { cancel(errChunkTimeout) })
 	req := &wire.BidiWriteObjectRequest{Flush: true, StateLookup: true}
 	if exists {
@@ -176,6 +172,9 @@ func (g *grpcTransport) openAppend(u *upload, timeout time.Duration) (*grpcStrea
 		req.FirstMessage = &wire.BidiWriteObjectRequest_AppendObjectSpec{AppendObjectSpec: spec}
 	} else {
 		req.FirstMessage = &wire.BidiWriteObjectRequest_WriteObjectSpec{WriteObjectSpec: u.spec()}
+		a.mu.Lock()
+		a.opened = true
+		a.mu.Unlock()
 	}
 	resp := new(wire.BidiWriteObjectResponse)
 	err = st.SendMsg(req)
@@ -187,9 +186,14 @@ func (g *grpcTransport) openAppend(u *upload, timeout time.Duration) (*grpcStrea
 		close(gs.recvDone)
 		if errors.Is(context.Cause(ctx), errChunkTimeout) {
 			err = errChunkTimeout
-			g.cut.Cut(gs.local)
 		}
-		a.redirected(err, u.life.ev)
+		if a.redirected(err, u.life.ev) && !exists {
+			// An answer: the service did not create the object here
+			// (it would have named the generation).
+			a.mu.Lock()
+			a.opened = false
+			a.mu.Unlock()
+		}
 		cancel(err)
 		c.doneData()
 		return nil, err
@@ -227,10 +231,18 @@ func (g *grpcTransport) openAppend(u *upload, timeout time.Duration) (*grpcStrea
 func (g *grpcTransport) appendStatus(u *upload, size int64, timeout time.Duration) (int64, *wire.Object, error) {
 	a := u.app
 	a.dropReady()
-	if _, _, _, exists := a.route(); !exists {
-		// The first open got no answer: it may have created the object.
-		if created, err := g.adoptCreated(u, timeout); err != nil || !created {
-			return 0, nil, err
+	a.mu.Lock()
+	lost := a.opened && !a.created && !a.takeover
+	a.mu.Unlock()
+	if lost {
+		// The first open went out and got no answer: it may have created
+		// the object, empty (it carries no data). Without a
+		// precondition, the next open creates the object anew and
+		// replaces that one, as a write does; its answer names the
+		// generation. A precondition would fail on it, and nothing tells
+		// it from another writer's (see errFirstOpenLost).
+		if u.idempotent() {
+			return 0, nil, &Error{Op: grpcNames.stream, Bucket: u.bucket, Object: u.object, Code: codes.Aborted, unknown: true, Err: errFirstOpenLost}
 		}
 	}
 	gs, err := g.openAppend(u, timeout)
@@ -261,30 +273,13 @@ func (g *grpcTransport) appendStatus(u *upload, size int64, timeout time.Duratio
 	return gs.acked.Load(), nil, nil
 }
 
-// adoptCreated looks for the object that a first open whose answer was
-// lost may have created: an unfinalized object of the name, created since
-// the upload started, becomes the upload's (its streams take it up at its
-// generation). It reports whether there is one; without one, the next
-// open creates the object.
-func (g *grpcTransport) adoptCreated(u *upload, timeout time.Duration) (bool, error) {
-	a := u.app
-	o, err := g.getObject(u, u.object, timeout)
-	switch {
-	case status.Code(err) == codes.NotFound:
-		return false, nil
-	case err != nil:
-		return false, err
-	case o.GetFinalizeTime() != nil:
-		return false, nil
-	}
-	if ct := o.GetCreateTime(); ct != nil && ct.AsTime().Before(a.since.Add(-clockSkew)) {
-		return false, nil
-	}
-	a.mu.Lock()
-	a.gen, a.created = o.GetGeneration(), true
-	a.mu.Unlock()
-	return true, nil
-}
+// errFirstOpenLost is the failure of an appendable upload whose first
+// stream, the one that creates the object, lost its answer: the service
+// may have created the object, and only the generation that answer
+// carried would tell it from another writer's object of the name, so the
+// upload stops with an unknown outcome rather than append to an object
+// it cannot call its own.
+var errFirstOpenLost = errors.New("the answer to the stream that creates the object was lost: the object may exist, and nothing tells it from another writer's")
 
 // openAppendStream is openStream for an appendable object: it goes on with
 // the stream appendStatus opened, or opens one (the object's first, or a

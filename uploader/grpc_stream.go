@@ -5,18 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/peer"
 
 	"github.com/objup/objup/chunker"
 	"github.com/objup/objup/internal/crc32c"
 	"github.com/objup/objup/internal/wire"
-	"github.com/objup/objup/uploader/internal/netcut"
 )
 
 type bidiStream = grpc.BidiStreamingClient[wire.BidiWriteObjectRequest, wire.BidiWriteObjectResponse]
@@ -40,8 +37,6 @@ type grpcStream struct {
 	cancel   context.CancelCauseFunc
 	recvDone chan struct{}
 	timeout  time.Duration
-	local    net.Addr // the TCP connection's local address, which the cut dialer knows it by
-	cut      *netcut.Dialer
 	acked    atomic.Int64 // persisted, as the service last said
 	app      *appendState // an appendable object's, else nil
 	finished atomic.Bool  // the service returned the object
@@ -84,10 +79,7 @@ func (g *grpcTransport) openStream(u *upload, id string, route any, persisted in
 		return nil, err
 	}
 	gs := &grpcStream{sink: sink, u: u, id: id, via: c, conn: c, stream: st, ctx: ctx, cancel: cancel, fresh: true,
-		recvDone: make(chan struct{}), timeout: timeout, cut: g.cut}
-	if p, ok := peer.FromContext(st.Context()); ok {
-		gs.local = p.LocalAddr
-	}
+		recvDone: make(chan struct{}), timeout: timeout}
 	gs.sentTo, gs.armedTo = persisted, persisted
 	gs.acked.Store(persisted)
 	gs.timer = time.AfterFunc(gs.timeout, func() { cancel(errChunkTimeout) })
@@ -261,10 +253,10 @@ func (g *grpcStream) startRequest(req *wire.BidiWriteObjectRequest, offset int64
 // as a plain Canceled), or the stream's status when a send only saw io.EOF.
 func (g *grpcStream) teardown(cause error) error {
 	if errors.Is(context.Cause(g.ctx), errChunkTimeout) {
-		// No acknowledgement within the attempt timeout: the connection
-		// is presumed dead, and reset (see grpcTransport.abandoned).
+		// No acknowledgement within the attempt timeout: the stream is
+		// cancelled (reset), not its connection, which other uploads'
+		// streams share.
 		cause = errChunkTimeout
-		g.cut.Cut(g.local)
 	} else if cause == io.EOF {
 		// SendMsg reports a broken stream as io.EOF; the reason is the
 		// stream's status, which the receiver gets.
@@ -276,12 +268,6 @@ func (g *grpcStream) teardown(cause error) error {
 	g.timer.Stop()
 	g.cancel(cause)
 	<-g.recvDone
-	if g.u.ctx.Err() != nil && g.conn != nil {
-		// Cancelled with the upload: its reset may wait behind a stalled
-		// path, and the stream stays open until fenced.
-		g.u.via = g.conn
-		g.u.scratch.open = true
-	}
 	if g.conn != nil {
 		g.conn.doneData()
 		g.conn = nil

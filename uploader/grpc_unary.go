@@ -3,15 +3,10 @@ package uploader
 import (
 	"cmp"
 	"context"
-	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/peer"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/objup/objup/chunker"
@@ -27,42 +22,18 @@ func (g *grpcTransport) invoke(u *upload, method string, req, resp any, timeout 
 }
 
 // invokeOn is invoke on c, which pick or use counted.
+//
+// An attempt that times out or whose upload's context ends is cancelled:
+// gRPC resets its stream (RST_STREAM), never the connection, which other
+// uploads' streams share. A connection that died silently is found by
+// gRPC keepalive and the kernel's TCP_USER_TIMEOUT, which gRPC sets on the
+// connections it dials.
 func (g *grpcTransport) invokeOn(c *grpcConn, u *upload, method string, req, resp any, timeout time.Duration) error {
-	u.via = c
 	u.attempt.Arm(u.outgoing(u.attemptCtx()), timeout)
 	err := c.Invoke(&u.attempt, method, req, resp, g.callOpts...)
-	timedOut := u.attempt.TimedOut()
 	u.attempt.Disarm()
 	c.done()
-	if err != nil {
-		g.abandoned(u, timedOut, timeout, nil)
-	}
 	return err
-}
-
-// abandoned handles an attempt that failed. If no answer came within the
-// attempt timeout, the connection that carried it is presumed dead and is
-// reset, so that what the kernel still holds of the attempt never reaches
-// the service after a retry or a cleanup (see netcut), and the retry goes
-// out on a new connection: the connection at local when the stream said
-// where it went, else every connection that has received nothing for the
-// whole attempt (a live one always hears something: answers, window
-// updates, keepalive). An attempt that the upload's context ended was
-// cancelled, which resets its stream, not the connection other uploads
-// share: behind a stalled path that reset waits too, so the attempt stays
-// open until fenced.
-func (g *grpcTransport) abandoned(u *upload, timedOut bool, timeout time.Duration, local net.Addr) {
-	switch {
-	case u.ctx.Err() != nil && !u.scratch.settle:
-		u.scratch.open = true
-	case timedOut && local != nil && g.cut.Cut(local):
-	case timedOut:
-		// A stall that began after the attempt did leaves its connection
-		// heard from within the timeout: the cut may miss it, so the
-		// attempt stays open until fenced.
-		g.cut.CutSilent(timeout)
-		u.scratch.open = true
-	}
 }
 
 // writeObject sends rs as one WriteObject call.
@@ -166,27 +137,14 @@ func (g *grpcTransport) writeStream(u *upload, rs []*chunkRef, timeout time.Dura
 // attemptStream opens, with open, the write stream of one attempt of u on
 // a data connection, in ctx (the attempt's context, bounded by timeout). The
 // caller calls end with the attempt's error once it is over: end gives the
-// connection back and, after a failure, handles the abandoned attempt (see
-// abandoned).
+// connection back. An abandoned attempt is cancelled with ctx, which
+// resets its stream only.
 func attemptStream[S interface{ Context() context.Context }](g *grpcTransport, u *upload, ctx context.Context, timeout time.Duration,
 	open func(context.Context, grpc.ClientConnInterface, ...grpc.CallOption) (S, error)) (st S, end func(error), err error) {
 	c := g.pick(true)
-	u.via = c
-	var local net.Addr
-	end = func(err error) {
-		if err != nil {
-			g.abandoned(u, ctx.Err() == context.DeadlineExceeded && u.ctx.Err() == nil, timeout, local)
-		}
-		c.doneData()
-	}
+	end = func(error) { c.doneData() }
 	st, err = open(u.outgoing(ctx), c.ClientConn, g.callOpts...)
-	if err != nil {
-		return st, end, err
-	}
-	if p, ok := peer.FromContext(st.Context()); ok {
-		local = p.LocalAddr
-	}
-	return st, end, nil
+	return st, end, err
 }
 
 // fill adds to msg up to 2 MiB of consecutive pieces of rs, from offset
@@ -257,51 +215,6 @@ func (g *grpcTransport) getObject(u *upload, name string, timeout time.Duration)
 	return o, nil
 }
 
-// fence asks, on every connection of the transport, for the object's
-// attributes: any answer of the service on a connection proves that it
-// handled what the connection carried before, the abandoned attempts'
-// streams and their resets included (an attempt may have gone out on any
-// connection: u.via names only the last). A connection with no answer
-// within timeout is presumed stalled and cut, with every other connection
-// silent that long, so what it holds is dropped.
-func (g *grpcTransport) fence(u *upload, timeout time.Duration) bool {
-	if !u.scratch.open {
-		return true
-	}
-	conns := g.conns[:len(g.conns):len(g.conns)]
-	if g.lane != nil {
-		conns = append(conns, g.lane)
-	}
-	silent := atomic.Bool{}
-	var wg sync.WaitGroup
-	for _, c := range conns {
-		wg.Go(func() {
-			pu := u.detached(u.ctx)
-			c.use()
-			req := &wire.GetObjectRequest{Bucket: u.resource(), Object: u.object}
-			if err := g.invokeOn(c, pu, wire.MethodGetObject, req, new(wire.Object), timeout); err != nil && !fromService(err) {
-				silent.Store(true)
-			}
-		})
-	}
-	wg.Wait()
-	if silent.Load() {
-		g.cut.CutSilent(timeout)
-	}
-	u.scratch.open = false
-	return true
-}
-
-// fromService reports whether err is a status the service sent rather
-// than one gRPC made up for a failed connection or an expired deadline.
-func fromService(err error) bool {
-	switch status.Code(err) {
-	case codes.OK, codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Unknown, codes.Internal:
-		return false
-	}
-	return true
-}
-
 func (g *grpcTransport) startUpload(u *upload, timeout time.Duration) (string, error) {
 	if u.app != nil {
 		// An appendable object has no session: its first stream creates
@@ -347,9 +260,20 @@ func (g *grpcTransport) queryStatus(u *upload, id string, route any, size int64,
 	return st.GetPersistedSize(), nil, nil
 }
 
-// cancelUpload: an unfinished gRPC session that no stream writes to is
-// dropped by the service when it expires.
-func (g *grpcTransport) cancelUpload(*upload, string, time.Duration) {}
+// cancelUpload makes one attempt of CancelResumableWrite, in u's context
+// or, once that ended, bounded by timeout alone (an abandoned session is
+// cancelled in the background).
+func (g *grpcTransport) cancelUpload(u *upload, id string, timeout time.Duration) error {
+	if u.app != nil || id == "" {
+		// An appendable object has no session to cancel.
+		return nil
+	}
+	cu := u
+	if u.ctx.Err() != nil {
+		cu = u.detached(context.WithoutCancel(u.ctx))
+	}
+	return g.invoke(cu, wire.MethodCancelResumableWrite, &wire.CancelResumableWriteRequest{UploadId: id}, new(wire.CancelResumableWriteResponse), timeout)
+}
 
 // window: a stream's messages are acknowledged one by one, so the window is
 // what may be unacknowledged.

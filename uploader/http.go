@@ -25,7 +25,6 @@ import (
 
 	"github.com/objup/objup/header"
 	"github.com/objup/objup/internal/httpcode"
-	"github.com/objup/objup/uploader/internal/netcut"
 )
 
 // HTTPEmulatorEnv names the environment variable that points a client made
@@ -79,20 +78,13 @@ const maxIdleHTTP = 4096
 // which keeps at most 100 idle connections per host, would close and
 // redial connections for every upload past the hundredth in flight; this
 // one keeps them (HTTPS endpoints use HTTP/2, which multiplexes).
-//
-// Its connections close with a reset (see netcut): net/http closes the
-// connection of a request that is abandoned before its answer (its
-// attempt timed out, or the upload's context ended), and the reset drops
-// what the kernel still holds of the request, so it cannot reach the
-// service after a retry or a cleanup.
-func emulatorTransport(cut *netcut.Dialer) *http.Transport {
+func emulatorTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns, t.MaxIdleConnsPerHost = maxIdleHTTP, maxIdleHTTP
-	t.DialContext = cut.DialContext
 	return t
 }
 
-func newHTTPTransport(ctx context.Context, apiOpts []option.ClientOption, cut *netcut.Dialer) (*httpTransport, error) {
+func newHTTPTransport(ctx context.Context, apiOpts []option.ClientOption) (*httpTransport, error) {
 	var opts []option.ClientOption
 	if host := os.Getenv(HTTPEmulatorEnv); host == "" {
 		opts = []option.ClientOption{
@@ -117,7 +109,7 @@ func newHTTPTransport(ctx context.Context, apiOpts []option.ClientOption, cut *n
 			internaloption.SkipDialSettingsValidation(),
 			internaloption.WithDefaultEndpointTemplate(u.String()),
 			internaloption.WithDefaultMTLSEndpoint(u.String()),
-			option.WithHTTPClient(&http.Client{Transport: emulatorTransport(cut)}),
+			option.WithHTTPClient(&http.Client{Transport: emulatorTransport()}),
 		}
 	}
 	opts = append(opts, option.WithTelemetryDisabled())

@@ -85,12 +85,18 @@ func (t *httpTransport) queryStatus(u *upload, uri string, _ any, size int64, ti
 
 // cancelUpload cancels the session with a DELETE, so the service drops
 // what it received; it goes out even when the upload's context ended.
-func (t *httpTransport) cancelUpload(u *upload, uri string, timeout time.Duration) {
+func (t *httpTransport) cancelUpload(u *upload, uri string, timeout time.Duration) error {
 	resp, cancel, err := t.do(context.WithoutCancel(u.ctx), u, timeout, http.MethodDelete, uri, nil, 0, nil)
-	if err == nil {
-		closeResponse(resp)
-		cancel()
+	if err != nil {
+		return err
 	}
+	defer cancel()
+	defer closeResponse(resp)
+	if resp.StatusCode == 499 || resp.StatusCode == http.StatusNoContent {
+		// Cancelled: GCS answers 499.
+		return nil
+	}
+	return statusError(resp)
 }
 
 // window: one PUT carries a window of chunks while the Writer fills the
@@ -299,11 +305,6 @@ func (t *httpTransport) getObject(u *upload, name string, timeout time.Duration)
 	defer cancel()
 	return objectOf(resp)
 }
-
-// fence: net/http closes the connection of a request abandoned before its
-// answer, which over HTTP/1.1 (the emulator's transport, see netcut) cuts
-// it; over HTTP/2 it resets the request's stream. Nothing is left to do.
-func (t *httpTransport) fence(*upload, time.Duration) bool { return true }
 
 // deleteObject makes one attempt of objects.delete.
 func (t *httpTransport) deleteObject(u *upload, name string, gen int64, timeout time.Duration) error {

@@ -158,19 +158,22 @@ func (m *session) buffer() (*[]byte, error) {
 }
 
 // finish sends the last chunk and the finish with the object's checksums.
-// When the finish may have gone out and its answer was lost, the object
-// may be stored: it is looked up before a failure is reported (see
-// upload.settled).
+// When the finish may have gone out and the upload failed, the session
+// decides the outcome (see resumable.settle).
 func (m *session) finish(last chunker.Chunk) (*wire.Object, error) {
 	w := m.w
 	if w.app != nil {
 		return m.finishAppendable(last)
 	}
+	r := w.life.newRef(last)
+	if err := m.start(); err != nil {
+		r.unref()
+		return nil, err
+	}
 	w.scratch.hasSums = w.checksums() != nil
-	o, err := m.s.finish(w.life.newRef(last))
-	if err != nil && answerLost(err) {
-		err = m.s.teardown(err)
-		o, err = w.settled(w.c.tr, w.expect(), true, w.cfg.retry, err)
+	o, err := m.s.finish(r)
+	if err != nil {
+		o, err = m.s.settle(err)
 	}
 	return o, err
 }

@@ -6,12 +6,15 @@ import "github.com/objup/objup/internal/wire"
 // transport, retried while the retrier allows, and returns what the
 // service stored. It drops the Writer's reference on r.
 //
-// An attempt whose answer was lost may have stored the object: a retry
-// that then meets a precondition it set itself (WithDoesNotExist) looks
-// the object up, and so does a failure after such an attempt, so that a
-// stored object is reported as stored (see upload.settled).
+// An attempt whose answer was lost may have stored the object, and may
+// still store it later: the outcome is then what a later attempt's answer
+// says (a success is the object), or unknown (see creation and
+// upload.settled).
 func (w *Writer) writeOnce(r *chunkRef) (*wire.Object, error) {
 	defer r.unref()
+	if err := w.sentCRCMismatch(); err != nil {
+		return nil, err
+	}
 	size := int64(len(r.Data))
 	w.spec(r.Data, size)
 	w.scratch.hasSums = w.checksums() != nil
@@ -24,17 +27,11 @@ func (w *Writer) writeOnce(r *chunkRef) (*wire.Object, error) {
 		var sent bool
 		var err error
 		o, sent, err = tr.writeObject(&w.upload, w.one[:], w.retry.attemptTimeout())
-		o, err = cr.judge(&w.upload, tr, w, w.cfg.retry, o, sent, err)
+		o, err = cr.judge(&w.upload, tr, w.cfg.retry, o, sent, err)
 		return "", sent, err
 	})
 	if err != nil {
-		return w.settled(tr, w.expect(), cr.lost, w.cfg.retry, err)
+		return w.settled(tr, &cr, w.cfg.retry, err)
 	}
 	return o, nil
-}
-
-// expect describes the object the Writer wrote, once its last chunk is
-// known.
-func (w *Writer) expect() *expect {
-	return &expect{size: w.ch.Size(), crc: w.ch.CRC32C(), hasCRC: !w.cfg.noCRC32C, since: w.ev.Start().Wall()}
 }

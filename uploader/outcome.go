@@ -24,11 +24,6 @@ const AfterContext = time.Second
 // take once the upload's context ended.
 const outcomeGrace = 3 * AfterContext / 4
 
-// clockSkew is how much earlier than the upload's start the service's
-// clock may date an object the upload wrote: an object created before
-// that is someone else's.
-const clockSkew = 2 * time.Second
-
 // answerLost reports whether err, the failure of an attempt that went out,
 // leaves open whether the service applied it: the connection failed, the
 // attempt's time ran out or the context ended before the answer, or the
@@ -42,57 +37,30 @@ func answerLost(err error) bool {
 	return false
 }
 
-// expect is what an upload wrote, to tell its object from another.
-type expect struct {
-	size   int64
-	crc    uint32
-	hasCRC bool
-	since  time.Time // the upload's start
-	gen    int64     // an appendable object's generation, else 0
-}
-
-// ours reports whether o is the object the upload wrote: the same size
-// and CRC32C, created since the upload started.
-func (e *expect) ours(o *wire.Object) bool {
-	if o == nil || o.GetSize() != e.size {
-		return false
-	}
-	if e.hasCRC {
-		cs := o.GetChecksums()
-		if cs == nil || cs.Crc32C == nil || cs.GetCrc32C() != e.crc {
-			return false
-		}
-	}
-	if e.gen != 0 {
-		// An appendable object: its generation, finalized.
-		return o.GetGeneration() == e.gen && o.GetFinalizeTime() != nil
-	}
-	if ct := o.GetCreateTime(); ct != nil && ct.AsTime().Before(e.since.Add(-clockSkew)) {
-		return false
-	}
-	return true
-}
-
 // creation follows the attempts of a write that creates an object (a
 // one-shot write, a parallel upload's part, a compose), whose answer may be
-// lost: once one was, a precondition failure of a later attempt may have
-// met that attempt's own object, which is then looked up (see resolve).
+// lost. No look-up can tell whose an object is from its attributes: a
+// generation is the only identity the service gives, and a lost answer
+// took it along. So once an answer was lost the outcome is decided only
+// by a later attempt's answer (a success is the object), or, for a name
+// only the upload writes (own: a parallel upload's part, under a prefix
+// of its own), by looking the name up: any object there is the upload's.
+// Otherwise a later refusal (a precondition that the lost attempt's own
+// object may have failed) leaves the outcome unknown (see settled).
 type creation struct {
 	lost bool // an attempt's answer was lost
+	own  bool // the name is the upload's alone
 }
-
-// expecter describes the object a write creates, when it is needed.
-type expecter interface{ expect() *expect }
 
 // judge takes an attempt's outcome, o or err, sent saying whether its
 // request may have left. It returns the object and no error when the
 // attempt, or an earlier one whose answer was lost, stored it; otherwise
 // what it was given.
-func (c *creation) judge(u *upload, tr transport, want expecter, cfg *retryConfig, o *wire.Object, sent bool, err error) (*wire.Object, error) {
+func (c *creation) judge(u *upload, tr transport, cfg *retryConfig, o *wire.Object, sent bool, err error) (*wire.Object, error) {
 	switch {
 	case err == nil:
-	case c.lost && IsPreconditionFailed(err):
-		if stored := u.resolve(tr, want.expect(), cfg); stored != nil {
+	case c.lost && c.own && IsPreconditionFailed(err):
+		if stored := u.lookup(tr, cfg); stored != nil {
 			return stored, nil
 		}
 	case sent && answerLost(err):
@@ -101,63 +69,76 @@ func (c *creation) judge(u *upload, tr transport, want expecter, cfg *retryConfi
 	return o, err
 }
 
-// resolve finds out whether an attempt of u whose answer was lost stored
-// the object e describes, and returns the object if so. It first fences
-// u's abandoned attempts (see transport.fence), so that one stuck behind a
-// stalled path cannot land long after, then looks the object up, retried
-// as cfg says (the look-up meets the same faults as the upload). Once u's
-// context ended, both run on a context of their own, bounded by
-// outcomeGrace.
-func (u *upload) resolve(tr transport, e *expect, cfg *retryConfig) *wire.Object {
-	ctx := u.ctx
-	if ctx.Err() != nil {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), outcomeGrace)
-		defer cancel()
-	}
-	lu := u.detached(ctx)
-	lu.via, lu.scratch.open = u.via, u.scratch.open
-	ev := newEvents(&lu.target, nil)
-	var r retrier
-	r.init(cfg, &ev)
-	timeout := func() time.Duration {
-		d := r.attemptTimeout()
-		if dl, ok := ctx.Deadline(); ok {
-			d = min(d, time.Until(dl))
-		}
-		return d
-	}
-	tr.fence(lu, timeout())
+// lookup returns the live object under u's name, or nil if there is none
+// or the look-up failed, retried as cfg says (it meets the same faults as
+// the upload). Once u's context ended it runs on a context of its own,
+// bounded by outcomeGrace.
+func (u *upload) lookup(tr transport, cfg *retryConfig) *wire.Object {
+	lu, r, done := u.settling(cfg)
+	defer done()
 	var o *wire.Object
 	err := r.do(&lu.target, "get", true, nil, func() (string, bool, error) {
 		var err error
-		o, err = tr.getObject(lu, u.object, timeout())
+		o, err = tr.getObject(lu, u.object, r.attemptTimeout())
 		if status.Code(err) == codes.NotFound {
 			o, err = nil, nil
 		}
 		return "", true, err
 	})
-	if err == nil && e.ours(o) {
-		return o
+	if err != nil {
+		return nil
 	}
-	return nil
+	return o
 }
 
-// settled is the end of a call of an upload that failed with err: lost
-// says that an attempt went out whole, or may have, and its answer was
-// lost, so the service may have stored the object anyway, or may still
-// store it (a commit in progress when the answer was lost). It returns the
-// object when the upload's object is found stored; otherwise err, marked
-// IsOutcomeUnknown when an answer was lost: an object not found may still
-// be on its way, and only the service knows.
-func (u *upload) settled(tr transport, e *expect, lost bool, cfg *retryConfig, err error) (*wire.Object, error) {
-	if err == nil || !lost {
+// settling returns an upload detached from u, and its retrier, for a call
+// that settles u's outcome: in u's context while it lasts, else in one of
+// its own bounded by outcomeGrace, and no attempt of it outlasts that
+// context. done releases them.
+func (u *upload) settling(cfg *retryConfig) (*upload, *retrier, func()) {
+	ctx, cancel := u.ctx, context.CancelFunc(func() {})
+	if ctx.Err() != nil {
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), outcomeGrace)
+	}
+	lu := u.detached(ctx)
+	ev := newEvents(&lu.target, nil)
+	r := new(retrier)
+	r.init(cfg, &ev)
+	return lu, r, cancel
+}
+
+// settled is the end of a call of a write that creates an object and
+// failed with err, after c followed its attempts. It returns the object
+// when the upload's own name holds one (see creation); otherwise err,
+// marked IsOutcomeUnknown when an answer was lost: the object may have
+// been stored, and may still be (the service may apply a request it read
+// whole long after its answer was lost).
+func (u *upload) settled(tr transport, c *creation, cfg *retryConfig, err error) (*wire.Object, error) {
+	if err == nil || !c.lost {
 		return nil, err
 	}
-	if o := u.resolve(tr, e, cfg); o != nil {
-		return o, nil
+	if c.own {
+		if o := u.lookup(tr, cfg); o != nil {
+			return o, nil
+		}
 	}
 	oe := u.err(tr.names().write, err)
+	oe.unknown = true
+	return nil, oe
+}
+
+// finalizedAt is the end of an appendable upload whose finish failed with
+// err after its answer may have been lost: the object's generation gen is
+// its identity, so the live object is looked up and returned if it is that
+// generation, finalized. Otherwise err is returned, marked
+// IsOutcomeUnknown: the finish may still be applied.
+func (w *Writer) finalizedAt(tr transport, gen int64, err error) (*wire.Object, error) {
+	if gen != 0 {
+		if o := w.lookup(tr, w.cfg.retry); o.GetGeneration() == gen && o.GetFinalizeTime() != nil {
+			return o, nil
+		}
+	}
+	oe := w.upload.err(tr.names().stream, err)
 	oe.unknown = true
 	return nil, oe
 }
@@ -169,18 +150,21 @@ func (u *upload) detached(ctx context.Context) *upload {
 	return &upload{target: target{c: u.c, ctx: ctx, bucket: u.bucket, object: u.object, params: u.params}}
 }
 
-// finished checks the service's object against what was sent.
+// finished checks the service's object against what was sent. An object
+// of another size or CRC32C is a DataLoss error that is also
+// IsOutcomeUnknown: the service stored it (it replaced the live object),
+// so "nothing was stored" does not hold.
 func (w *Writer) finished(o *wire.Object, size int64) error {
 	if o == nil {
-		return &Error{Op: "Close", Bucket: w.bucket, Object: w.object, Code: codes.Internal, Err: errors.New("the service finished the upload without returning the object")}
+		return &Error{Op: "Close", Bucket: w.bucket, Object: w.object, Code: codes.Internal, unknown: true, Err: errors.New("the service finished the upload without returning the object")}
 	}
 	if o.GetSize() != size {
-		return &Error{Op: "Close", Bucket: w.bucket, Object: w.object, Code: codes.DataLoss,
-			Err: fmt.Errorf("the service stored %d bytes, %d were written", o.GetSize(), size)}
+		return &Error{Op: "Close", Bucket: w.bucket, Object: w.object, Code: codes.DataLoss, unknown: true,
+			Err: fmt.Errorf("the service stored generation %d of %d bytes, %d were written", o.GetGeneration(), o.GetSize(), size)}
 	}
 	if cs := o.GetChecksums(); !w.cfg.noCRC32C && cs != nil && cs.Crc32C != nil && cs.GetCrc32C() != w.ch.CRC32C() {
-		return &Error{Op: "Close", Bucket: w.bucket, Object: w.object, Code: codes.DataLoss,
-			Err: fmt.Errorf("the service reports CRC32C %08x, %08x was written", cs.GetCrc32C(), w.ch.CRC32C())}
+		return &Error{Op: "Close", Bucket: w.bucket, Object: w.object, Code: codes.DataLoss, unknown: true,
+			Err: fmt.Errorf("the service stored generation %d with CRC32C %08x, %08x was written", o.GetGeneration(), cs.GetCrc32C(), w.ch.CRC32C())}
 	}
 	w.attrs = new(ObjectAttrs)
 	w.attrs.setFromObject(o)

@@ -13,8 +13,7 @@ import (
 // close ends a parallel upload, in the background: it stops the parts
 // still uploading and waits for them (a part whose finishing request went
 // out runs to its answer, see attemptCtx), releases their chunks and the
-// part being filled, fences the parts' attempts that were abandoned uncut
-// (see transport.fence), and deletes every temporary object that may exist,
+// part being filled, and deletes every temporary object that may exist,
 // maxDeletes at a time, with a context of its own bounded by
 // cleanupTimeout. The Writer waits for it while the upload's context
 // lasts; Client.Close waits for it in any case.
@@ -34,33 +33,20 @@ func (p *parallel) close() {
 			}
 			p.cur = nil
 		}
-		type temporary struct {
-			source
-			via  *grpcConn
-			open bool // an attempt was abandoned uncut: fence it first
-		}
-		var doomed []temporary
+		var doomed []source
 		for _, pt := range p.parts {
 			if pt.gen != 0 || pt.sent.Load() {
-				doomed = append(doomed, temporary{source: source{name: pt.object, gen: pt.gen}, via: pt.via, open: pt.scratch.open})
+				doomed = append(doomed, source{name: pt.object, gen: pt.gen})
 			}
 		}
-		for _, s := range p.temps {
-			doomed = append(doomed, temporary{source: s})
-		}
+		doomed = append(doomed, p.temps...)
 		ctx, cancel := context.WithTimeout(base.ctx, cleanupTimeout)
 		defer cancel()
-		del := func(d temporary) {
+		del := func(d source) {
 			u := &part{}
 			u.target = target{c: base.c, ctx: ctx, bucket: base.bucket, object: d.name, params: base.params}
 			u.ev = newEvents(&u.target, w.ev.Span())
 			u.retry.init(cfg, &u.ev)
-			if d.open {
-				// An abandoned attempt of the part may still be on its
-				// way: it must arrive, or be cut, before the delete.
-				u.via, u.scratch.open = d.via, true
-				tr.fence(&u.upload, u.retry.attemptTimeout())
-			}
 			err := u.retry.do(&u.target, tr.names().delete, true, nil, func() (string, bool, error) {
 				err := tr.deleteObject(&u.upload, d.name, d.gen, u.retry.attemptTimeout())
 				if IsNotFound(err) {
@@ -71,7 +57,7 @@ func (p *parallel) close() {
 			if err != nil {
 				p.leftBehind(d.name, err)
 			} else if l := w.c.tel.Logger(); l != nil {
-				l.LogAttrs(ctx, slog.LevelDebug, "objup: deleted a temporary object", slog.String("temporary", d.name), slog.Int64("generation", d.gen), slog.Bool("fenced", d.open))
+				l.LogAttrs(ctx, slog.LevelDebug, "objup: deleted a temporary object", slog.String("temporary", d.name), slog.Int64("generation", d.gen))
 			}
 		}
 		var g errgroup.Group
@@ -83,10 +69,9 @@ func (p *parallel) close() {
 		// A part whose last answer was lost may still be committing on the
 		// service (it received the whole write before the connection
 		// broke): its delete is repeated once, a moment later.
-		var unknown []temporary
+		var unknown []source
 		for _, d := range doomed {
 			if d.gen == 0 {
-				d.open = false
 				unknown = append(unknown, d)
 			}
 		}

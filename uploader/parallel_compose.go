@@ -47,11 +47,11 @@ func (p *parallel) finish(last chunker.Chunk) (*wire.Object, error) {
 	err := w.retry.do(&w.target, names.compose, w.idempotent(), nil, func() (string, bool, error) {
 		var err error
 		o, err = p.tr.composeObject(&w.upload, srcs, w.retry.attemptTimeout())
-		o, err = cr.judge(&w.upload, p.tr, w, w.cfg.retry, o, true, err)
+		o, err = cr.judge(&w.upload, p.tr, w.cfg.retry, o, true, err)
 		return "", true, err
 	})
 	if err != nil {
-		return w.settled(p.tr, w.expect(), cr.lost, w.cfg.retry, err)
+		return w.settled(p.tr, &cr, w.cfg.retry, err)
 	}
 	return o, nil
 }

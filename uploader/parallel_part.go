@@ -103,8 +103,9 @@ func (p *parallel) send(pt *part) error {
 	start := time.Now()
 	names := p.tr.names()
 	var o *wire.Object
-	var cr creation
-	want := partExpect{&expect{size: pt.size, crc: pt.scratch.crc, hasCRC: true, since: p.w.ev.Start().Wall()}}
+	// A part's name is under the upload's own prefix: whatever object it
+	// holds, this upload wrote (see creation).
+	cr := creation{own: true}
 	err := pt.retry.do(&pt.target, names.write, true, nil, func() (string, bool, error) {
 		if err := p.ctx.Err(); err != nil {
 			// No attempt starts once the upload is cancelled.
@@ -116,7 +117,7 @@ func (p *parallel) send(pt *part) error {
 		if sent {
 			pt.sent.Store(true)
 		}
-		o, err = cr.judge(&pt.upload, p.tr, want, pt.retry.cfg, o, sent, err)
+		o, err = cr.judge(&pt.upload, p.tr, pt.retry.cfg, o, sent, err)
 		return "", sent, err
 	})
 	for _, r := range pt.refs {
@@ -135,11 +136,6 @@ func (p *parallel) send(pt *part) error {
 	p.w.cfg.progress.report(p.stored.Add(pt.size))
 	return nil
 }
-
-// partExpect is what a part writes, as creation.judge asks for it.
-type partExpect struct{ e *expect }
-
-func (p partExpect) expect() *expect { return p.e }
 
 // check checks the stored part against what was sent.
 func (pt *part) check(o *wire.Object) error {
@@ -188,7 +184,7 @@ func (p *parallel) event(pt *part, start time.Time, err error) {
 	if l := p.w.c.tel.Logger(); l != nil {
 		l.LogAttrs(p.w.ctx, slog.LevelDebug, "objup: uploaded a part", p.w.ev.LogAttrs(
 			slog.Int("part", pt.index), slog.String("temporary", pt.object), slog.Int64("generation", pt.gen),
-			slog.Bool("sent", pt.sent.Load()), slog.Bool("open", pt.scratch.open),
+			slog.Bool("sent", pt.sent.Load()),
 			slog.Int64("bytes", pt.size), slog.Duration("took", time.Since(start)), slog.Any("error", err))...)
 	}
 }

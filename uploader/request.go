@@ -88,8 +88,7 @@ func (w *Writer) checksums() *wire.ObjectChecksums {
 // for a parallel upload's temporary objects. Once the request that would
 // finish one of those (the finish_write, or the whole request) may have
 // left, the call is not cancelled with the upload: it runs to its answer,
-// bounded by its timeout (at which its connection is cut, see
-// grpcTransport.abandoned), so the upload knows whether the object exists
+// bounded by its timeout, so the upload knows whether the object exists
 // and deletes it. Cancelled, the service could still store the object
 // after the upload's delete had found nothing. The upload's call does not
 // wait for it: its parts finish in the background (see parallel.cleanup).
@@ -111,7 +110,6 @@ type scratch struct {
 	noCRC     bool // messages carry no CRC32C (WithoutCRC32C); here, where it costs no room
 	hasSums   bool // checksums holds the whole-object checksums the finish carries (see upload.checksums)
 	settle    bool // a parallel upload's temporary object: see upload.attemptCtx
-	open      bool // an attempt was abandoned without being cut (see transport.fence)
 	refused   bool // the service refused a write of the upload for load: its retries wait for their turn
 	size      int64
 	// The one-shot call's request and response.

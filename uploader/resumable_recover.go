@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
+
+	"github.com/objup/objup/internal/wire"
 )
 
 // recover resumes the session after its stream failed.
@@ -77,6 +80,50 @@ func (s *resumable) recoverFrom(op string, cause error) error {
 		return s.u.err(s.names.query, fatal)
 	}
 	return err
+}
+
+// settle decides the outcome of the session after its upload failed with
+// err once its last chunk was pushed: a finish may have gone out, and the
+// service may still finalize the session (it applies a request it read
+// whole, even after the answer was lost). A session finalizes one object
+// at most, and only the session can say whether it did. So it is
+// cancelled: once the service cancelled it, nothing of it can be
+// finalized, and the failure is known. If the cancel fails, a status
+// query says whether the session was finalized, and its object is then
+// the upload's. Otherwise the outcome is unknown. Before the last chunk
+// no finish went out, and the failure is known: nothing of the session
+// can be finalized. At most two calls, within outcomeGrace once the
+// upload's context ended.
+func (s *resumable) settle(err error) (*wire.Object, error) {
+	err = s.teardown(err)
+	s.mu.Lock()
+	o := s.resource
+	s.mu.Unlock()
+	if o != nil {
+		return o, nil
+	}
+	if !s.final || s.id == "" {
+		return nil, err
+	}
+	u, r, done := s.u.settling(s.retry.cfg)
+	defer done()
+	timeout := r.attemptTimeout()
+	if dl, ok := u.ctx.Deadline(); ok {
+		timeout = max(min(timeout, time.Until(dl)), time.Millisecond)
+	}
+	if cerr := s.tr.cancelUpload(u, s.id, timeout); cerr == nil {
+		s.id = ""
+		return nil, err
+	}
+	if _, o, qerr := s.tr.queryStatus(u, s.id, nil, s.last, timeout); qerr == nil && o != nil {
+		s.mu.Lock()
+		s.resource = o
+		s.mu.Unlock()
+		return o, nil
+	}
+	oe := s.u.err(s.names.stream, err)
+	oe.unknown = true
+	return nil, oe
 }
 
 // abort abandons the session: the stream is torn down and the session

@@ -32,13 +32,6 @@ type transport interface {
 	// getObject returns the live object name of u's bucket (its
 	// attributes), or a NotFound error.
 	getObject(u *upload, name string, timeout time.Duration) (*wire.Object, error)
-	// fence makes sure that no attempt of u that was abandoned without
-	// being cut (see scratch.open) can still reach the service: gRPC sends
-	// a call on the connection that carried it and waits up to timeout
-	// for the answer (the connection delivers in order, so the abandoned
-	// stream's reset came first), and resets the connection if none
-	// comes. It reports whether it could make sure.
-	fence(u *upload, timeout time.Duration) bool
 	// startUpload opens a resumable session for the upload and returns its
 	// id (an upload id, or the session's URI).
 	startUpload(u *upload, timeout time.Duration) (id string, err error)
@@ -53,9 +46,13 @@ type transport interface {
 	// route is where the session's earlier streams went, nil before the
 	// first; timeout bounds each send's wait for its acknowledgement.
 	openStream(u *upload, id string, route any, persisted int64, sink streamSink, timeout time.Duration) (stream, error)
-	// cancelUpload abandons session id, so the service drops what it
-	// received (best effort: a session left behind expires).
-	cancelUpload(u *upload, id string, timeout time.Duration)
+	// cancelUpload makes one attempt to cancel session id
+	// (CancelResumableWrite, or a DELETE of the session's URI). nil means
+	// that the service cancelled it: nothing of the session can be
+	// finalized from then on, whatever message of it arrives late. Any
+	// error (a finalized session, one the service does not know, a
+	// failure) leaves the outcome to a status query.
+	cancelUpload(u *upload, id string, timeout time.Duration) error
 	// window returns how many bytes a session may have pushed and not
 	// persisted when perSend bytes go out in one send.
 	window(perSend int64) int64
@@ -158,8 +155,6 @@ type upload struct {
 	life    lifetime
 	scratch scratch      // also says whether messages carry a CRC32C
 	one     [1]*chunkRef // a one-shot upload's chunk, as writeObject takes it
-	// via is the gRPC connection of the last attempt, for fence.
-	via *grpcConn
 	// app is an appendable object's state (WithAppendable), else nil.
 	app *appendState
 }

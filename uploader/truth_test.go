@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"google.golang.org/api/option"
+	"google.golang.org/grpc/codes"
 
 	"github.com/objup/objup/fakes"
 	"github.com/objup/objup/fakes/faultproxy"
@@ -25,25 +26,32 @@ import (
 const overrunLimit = uploader.AfterContext + 1500*time.Millisecond
 
 // TestLostAnswerIsResolved: the service stores the object and the answer
-// is lost (the connection breaks after the commit). The upload finds out
-// before it reports anything: it succeeds, with the stored object's
-// attributes, whether or not a precondition made it retry (a retry then
-// meets its own object: 412), for one-shot, resumable and parallel
-// uploads (a part's retried write meets the part's own first write).
+// is lost (the connection breaks after the commit). What the upload
+// reports is what GCS's own mechanisms make known, never a guess from the
+// object's size and checksum: a session (resumable uploads, and any upload
+// WithResumable) asks the session, which is exact, and succeeds with the
+// stored object's attributes; a parallel upload's part lives under a name
+// of the upload's own, so its object is the part's; a one-shot write has
+// no identity once its answer is lost, so its outcome is unknown (the
+// object is stored, and the error says it may be), with or without a
+// precondition.
 func TestLostAnswerIsResolved(t *testing.T) {
 	const part = 2 * q
 	for _, tc := range []struct {
-		name   string
-		method string
-		size   int
-		opts   []uploader.WriterOption
+		name    string
+		method  string
+		size    int
+		opts    []uploader.WriterOption
+		unknown bool
 	}{
-		{"one-shot", fakes.MethodWriteObject, kib, nil},
-		{"one-shot, does not exist", fakes.MethodWriteObject, kib, []uploader.WriterOption{uploader.WithDoesNotExist()}},
-		{"one-shot, retry always", fakes.MethodWriteObject, kib, []uploader.WriterOption{uploader.WithRetry(uploader.WithPolicy(uploader.RetryAlways))}},
-		{"resumable", fakes.MethodBidiWriteObject, 3 * mib, nil},
-		{"resumable, does not exist", fakes.MethodBidiWriteObject, 3 * mib, []uploader.WriterOption{uploader.WithDoesNotExist()}},
-		{"parallel, a part's answer", fakes.MethodWriteObject, 5*part + 7, []uploader.WriterOption{uploader.WithParallelUpload(uploader.ParallelUpload{PartSize: part, Parts: 1})}},
+		{"one-shot", fakes.MethodWriteObject, kib, nil, true},
+		{"one-shot, does not exist", fakes.MethodWriteObject, kib, []uploader.WriterOption{uploader.WithDoesNotExist()}, true},
+		{"one-shot, retry always: the retry stores it again", fakes.MethodWriteObject, kib, []uploader.WriterOption{uploader.WithRetry(uploader.WithPolicy(uploader.RetryAlways))}, false},
+		{"small, resumable", fakes.MethodBidiWriteObject, kib, []uploader.WriterOption{uploader.WithResumable()}, false},
+		{"small, resumable, does not exist", fakes.MethodBidiWriteObject, kib, []uploader.WriterOption{uploader.WithResumable(), uploader.WithDoesNotExist()}, false},
+		{"resumable", fakes.MethodBidiWriteObject, 3 * mib, nil, false},
+		{"resumable, does not exist", fakes.MethodBidiWriteObject, 3 * mib, []uploader.WriterOption{uploader.WithDoesNotExist()}, false},
+		{"parallel, a part's answer", fakes.MethodWriteObject, 5*part + 7, []uploader.WriterOption{uploader.WithParallelUpload(uploader.ParallelUpload{PartSize: part, Parts: 1})}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
@@ -52,11 +60,14 @@ func TestLostAnswerIsResolved(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			attrs, err := e.c.Upload(ctx, bucket, "lost", bytes.NewReader(data), tc.opts...)
-			if err != nil {
+			switch {
+			case tc.unknown && (err == nil || !uploader.IsOutcomeUnknown(err)):
+				t.Fatalf("Upload: %v, want an error of unknown outcome", err)
+			case !tc.unknown && err != nil:
 				t.Fatalf("Upload: %v (code %v, outcome unknown %v); the object is stored: %v", err, uploader.CodeOf(err), uploader.IsOutcomeUnknown(err), e.exists("lost"))
 			}
 			sameBytes(t, "stored", e.content("lost"), data)
-			if o, _ := e.srv.Object(bucket, "lost"); attrs == nil || attrs.Generation != o.Generation || attrs.Size != int64(len(data)) {
+			if o, _ := e.srv.Object(bucket, "lost"); !tc.unknown && (attrs == nil || attrs.Generation != o.Generation || attrs.Size != int64(len(data))) {
 				t.Fatalf("attributes %+v, want those of the stored object (generation %d)", attrs, o.Generation)
 			}
 			if err := e.c.Close(); err != nil {
@@ -232,8 +243,9 @@ func proxied(t *testing.T, e *env, tr string, opts ...option.ClientOption) (*upl
 
 // TestAnswerResetIsResolved: the connection is reset five bytes into the
 // answer of a one-shot upload, which the service stored. The failure is a
-// network failure (Unavailable, never Internal) until the upload looks
-// the object up and finds it stored: the upload succeeds.
+// network failure (Unavailable, never Internal) of unknown outcome: a
+// one-shot write has no identity to look up. The same upload WithResumable
+// asks its session and succeeds.
 func TestAnswerResetIsResolved(t *testing.T) {
 	for _, tr := range []string{"gRPC", "JSON"} {
 		t.Run(tr, func(t *testing.T) {
@@ -252,13 +264,28 @@ func TestAnswerResetIsResolved(t *testing.T) {
 				p.Inject(faultproxy.Fault{Kind: faultproxy.Reset, Dir: faultproxy.Down, After: 5})
 			}
 			data := payload(kib, 44)
-			if _, err := c.Upload(context.Background(), bucket, "reset", bytes.NewReader(data)); err != nil {
-				t.Fatalf("Upload: %v (code %v); stored: %v", err, uploader.CodeOf(err), e.exists("reset"))
+			_, err := c.Upload(context.Background(), bucket, "reset", bytes.NewReader(data))
+			if !uploader.IsOutcomeUnknown(err) || uploader.CodeOf(err) != codes.Unavailable {
+				t.Fatalf("Upload: %v (code %v), want Unavailable of unknown outcome; stored: %v", err, uploader.CodeOf(err), e.exists("reset"))
 			}
 			sameBytes(t, "stored", e.content("reset"), data)
 			if tr == "JSON" && p.Stats().Resets == 0 {
 				t.Fatal("the proxy reset nothing")
 			}
+			if tr == "gRPC" {
+				e.srv.LoseAnswer(fakes.MethodBidiWriteObject)
+			} else {
+				// The session's last PUT is the upload's third request.
+				p.Inject(faultproxy.Fault{Kind: faultproxy.Reset, Dir: faultproxy.Down, After: 5})
+			}
+			a, err := c.Upload(context.Background(), bucket, "session", bytes.NewReader(data), uploader.WithResumable())
+			if err != nil {
+				t.Fatalf("Upload WithResumable: %v (code %v); stored: %v", err, uploader.CodeOf(err), e.exists("session"))
+			}
+			if o, _ := e.srv.Object(bucket, "session"); a.Generation != o.Generation {
+				t.Fatalf("generation %d, the stored one is %d", a.Generation, o.Generation)
+			}
+			sameBytes(t, "stored", e.content("session"), data)
 		})
 	}
 }

@@ -100,6 +100,9 @@ func (w *Writer) init(ctx context.Context, bucket, object string, opts []WriterO
 	if w.cfg.md5 && w.cfg.sendMD5 != nil {
 		return invalid("NewWriter", bucket, object, "WithMD5 and WithSendMD5 exclude each other")
 	}
+	if w.cfg.resumable && (w.cfg.appending || w.cfg.parallel != nil) {
+		return invalid("NewWriter", bucket, object, "WithResumable excludes WithAppendable and WithParallelUpload, which have no session of their own")
+	}
 	if err := w.cfg.checkParallel(); err != nil {
 		return invalid("NewWriter", bucket, object, "%w", err)
 	}

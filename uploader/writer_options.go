@@ -43,6 +43,7 @@ type writerConfig struct {
 	ownRetry  bool
 	appending bool // WithAppendable
 	keepOpen  bool // WithoutFinalize
+	resumable bool // WithResumable
 }
 
 // WithAttrs gives the object the attributes of a, as the official client's
@@ -186,6 +187,24 @@ type ACLRule struct {
 	Role   string
 }
 
+// WithResumable sends the object through a resumable session however small
+// it is: one more round trip than a one-shot write (StartResumableWrite, or
+// the JSON API's session start), and in exchange an outcome the session
+// makes exact. A session finalizes one object at most and is itself the
+// authority on whether it did: after a lost answer the upload asks it
+// (QueryWriteStatus) rather than look the object up, an upload that fails
+// once its finish may have gone out cancels the session, after which
+// nothing of it can be finalized, and a message of the session that
+// arrives late can never make a second generation. So Close returns nil
+// only for the object this upload stored, once, and an error for which
+// IsOutcomeUnknown is false means that nothing was stored and nothing will
+// be. Together with WithDoesNotExist, it is exactly once: see "The truth
+// about an outcome" in the package doc. It excludes WithAppendable and
+// WithParallelUpload.
+func WithResumable() WriterOption {
+	return writerOptionFunc(func(c *writerConfig) error { c.resumable = true; return nil })
+}
+
 // WithDoesNotExist makes the upload fail with a precondition error (see
 // IsPreconditionFailed) if the object already exists. Like every
 // precondition, it makes the upload idempotent, so a one-shot upload is
@@ -259,7 +278,10 @@ func WithMD5() WriterOption {
 // the caller already has, as the object's checksum, like the official
 // Writer's SendCRC32C: the service verifies it, and an object whose bytes do
 // not match fails with DATA_LOSS (see IsDataLoss) and is not stored. Each
-// message still carries the CRC32C of its own bytes.
+// message still carries the CRC32C of its own bytes. An appendable object
+// (WithAppendable) is checked by objup before its finish goes out: a
+// mismatch is DATA_LOSS and the object is not finalized, though the bytes
+// a Flush made durable stay in it, unfinalized, as appendable objects do.
 func WithSendCRC32C(crc uint32) WriterOption {
 	return writerOptionFunc(func(c *writerConfig) error {
 		c.sendCRC, c.hasCRC = crc, true

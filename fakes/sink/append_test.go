@@ -219,11 +219,11 @@ func TestSinkAppendable(t *testing.T) {
 			m := sinkMsgs(data[:k], k)
 			m[0].FirstMessage = &wire.BidiWriteObjectRequest_WriteObjectSpec{WriteObjectSpec: sinkSpec("z")}
 			_, err = sendBidi(ctx, cc, zonal(m[0]))
-			wantStatus(t, err, codes.FailedPrecondition, "zonal")
+			wantStatus(t, err, codes.InvalidArgument, "zonal")
 			_, err = sendWrite(ctx, cc, asWrite([]*wire.BidiWriteObjectRequest{m[0]})...)
-			wantStatus(t, err, codes.FailedPrecondition, "zonal")
+			wantStatus(t, err, codes.InvalidArgument, "zonal")
 			err = cc.Invoke(ctx, wire.MethodStartResumableWrite, &wire.StartResumableWriteRequest{WriteObjectSpec: m[0].GetWriteObjectSpec()}, &wire.StartResumableWriteResponse{})
-			wantStatus(t, err, codes.FailedPrecondition, "zonal")
+			wantStatus(t, err, codes.InvalidArgument, "zonal")
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -18,11 +18,14 @@ const (
 	MethodBidiWriteObject     = "/" + ServiceName + "/BidiWriteObject"
 	MethodStartResumableWrite = "/" + ServiceName + "/StartResumableWrite"
 	MethodQueryWriteStatus    = "/" + ServiceName + "/QueryWriteStatus"
-	MethodReadObject          = "/" + ServiceName + "/ReadObject"
-	MethodGetObject           = "/" + ServiceName + "/GetObject"
-	MethodListObjects         = "/" + ServiceName + "/ListObjects"
-	MethodDeleteObject        = "/" + ServiceName + "/DeleteObject"
-	MethodComposeObject       = "/" + ServiceName + "/ComposeObject"
+	// MethodCancelResumableWrite ends a resumable session: once it
+	// succeeded, nothing of the session can be finalized.
+	MethodCancelResumableWrite = "/" + ServiceName + "/CancelResumableWrite"
+	MethodReadObject           = "/" + ServiceName + "/ReadObject"
+	MethodGetObject            = "/" + ServiceName + "/GetObject"
+	MethodListObjects          = "/" + ServiceName + "/ListObjects"
+	MethodDeleteObject         = "/" + ServiceName + "/DeleteObject"
+	MethodComposeObject        = "/" + ServiceName + "/ComposeObject"
 )
 
 // Stream descriptors for the streaming methods, for grpc.ClientConn.NewStream.

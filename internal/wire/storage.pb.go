@@ -78,7 +78,7 @@ func (x Object_Retention_Mode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Object_Retention_Mode.Descriptor instead.
 func (Object_Retention_Mode) EnumDescriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{23, 1, 0}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{25, 1, 0}
 }
 
 type ChecksummedData struct {
@@ -1359,6 +1359,86 @@ func (*QueryWriteStatusResponse_PersistedSize) isQueryWriteStatusResponse_WriteS
 
 func (*QueryWriteStatusResponse_Resource) isQueryWriteStatusResponse_WriteStatus() {}
 
+type CancelResumableWriteRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	UploadId      string                 `protobuf:"bytes,1,opt,name=upload_id,json=uploadId,proto3" json:"upload_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelResumableWriteRequest) Reset() {
+	*x = CancelResumableWriteRequest{}
+	mi := &file_internal_wire_storage_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelResumableWriteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelResumableWriteRequest) ProtoMessage() {}
+
+func (x *CancelResumableWriteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_wire_storage_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelResumableWriteRequest.ProtoReflect.Descriptor instead.
+func (*CancelResumableWriteRequest) Descriptor() ([]byte, []int) {
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *CancelResumableWriteRequest) GetUploadId() string {
+	if x != nil {
+		return x.UploadId
+	}
+	return ""
+}
+
+type CancelResumableWriteResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelResumableWriteResponse) Reset() {
+	*x = CancelResumableWriteResponse{}
+	mi := &file_internal_wire_storage_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelResumableWriteResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelResumableWriteResponse) ProtoMessage() {}
+
+func (x *CancelResumableWriteResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_wire_storage_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelResumableWriteResponse.ProtoReflect.Descriptor instead.
+func (*CancelResumableWriteResponse) Descriptor() ([]byte, []int) {
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{17}
+}
+
 type ReadObjectRequest struct {
 	state                     protoimpl.MessageState     `protogen:"open.v1"`
 	Bucket                    string                     `protobuf:"bytes,1,opt,name=bucket,proto3" json:"bucket,omitempty"`
@@ -1378,7 +1458,7 @@ type ReadObjectRequest struct {
 
 func (x *ReadObjectRequest) Reset() {
 	*x = ReadObjectRequest{}
-	mi := &file_internal_wire_storage_proto_msgTypes[16]
+	mi := &file_internal_wire_storage_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1390,7 +1470,7 @@ func (x *ReadObjectRequest) String() string {
 func (*ReadObjectRequest) ProtoMessage() {}
 
 func (x *ReadObjectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[16]
+	mi := &file_internal_wire_storage_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1403,7 +1483,7 @@ func (x *ReadObjectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadObjectRequest.ProtoReflect.Descriptor instead.
 func (*ReadObjectRequest) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{16}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ReadObjectRequest) GetBucket() string {
@@ -1495,7 +1575,7 @@ type ReadObjectResponse struct {
 
 func (x *ReadObjectResponse) Reset() {
 	*x = ReadObjectResponse{}
-	mi := &file_internal_wire_storage_proto_msgTypes[17]
+	mi := &file_internal_wire_storage_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1507,7 +1587,7 @@ func (x *ReadObjectResponse) String() string {
 func (*ReadObjectResponse) ProtoMessage() {}
 
 func (x *ReadObjectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[17]
+	mi := &file_internal_wire_storage_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1520,7 +1600,7 @@ func (x *ReadObjectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadObjectResponse.ProtoReflect.Descriptor instead.
 func (*ReadObjectResponse) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{17}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReadObjectResponse) GetChecksummedData() *ChecksummedData {
@@ -1570,7 +1650,7 @@ type GetObjectRequest struct {
 
 func (x *GetObjectRequest) Reset() {
 	*x = GetObjectRequest{}
-	mi := &file_internal_wire_storage_proto_msgTypes[18]
+	mi := &file_internal_wire_storage_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1582,7 +1662,7 @@ func (x *GetObjectRequest) String() string {
 func (*GetObjectRequest) ProtoMessage() {}
 
 func (x *GetObjectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[18]
+	mi := &file_internal_wire_storage_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1595,7 +1675,7 @@ func (x *GetObjectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetObjectRequest.ProtoReflect.Descriptor instead.
 func (*GetObjectRequest) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{18}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetObjectRequest) GetBucket() string {
@@ -1697,7 +1777,7 @@ type ListObjectsRequest struct {
 
 func (x *ListObjectsRequest) Reset() {
 	*x = ListObjectsRequest{}
-	mi := &file_internal_wire_storage_proto_msgTypes[19]
+	mi := &file_internal_wire_storage_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1709,7 +1789,7 @@ func (x *ListObjectsRequest) String() string {
 func (*ListObjectsRequest) ProtoMessage() {}
 
 func (x *ListObjectsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[19]
+	mi := &file_internal_wire_storage_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1722,7 +1802,7 @@ func (x *ListObjectsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListObjectsRequest.ProtoReflect.Descriptor instead.
 func (*ListObjectsRequest) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{19}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListObjectsRequest) GetParent() string {
@@ -1834,7 +1914,7 @@ type ListObjectsResponse struct {
 
 func (x *ListObjectsResponse) Reset() {
 	*x = ListObjectsResponse{}
-	mi := &file_internal_wire_storage_proto_msgTypes[20]
+	mi := &file_internal_wire_storage_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1846,7 +1926,7 @@ func (x *ListObjectsResponse) String() string {
 func (*ListObjectsResponse) ProtoMessage() {}
 
 func (x *ListObjectsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[20]
+	mi := &file_internal_wire_storage_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1859,7 +1939,7 @@ func (x *ListObjectsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListObjectsResponse.ProtoReflect.Descriptor instead.
 func (*ListObjectsResponse) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{20}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListObjectsResponse) GetObjects() []*Object {
@@ -1899,7 +1979,7 @@ type DeleteObjectRequest struct {
 
 func (x *DeleteObjectRequest) Reset() {
 	*x = DeleteObjectRequest{}
-	mi := &file_internal_wire_storage_proto_msgTypes[21]
+	mi := &file_internal_wire_storage_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1911,7 +1991,7 @@ func (x *DeleteObjectRequest) String() string {
 func (*DeleteObjectRequest) ProtoMessage() {}
 
 func (x *DeleteObjectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[21]
+	mi := &file_internal_wire_storage_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1924,7 +2004,7 @@ func (x *DeleteObjectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteObjectRequest.ProtoReflect.Descriptor instead.
 func (*DeleteObjectRequest) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{21}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DeleteObjectRequest) GetBucket() string {
@@ -1999,7 +2079,7 @@ type ComposeObjectRequest struct {
 
 func (x *ComposeObjectRequest) Reset() {
 	*x = ComposeObjectRequest{}
-	mi := &file_internal_wire_storage_proto_msgTypes[22]
+	mi := &file_internal_wire_storage_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2011,7 +2091,7 @@ func (x *ComposeObjectRequest) String() string {
 func (*ComposeObjectRequest) ProtoMessage() {}
 
 func (x *ComposeObjectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[22]
+	mi := &file_internal_wire_storage_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2024,7 +2104,7 @@ func (x *ComposeObjectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ComposeObjectRequest.ProtoReflect.Descriptor instead.
 func (*ComposeObjectRequest) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{22}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ComposeObjectRequest) GetDestination() *Object {
@@ -2118,7 +2198,7 @@ type Object struct {
 
 func (x *Object) Reset() {
 	*x = Object{}
-	mi := &file_internal_wire_storage_proto_msgTypes[23]
+	mi := &file_internal_wire_storage_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2130,7 +2210,7 @@ func (x *Object) String() string {
 func (*Object) ProtoMessage() {}
 
 func (x *Object) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[23]
+	mi := &file_internal_wire_storage_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2143,7 +2223,7 @@ func (x *Object) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Object.ProtoReflect.Descriptor instead.
 func (*Object) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{23}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Object) GetName() string {
@@ -2350,7 +2430,7 @@ type ObjectAccessControl struct {
 
 func (x *ObjectAccessControl) Reset() {
 	*x = ObjectAccessControl{}
-	mi := &file_internal_wire_storage_proto_msgTypes[24]
+	mi := &file_internal_wire_storage_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2362,7 +2442,7 @@ func (x *ObjectAccessControl) String() string {
 func (*ObjectAccessControl) ProtoMessage() {}
 
 func (x *ObjectAccessControl) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[24]
+	mi := &file_internal_wire_storage_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2375,7 +2455,7 @@ func (x *ObjectAccessControl) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectAccessControl.ProtoReflect.Descriptor instead.
 func (*ObjectAccessControl) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{24}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ObjectAccessControl) GetRole() string {
@@ -2436,7 +2516,7 @@ type ObjectContexts struct {
 
 func (x *ObjectContexts) Reset() {
 	*x = ObjectContexts{}
-	mi := &file_internal_wire_storage_proto_msgTypes[25]
+	mi := &file_internal_wire_storage_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2448,7 +2528,7 @@ func (x *ObjectContexts) String() string {
 func (*ObjectContexts) ProtoMessage() {}
 
 func (x *ObjectContexts) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[25]
+	mi := &file_internal_wire_storage_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2461,7 +2541,7 @@ func (x *ObjectContexts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectContexts.ProtoReflect.Descriptor instead.
 func (*ObjectContexts) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{25}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ObjectContexts) GetCustom() map[string]*ObjectCustomContextPayload {
@@ -2482,7 +2562,7 @@ type ObjectCustomContextPayload struct {
 
 func (x *ObjectCustomContextPayload) Reset() {
 	*x = ObjectCustomContextPayload{}
-	mi := &file_internal_wire_storage_proto_msgTypes[26]
+	mi := &file_internal_wire_storage_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2494,7 +2574,7 @@ func (x *ObjectCustomContextPayload) String() string {
 func (*ObjectCustomContextPayload) ProtoMessage() {}
 
 func (x *ObjectCustomContextPayload) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[26]
+	mi := &file_internal_wire_storage_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2507,7 +2587,7 @@ func (x *ObjectCustomContextPayload) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectCustomContextPayload.ProtoReflect.Descriptor instead.
 func (*ObjectCustomContextPayload) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{26}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ObjectCustomContextPayload) GetValue() string {
@@ -2543,7 +2623,7 @@ type ComposeObjectRequest_SourceObject struct {
 
 func (x *ComposeObjectRequest_SourceObject) Reset() {
 	*x = ComposeObjectRequest_SourceObject{}
-	mi := &file_internal_wire_storage_proto_msgTypes[27]
+	mi := &file_internal_wire_storage_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2555,7 +2635,7 @@ func (x *ComposeObjectRequest_SourceObject) String() string {
 func (*ComposeObjectRequest_SourceObject) ProtoMessage() {}
 
 func (x *ComposeObjectRequest_SourceObject) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[27]
+	mi := &file_internal_wire_storage_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2568,7 +2648,7 @@ func (x *ComposeObjectRequest_SourceObject) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use ComposeObjectRequest_SourceObject.ProtoReflect.Descriptor instead.
 func (*ComposeObjectRequest_SourceObject) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{22, 0}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{24, 0}
 }
 
 func (x *ComposeObjectRequest_SourceObject) GetName() string {
@@ -2602,7 +2682,7 @@ type ComposeObjectRequest_SourceObject_ObjectPreconditions struct {
 
 func (x *ComposeObjectRequest_SourceObject_ObjectPreconditions) Reset() {
 	*x = ComposeObjectRequest_SourceObject_ObjectPreconditions{}
-	mi := &file_internal_wire_storage_proto_msgTypes[28]
+	mi := &file_internal_wire_storage_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2614,7 +2694,7 @@ func (x *ComposeObjectRequest_SourceObject_ObjectPreconditions) String() string 
 func (*ComposeObjectRequest_SourceObject_ObjectPreconditions) ProtoMessage() {}
 
 func (x *ComposeObjectRequest_SourceObject_ObjectPreconditions) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[28]
+	mi := &file_internal_wire_storage_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2627,7 +2707,7 @@ func (x *ComposeObjectRequest_SourceObject_ObjectPreconditions) ProtoReflect() p
 
 // Deprecated: Use ComposeObjectRequest_SourceObject_ObjectPreconditions.ProtoReflect.Descriptor instead.
 func (*ComposeObjectRequest_SourceObject_ObjectPreconditions) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{22, 0, 0}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{24, 0, 0}
 }
 
 func (x *ComposeObjectRequest_SourceObject_ObjectPreconditions) GetIfGenerationMatch() int64 {
@@ -2648,7 +2728,7 @@ type Object_Retention struct {
 
 func (x *Object_Retention) Reset() {
 	*x = Object_Retention{}
-	mi := &file_internal_wire_storage_proto_msgTypes[30]
+	mi := &file_internal_wire_storage_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2660,7 +2740,7 @@ func (x *Object_Retention) String() string {
 func (*Object_Retention) ProtoMessage() {}
 
 func (x *Object_Retention) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_wire_storage_proto_msgTypes[30]
+	mi := &file_internal_wire_storage_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2673,7 +2753,7 @@ func (x *Object_Retention) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Object_Retention.ProtoReflect.Descriptor instead.
 func (*Object_Retention) Descriptor() ([]byte, []int) {
-	return file_internal_wire_storage_proto_rawDescGZIP(), []int{23, 1}
+	return file_internal_wire_storage_proto_rawDescGZIP(), []int{25, 1}
 }
 
 func (x *Object_Retention) GetMode() Object_Retention_Mode {
@@ -2803,7 +2883,10 @@ const file_internal_wire_storage_proto_rawDesc = "" +
 	"\x0epersisted_size\x18\x01 \x01(\x03H\x00R\rpersistedSize\x123\n" +
 	"\bresource\x18\x02 \x01(\v2\x15.objup.wire.v2.ObjectH\x00R\bresource\x12X\n" +
 	"\x18persisted_data_checksums\x18\x03 \x01(\v2\x1e.objup.wire.v2.ObjectChecksumsR\x16persistedDataChecksumsB\x0e\n" +
-	"\fwrite_status\"\xbc\x05\n" +
+	"\fwrite_status\":\n" +
+	"\x1bCancelResumableWriteRequest\x12\x1b\n" +
+	"\tupload_id\x18\x01 \x01(\tR\buploadId\"\x1e\n" +
+	"\x1cCancelResumableWriteResponse\"\xbc\x05\n" +
 	"\x11ReadObjectRequest\x12\x16\n" +
 	"\x06bucket\x18\x01 \x01(\tR\x06bucket\x12\x16\n" +
 	"\x06object\x18\x02 \x01(\tR\x06object\x12\x1e\n" +
@@ -2995,7 +3078,7 @@ func file_internal_wire_storage_proto_rawDescGZIP() []byte {
 }
 
 var file_internal_wire_storage_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_internal_wire_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_internal_wire_storage_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_internal_wire_storage_proto_goTypes = []any{
 	(Object_Retention_Mode)(0),                                    // 0: objup.wire.v2.Object.Retention.Mode
 	(*ChecksummedData)(nil),                                       // 1: objup.wire.v2.ChecksummedData
@@ -3014,32 +3097,34 @@ var file_internal_wire_storage_proto_goTypes = []any{
 	(*StartResumableWriteResponse)(nil),                           // 14: objup.wire.v2.StartResumableWriteResponse
 	(*QueryWriteStatusRequest)(nil),                               // 15: objup.wire.v2.QueryWriteStatusRequest
 	(*QueryWriteStatusResponse)(nil),                              // 16: objup.wire.v2.QueryWriteStatusResponse
-	(*ReadObjectRequest)(nil),                                     // 17: objup.wire.v2.ReadObjectRequest
-	(*ReadObjectResponse)(nil),                                    // 18: objup.wire.v2.ReadObjectResponse
-	(*GetObjectRequest)(nil),                                      // 19: objup.wire.v2.GetObjectRequest
-	(*ListObjectsRequest)(nil),                                    // 20: objup.wire.v2.ListObjectsRequest
-	(*ListObjectsResponse)(nil),                                   // 21: objup.wire.v2.ListObjectsResponse
-	(*DeleteObjectRequest)(nil),                                   // 22: objup.wire.v2.DeleteObjectRequest
-	(*ComposeObjectRequest)(nil),                                  // 23: objup.wire.v2.ComposeObjectRequest
-	(*Object)(nil),                                                // 24: objup.wire.v2.Object
-	(*ObjectAccessControl)(nil),                                   // 25: objup.wire.v2.ObjectAccessControl
-	(*ObjectContexts)(nil),                                        // 26: objup.wire.v2.ObjectContexts
-	(*ObjectCustomContextPayload)(nil),                            // 27: objup.wire.v2.ObjectCustomContextPayload
-	(*ComposeObjectRequest_SourceObject)(nil),                     // 28: objup.wire.v2.ComposeObjectRequest.SourceObject
-	(*ComposeObjectRequest_SourceObject_ObjectPreconditions)(nil), // 29: objup.wire.v2.ComposeObjectRequest.SourceObject.ObjectPreconditions
-	nil,                           // 30: objup.wire.v2.Object.MetadataEntry
-	(*Object_Retention)(nil),      // 31: objup.wire.v2.Object.Retention
-	nil,                           // 32: objup.wire.v2.ObjectContexts.CustomEntry
-	(*fieldmaskpb.FieldMask)(nil), // 33: google.protobuf.FieldMask
-	(*timestamppb.Timestamp)(nil), // 34: google.protobuf.Timestamp
+	(*CancelResumableWriteRequest)(nil),                           // 17: objup.wire.v2.CancelResumableWriteRequest
+	(*CancelResumableWriteResponse)(nil),                          // 18: objup.wire.v2.CancelResumableWriteResponse
+	(*ReadObjectRequest)(nil),                                     // 19: objup.wire.v2.ReadObjectRequest
+	(*ReadObjectResponse)(nil),                                    // 20: objup.wire.v2.ReadObjectResponse
+	(*GetObjectRequest)(nil),                                      // 21: objup.wire.v2.GetObjectRequest
+	(*ListObjectsRequest)(nil),                                    // 22: objup.wire.v2.ListObjectsRequest
+	(*ListObjectsResponse)(nil),                                   // 23: objup.wire.v2.ListObjectsResponse
+	(*DeleteObjectRequest)(nil),                                   // 24: objup.wire.v2.DeleteObjectRequest
+	(*ComposeObjectRequest)(nil),                                  // 25: objup.wire.v2.ComposeObjectRequest
+	(*Object)(nil),                                                // 26: objup.wire.v2.Object
+	(*ObjectAccessControl)(nil),                                   // 27: objup.wire.v2.ObjectAccessControl
+	(*ObjectContexts)(nil),                                        // 28: objup.wire.v2.ObjectContexts
+	(*ObjectCustomContextPayload)(nil),                            // 29: objup.wire.v2.ObjectCustomContextPayload
+	(*ComposeObjectRequest_SourceObject)(nil),                     // 30: objup.wire.v2.ComposeObjectRequest.SourceObject
+	(*ComposeObjectRequest_SourceObject_ObjectPreconditions)(nil), // 31: objup.wire.v2.ComposeObjectRequest.SourceObject.ObjectPreconditions
+	nil,                           // 32: objup.wire.v2.Object.MetadataEntry
+	(*Object_Retention)(nil),      // 33: objup.wire.v2.Object.Retention
+	nil,                           // 34: objup.wire.v2.ObjectContexts.CustomEntry
+	(*fieldmaskpb.FieldMask)(nil), // 35: google.protobuf.FieldMask
+	(*timestamppb.Timestamp)(nil), // 36: google.protobuf.Timestamp
 }
 var file_internal_wire_storage_proto_depIdxs = []int32{
-	24, // 0: objup.wire.v2.WriteObjectSpec.resource:type_name -> objup.wire.v2.Object
+	26, // 0: objup.wire.v2.WriteObjectSpec.resource:type_name -> objup.wire.v2.Object
 	5,  // 1: objup.wire.v2.WriteObjectRequest.write_object_spec:type_name -> objup.wire.v2.WriteObjectSpec
 	1,  // 2: objup.wire.v2.WriteObjectRequest.checksummed_data:type_name -> objup.wire.v2.ChecksummedData
 	2,  // 3: objup.wire.v2.WriteObjectRequest.object_checksums:type_name -> objup.wire.v2.ObjectChecksums
 	3,  // 4: objup.wire.v2.WriteObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
-	24, // 5: objup.wire.v2.WriteObjectResponse.resource:type_name -> objup.wire.v2.Object
+	26, // 5: objup.wire.v2.WriteObjectResponse.resource:type_name -> objup.wire.v2.Object
 	2,  // 6: objup.wire.v2.WriteObjectResponse.persisted_data_checksums:type_name -> objup.wire.v2.ObjectChecksums
 	9,  // 7: objup.wire.v2.AppendObjectSpec.write_handle:type_name -> objup.wire.v2.BidiWriteHandle
 	9,  // 8: objup.wire.v2.BidiWriteObjectRedirectedError.write_handle:type_name -> objup.wire.v2.BidiWriteHandle
@@ -3048,48 +3133,48 @@ var file_internal_wire_storage_proto_depIdxs = []int32{
 	1,  // 11: objup.wire.v2.BidiWriteObjectRequest.checksummed_data:type_name -> objup.wire.v2.ChecksummedData
 	2,  // 12: objup.wire.v2.BidiWriteObjectRequest.object_checksums:type_name -> objup.wire.v2.ObjectChecksums
 	3,  // 13: objup.wire.v2.BidiWriteObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
-	24, // 14: objup.wire.v2.BidiWriteObjectResponse.resource:type_name -> objup.wire.v2.Object
+	26, // 14: objup.wire.v2.BidiWriteObjectResponse.resource:type_name -> objup.wire.v2.Object
 	2,  // 15: objup.wire.v2.BidiWriteObjectResponse.persisted_data_checksums:type_name -> objup.wire.v2.ObjectChecksums
 	9,  // 16: objup.wire.v2.BidiWriteObjectResponse.write_handle:type_name -> objup.wire.v2.BidiWriteHandle
 	5,  // 17: objup.wire.v2.StartResumableWriteRequest.write_object_spec:type_name -> objup.wire.v2.WriteObjectSpec
 	3,  // 18: objup.wire.v2.StartResumableWriteRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
 	2,  // 19: objup.wire.v2.StartResumableWriteRequest.object_checksums:type_name -> objup.wire.v2.ObjectChecksums
 	3,  // 20: objup.wire.v2.QueryWriteStatusRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
-	24, // 21: objup.wire.v2.QueryWriteStatusResponse.resource:type_name -> objup.wire.v2.Object
+	26, // 21: objup.wire.v2.QueryWriteStatusResponse.resource:type_name -> objup.wire.v2.Object
 	2,  // 22: objup.wire.v2.QueryWriteStatusResponse.persisted_data_checksums:type_name -> objup.wire.v2.ObjectChecksums
 	3,  // 23: objup.wire.v2.ReadObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
-	33, // 24: objup.wire.v2.ReadObjectRequest.read_mask:type_name -> google.protobuf.FieldMask
+	35, // 24: objup.wire.v2.ReadObjectRequest.read_mask:type_name -> google.protobuf.FieldMask
 	1,  // 25: objup.wire.v2.ReadObjectResponse.checksummed_data:type_name -> objup.wire.v2.ChecksummedData
 	2,  // 26: objup.wire.v2.ReadObjectResponse.object_checksums:type_name -> objup.wire.v2.ObjectChecksums
 	4,  // 27: objup.wire.v2.ReadObjectResponse.content_range:type_name -> objup.wire.v2.ContentRange
-	24, // 28: objup.wire.v2.ReadObjectResponse.metadata:type_name -> objup.wire.v2.Object
+	26, // 28: objup.wire.v2.ReadObjectResponse.metadata:type_name -> objup.wire.v2.Object
 	3,  // 29: objup.wire.v2.GetObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
-	33, // 30: objup.wire.v2.GetObjectRequest.read_mask:type_name -> google.protobuf.FieldMask
-	33, // 31: objup.wire.v2.ListObjectsRequest.read_mask:type_name -> google.protobuf.FieldMask
-	24, // 32: objup.wire.v2.ListObjectsResponse.objects:type_name -> objup.wire.v2.Object
+	35, // 30: objup.wire.v2.GetObjectRequest.read_mask:type_name -> google.protobuf.FieldMask
+	35, // 31: objup.wire.v2.ListObjectsRequest.read_mask:type_name -> google.protobuf.FieldMask
+	26, // 32: objup.wire.v2.ListObjectsResponse.objects:type_name -> objup.wire.v2.Object
 	3,  // 33: objup.wire.v2.DeleteObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
-	24, // 34: objup.wire.v2.ComposeObjectRequest.destination:type_name -> objup.wire.v2.Object
-	28, // 35: objup.wire.v2.ComposeObjectRequest.source_objects:type_name -> objup.wire.v2.ComposeObjectRequest.SourceObject
+	26, // 34: objup.wire.v2.ComposeObjectRequest.destination:type_name -> objup.wire.v2.Object
+	30, // 35: objup.wire.v2.ComposeObjectRequest.source_objects:type_name -> objup.wire.v2.ComposeObjectRequest.SourceObject
 	3,  // 36: objup.wire.v2.ComposeObjectRequest.common_object_request_params:type_name -> objup.wire.v2.CommonObjectRequestParams
 	2,  // 37: objup.wire.v2.ComposeObjectRequest.object_checksums:type_name -> objup.wire.v2.ObjectChecksums
-	34, // 38: objup.wire.v2.Object.create_time:type_name -> google.protobuf.Timestamp
+	36, // 38: objup.wire.v2.Object.create_time:type_name -> google.protobuf.Timestamp
 	2,  // 39: objup.wire.v2.Object.checksums:type_name -> objup.wire.v2.ObjectChecksums
-	34, // 40: objup.wire.v2.Object.update_time:type_name -> google.protobuf.Timestamp
-	34, // 41: objup.wire.v2.Object.update_storage_class_time:type_name -> google.protobuf.Timestamp
-	30, // 42: objup.wire.v2.Object.metadata:type_name -> objup.wire.v2.Object.MetadataEntry
-	34, // 43: objup.wire.v2.Object.custom_time:type_name -> google.protobuf.Timestamp
-	34, // 44: objup.wire.v2.Object.finalize_time:type_name -> google.protobuf.Timestamp
-	25, // 45: objup.wire.v2.Object.acl:type_name -> objup.wire.v2.ObjectAccessControl
-	34, // 46: objup.wire.v2.Object.retention_expire_time:type_name -> google.protobuf.Timestamp
-	31, // 47: objup.wire.v2.Object.retention:type_name -> objup.wire.v2.Object.Retention
-	26, // 48: objup.wire.v2.Object.contexts:type_name -> objup.wire.v2.ObjectContexts
-	32, // 49: objup.wire.v2.ObjectContexts.custom:type_name -> objup.wire.v2.ObjectContexts.CustomEntry
-	34, // 50: objup.wire.v2.ObjectCustomContextPayload.create_time:type_name -> google.protobuf.Timestamp
-	34, // 51: objup.wire.v2.ObjectCustomContextPayload.update_time:type_name -> google.protobuf.Timestamp
-	29, // 52: objup.wire.v2.ComposeObjectRequest.SourceObject.object_preconditions:type_name -> objup.wire.v2.ComposeObjectRequest.SourceObject.ObjectPreconditions
+	36, // 40: objup.wire.v2.Object.update_time:type_name -> google.protobuf.Timestamp
+	36, // 41: objup.wire.v2.Object.update_storage_class_time:type_name -> google.protobuf.Timestamp
+	32, // 42: objup.wire.v2.Object.metadata:type_name -> objup.wire.v2.Object.MetadataEntry
+	36, // 43: objup.wire.v2.Object.custom_time:type_name -> google.protobuf.Timestamp
+	36, // 44: objup.wire.v2.Object.finalize_time:type_name -> google.protobuf.Timestamp
+	27, // 45: objup.wire.v2.Object.acl:type_name -> objup.wire.v2.ObjectAccessControl
+	36, // 46: objup.wire.v2.Object.retention_expire_time:type_name -> google.protobuf.Timestamp
+	33, // 47: objup.wire.v2.Object.retention:type_name -> objup.wire.v2.Object.Retention
+	28, // 48: objup.wire.v2.Object.contexts:type_name -> objup.wire.v2.ObjectContexts
+	34, // 49: objup.wire.v2.ObjectContexts.custom:type_name -> objup.wire.v2.ObjectContexts.CustomEntry
+	36, // 50: objup.wire.v2.ObjectCustomContextPayload.create_time:type_name -> google.protobuf.Timestamp
+	36, // 51: objup.wire.v2.ObjectCustomContextPayload.update_time:type_name -> google.protobuf.Timestamp
+	31, // 52: objup.wire.v2.ComposeObjectRequest.SourceObject.object_preconditions:type_name -> objup.wire.v2.ComposeObjectRequest.SourceObject.ObjectPreconditions
 	0,  // 53: objup.wire.v2.Object.Retention.mode:type_name -> objup.wire.v2.Object.Retention.Mode
-	34, // 54: objup.wire.v2.Object.Retention.retain_until_time:type_name -> google.protobuf.Timestamp
-	27, // 55: objup.wire.v2.ObjectContexts.CustomEntry.value:type_name -> objup.wire.v2.ObjectCustomContextPayload
+	36, // 54: objup.wire.v2.Object.Retention.retain_until_time:type_name -> google.protobuf.Timestamp
+	29, // 55: objup.wire.v2.ObjectContexts.CustomEntry.value:type_name -> objup.wire.v2.ObjectCustomContextPayload
 	56, // [56:56] is the sub-list for method output_type
 	56, // [56:56] is the sub-list for method input_type
 	56, // [56:56] is the sub-list for extension type_name
@@ -3130,20 +3215,20 @@ func file_internal_wire_storage_proto_init() {
 		(*QueryWriteStatusResponse_PersistedSize)(nil),
 		(*QueryWriteStatusResponse_Resource)(nil),
 	}
-	file_internal_wire_storage_proto_msgTypes[16].OneofWrappers = []any{}
 	file_internal_wire_storage_proto_msgTypes[18].OneofWrappers = []any{}
-	file_internal_wire_storage_proto_msgTypes[19].OneofWrappers = []any{}
+	file_internal_wire_storage_proto_msgTypes[20].OneofWrappers = []any{}
 	file_internal_wire_storage_proto_msgTypes[21].OneofWrappers = []any{}
-	file_internal_wire_storage_proto_msgTypes[22].OneofWrappers = []any{}
 	file_internal_wire_storage_proto_msgTypes[23].OneofWrappers = []any{}
-	file_internal_wire_storage_proto_msgTypes[28].OneofWrappers = []any{}
+	file_internal_wire_storage_proto_msgTypes[24].OneofWrappers = []any{}
+	file_internal_wire_storage_proto_msgTypes[25].OneofWrappers = []any{}
+	file_internal_wire_storage_proto_msgTypes[30].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_wire_storage_proto_rawDesc), len(file_internal_wire_storage_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   32,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

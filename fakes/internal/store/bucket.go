@@ -52,9 +52,12 @@ func (b *Bucket) Location() (location, locationType string) {
 }
 
 // ErrZonal is the error for a write that is not appendable into the zonal
-// bucket name, done with what (a method or API).
+// bucket name, done with what (a method or API): InvalidArgument (HTTP
+// 400), a request the bucket cannot take, so that it is never read as a
+// failed precondition (HTTP 412), which says that an object exists or has
+// another generation.
 func ErrZonal(name, what string) *Error {
-	return Errorf(KindFailedPrecondition, "bucket %q is a zonal bucket: it accepts only appendable writes (BidiWriteObject with write_object_spec.appendable), not %s", name, what)
+	return Errorf(KindInvalid, "bucket %q is a zonal bucket: it accepts only appendable writes (BidiWriteObject with write_object_spec.appendable), not %s", name, what)
 }
 
 // ErrUnfinalized is the error for a delete or overwrite (what) of the
