@@ -40,8 +40,9 @@ type resumable struct {
 
 	// Owned by the Writer's goroutine.
 	st    stream // the current stream; nil while broken
-	final bool   // the last chunk was pushed
-	seen  int64  // persisted size at the last progress report to the retrier
+	final  bool  // the last chunk was pushed
+	seen   int64 // persisted size at the last progress report to the retrier
+	opened int64 // the offset the current stream started at
 
 	mu        sync.Mutex
 	last      int64 // the end of the data pushed so far; written under mu, read freely by the Writer's goroutine
@@ -88,7 +89,7 @@ func (s *resumable) open(persisted int64) error {
 	if err != nil {
 		return err
 	}
-	s.st, s.route = st, st.route()
+	s.st, s.route, s.opened = st, st.route(), persisted
 	return nil
 }
 

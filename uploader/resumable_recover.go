@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/objup/objup/internal/wire"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // recover resumes the session after its stream failed.
@@ -40,6 +42,9 @@ func (s *resumable) teardown(cause error) error {
 // operation that failed last.
 func (s *resumable) recoverFrom(op string, cause error) error {
 	cause = s.teardown(cause)
+	if s.moved(cause) {
+		cause = errPersistedMoved
+	}
 	first := cause
 	var fatal error // an answer no retry can mend
 	err := s.retry.do(&s.u.target, op, true, cause, func() (string, bool, error) {
@@ -124,6 +129,32 @@ func (s *resumable) settle(err error) (*wire.Object, error) {
 	oe := s.u.err(s.names.stream, err)
 	oe.unknown = true
 	return nil, oe
+}
+
+// errPersistedMoved is the cause of a recovery whose stream the service
+// refused because the offset it started at was no longer the session's
+// persisted size: retried, with a new status query.
+var errPersistedMoved = status.Error(codes.Unavailable, "the session's persisted size moved past the offset the stream resumed at")
+
+// moved reports whether cause, the failure of a stream, is the service's
+// refusal of the offset the stream started at because the session's
+// persisted size moved since the status query that gave it: the service
+// still applies what it had received when the last stream broke (a
+// request a front end had read, bytes a network held), and a stream's
+// first write_offset must equal the persisted size QueryWriteStatus would
+// return now (google.storage.v2 WriteObjectRequest.write_offset). One
+// status query tells.
+func (s *resumable) moved(cause error) bool {
+	switch status.Code(cause) {
+	case codes.InvalidArgument, codes.OutOfRange, codes.FailedPrecondition:
+	default:
+		return false
+	}
+	if s.final && s.finished() {
+		return false
+	}
+	persisted, o, err := s.tr.queryStatus(s.u, s.id, s.route, -1, s.retry.attemptTimeout())
+	return err == nil && (o != nil || persisted > s.opened)
 }
 
 // abort abandons the session: the stream is torn down and the session

@@ -1,0 +1,53 @@
+package uploader_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"google.golang.org/api/option"
+
+	"github.com/objup/objup/fakes"
+	"github.com/objup/objup/uploader"
+)
+
+// TestTimeoutBreaksNoOtherUpload: one connection carries a healthy
+// resumable upload and a parallel upload whose parts the service answers
+// too late for their attempt timeout. The parts' attempts time out again
+// and again; each one's stream is reset, never the connection: the healthy
+// upload beside them is never broken, so it never has to ask the
+// session's status and resume, and it stores its object.
+func TestTimeoutBreaksNoOtherUpload(t *testing.T) {
+	const part = 2 * q
+	e := newEnv(t, option.WithGRPCConnectionPool(1))
+	e.srv.Delay(fakes.MethodWriteObject, 1500*time.Millisecond)
+	// The healthy upload's stream waits too, so that it is open on the
+	// connection while the parts time out.
+	e.srv.Delay(fakes.MethodBidiWriteObject, time.Second)
+
+	healthy := payload(8*mib, 46)
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.c.Upload(context.Background(), bucket, "healthy", bytes.NewReader(healthy))
+		done <- err
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
+	defer cancel()
+	_, err := e.c.Upload(ctx, bucket, "timing-out", bytes.NewReader(payload(4*part, 47)),
+		uploader.WithParallelUpload(uploader.ParallelUpload{PartSize: part, Parts: 2}),
+		uploader.WithRetry(uploader.WithAttemptTimeout(300*time.Millisecond)))
+	if err == nil {
+		t.Fatal("the parallel upload whose every part times out succeeded")
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the healthy upload: %v", err)
+	}
+	sameBytes(t, "healthy", e.content("healthy"), healthy)
+	if n := e.countCalls(fakes.MethodQueryWriteStatus); n != 0 {
+		t.Fatalf("the healthy upload asked its session's status %d times: its stream was broken by another upload's timeout", n)
+	}
+	if n := e.countCalls(fakes.MethodBidiWriteObject); n != 1 {
+		t.Fatalf("the healthy upload opened %d streams, want 1", n)
+	}
+}
