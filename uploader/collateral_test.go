@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"google.golang.org/api/option"
+	"google.golang.org/grpc/codes"
 
 	"github.com/objup/objup/fakes"
 	"github.com/objup/objup/uploader"
@@ -49,5 +50,31 @@ func TestTimeoutBreaksNoOtherUpload(t *testing.T) {
 	}
 	if n := e.countCalls(fakes.MethodBidiWriteObject); n != 1 {
 		t.Fatalf("the healthy upload opened %d streams, want 1", n)
+	}
+}
+
+// TestFinishRecoveryRefused: the finish of a resumable upload goes out,
+// the service finalizes the session, and the answer is lost; the status
+// query of the recovery is then refused (InvalidArgument, Unauthenticated
+// or ResourceExhausted from a service having a bad moment). The upload
+// must not report a known failure for the object it stored: it cancels
+// the session, which the service refuses as finalized, asks the session
+// again, and succeeds with the stored object.
+func TestFinishRecoveryRefused(t *testing.T) {
+	for _, code := range []codes.Code{codes.InvalidArgument, codes.Unauthenticated, codes.ResourceExhausted} {
+		t.Run(code.String(), func(t *testing.T) {
+			e := newEnv(t)
+			e.srv.LoseAnswer(fakes.MethodBidiWriteObject)
+			e.srv.FailCall(fakes.MethodQueryWriteStatus, 1, code)
+			data := payload(3*mib, 48)
+			a, err := e.c.Upload(context.Background(), bucket, "obj", bytes.NewReader(data))
+			if err != nil {
+				t.Fatalf("Upload: %v (outcome unknown %v); stored: %v", err, uploader.IsOutcomeUnknown(err), e.exists("obj"))
+			}
+			sameBytes(t, "stored", e.content("obj"), data)
+			if o, _ := e.srv.Object(bucket, "obj"); a.Generation != o.Generation {
+				t.Fatalf("generation %d, the stored one is %d", a.Generation, o.Generation)
+			}
+		})
 	}
 }
