@@ -24,8 +24,9 @@
 // transient failure the Writer asks QueryWriteStatus and resumes where the
 // service left off. Every message carries at most 2 MiB and its own CRC32C,
 // computed once per byte and combined for the object. An object is stored
-// only when Close returns nil: a failed or cancelled upload leaves nothing
-// behind.
+// only when Close returns nil; a failed or cancelled upload leaves nothing
+// behind unless its error says the outcome is unknown (see "The truth about
+// an outcome").
 //
 // # Memory
 //
@@ -90,47 +91,94 @@
 // idempotent, unless WithPolicy(RetryAlways) says otherwise; a resumable
 // upload resumes. gRPC keepalive (WithKeepalive) detects a connection that
 // silently stopped forwarding, so it is replaced and the retry goes out on a
-// new one; an attempt that gets no answer within its attempt timeout cuts
-// its connection at once (see below).
+// new one; an attempt that gets no answer within its attempt timeout is
+// cancelled, its stream reset (see below).
 //
 // # The truth about an outcome
 //
-// An object is stored only when Close returns nil, and objup does not
-// report a plain failure for an object it stored:
+// GCS is reached through front ends that read a request eagerly and pass
+// it on, and it commits in its own time: what it has read whole it may
+// apply later, whatever the client does next (a reset stream, a closed
+// connection, a retry). So objup promises only what GCS's own mechanisms
+// make true, and says which:
 //
-//   - A request that went out whole and whose answer was lost (a broken
-//     connection, an attempt timeout, the context ending) may have been
-//     applied. Before it reports a failure, the upload finds out: a
-//     retry that meets its own earlier write (a 412 under
-//     WithDoesNotExist, or a parallel upload's part meeting itself) and a
-//     failure after a lost answer look the object up, and an object of the
-//     upload's size and CRC32C, created since the upload started, is
-//     reported as stored (Close returns nil, Attrs describes it). When that
-//     cannot be known (the look-up found nothing, and the service may still
-//     be committing, or the context ended first), the error says so:
-//     IsOutcomeUnknown holds, and the object may or may not exist. An error
-//     for which IsOutcomeUnknown is false means nothing was stored.
-//   - An abandoned attempt is cut at the transport, so that the service
-//     cannot apply it after a retry succeeded or a cleanup ran. An attempt
-//     with no answer within its attempt timeout resets its TCP connection
-//     (SO_LINGER 0: what the kernel still holds of the request is dropped,
-//     not delivered); over gRPC, with the connections objup dials, that is
-//     the connection of the attempt's stream, or every connection that heard
-//     nothing during the attempt. An attempt the context cancels resets its
-//     gRPC stream (other uploads share the connection); if that attempt's
-//     outcome is then looked up, a call on the same connection proves the
-//     reset arrived, and a connection that stays silent is cut. Over the
-//     JSON API, net/http closes the connection of an abandoned request,
-//     which the emulator's transport (STORAGE_EMULATOR_HOST) turns into a
-//     reset; over HTTPS (HTTP/2) the request's stream is reset. What the
-//     service received whole before the cut it may still apply: no client
-//     can take that back, and such an outcome is reported as unknown.
-//   - No call runs more than about AfterContext past its context. What
-//     must go on after that (a parallel upload's parts whose last request
-//     is out, the deletion of its temporary objects, the cancellation of a
-//     resumable session over the JSON API) runs in the background, bounded
-//     by the attempt timeout and a minute of cleanup, and Client.Close
-//     waits for it.
+//   - Close (Upload) returns nil only when objup holds the service's
+//     answer for the object: Attrs describes that generation, whose size
+//     and CRC32C objup checked. A finished object of another size or
+//     CRC32C is a DataLoss error that is also IsOutcomeUnknown, since the
+//     service stored it.
+//   - An error for which IsOutcomeUnknown is false means that nothing was
+//     stored and, for the mechanisms named here, nothing will be: no
+//     request that could write the object went out, or the service
+//     refused each one, or a resumable session was cancelled
+//     (CancelResumableWrite, or a DELETE of its URI), after which nothing
+//     of it can be finalized.
+//   - Otherwise the outcome is unknown (IsOutcomeUnknown): a request went
+//     out whole and its answer was lost (a broken connection, an attempt
+//     timeout, the context ending), and no mechanism settled it. The
+//     object may exist, or may appear later.
+//
+// How each kind of upload settles a lost answer, with at most one extra
+// call (two for a session whose cancel fails):
+//
+//   - A resumable session (objects over one chunk, or any object
+//     WithResumable): the session finalizes one object at most and is the
+//     authority on whether it did. After a lost answer the upload asks it
+//     (QueryWriteStatus) and goes on from what it persisted; a message of
+//     it that arrives late cannot make a second generation; an upload that
+//     fails once its finish may have gone out cancels the session, or, if
+//     the service refuses the cancel, asks whether the session finalized
+//     and returns its object. Its outcome is unknown only when the service
+//     cannot be reached before the context ends. WithResumable costs one
+//     round trip more than a one-shot write.
+//   - A one-shot write (an object of one chunk): nothing identifies the
+//     object once the answer that carried its generation is lost (a
+//     look-up cannot tell it from another writer's object of the same
+//     bytes). A retry that succeeds settles it (nil); a retry that meets
+//     a precondition (WithDoesNotExist: 412), or a failure after the lost
+//     answer, leaves it unknown. The lost attempt itself may still be
+//     applied after Upload returned: with WithDoesNotExist only while the
+//     object does not exist (after the caller deleted it, say), without a
+//     precondition as one more generation of the same bytes.
+//   - A parallel composite upload: its parts live under a prefix of the
+//     upload's own, so a part found there after a lost answer is the
+//     upload's. A part the service applies after the cleanup is left under
+//     TempPrefix (see WithParallelUpload). The compose is a one-shot
+//     write of the final object.
+//   - An appendable object: its generation, in the first answer, is its
+//     identity; a finish whose answer was lost is settled by looking that
+//     generation up (storage.objects.get). A first stream whose answer was
+//     lost is opened again, which replaces the empty object it may have
+//     made, unless a precondition forbids that: then the outcome is
+//     unknown.
+//
+// Exactly once: pass WithResumable and WithDoesNotExist. Close then
+// returns nil for the one object this upload stored; an error that is not
+// IsOutcomeUnknown means nothing was stored and nothing will be; after an
+// unknown outcome, a new upload of the same name WithDoesNotExist cannot
+// make a second object (it fails with a precondition error if the first
+// landed).
+//
+// What no client can promise: that a one-shot request the service read
+// whole is never applied later. gRPC sends each request's deadline
+// (grpc-timeout), but GCS does not document that it drops a write whose
+// deadline passed before it was applied, so objup relies on sessions and
+// preconditions instead.
+//
+// A timeout or a cancellation ends one attempt's stream (RST_STREAM),
+// never a connection that other uploads share; gRPC keepalive
+// (WithKeepalive) and the TCP_USER_TIMEOUT gRPC sets find a connection
+// that died. No call runs more than about AfterContext past its context.
+// What must go on after that (a parallel upload's parts whose last
+// request is out, the deletion of its temporary objects, the cancellation
+// of an abandoned session) runs in the background, bounded by the attempt
+// timeout and a minute of cleanup, and Client.Close waits for it.
+//
+// Credentials with storage.objects.create alone (roles/storage.objectCreator)
+// upload one-shot, resumable and appendable objects; a session needs no
+// other permission to be asked or cancelled. Look-ups (an appendable
+// finish whose answer was lost) need storage.objects.get: refused, the
+// outcome is unknown. Parallel uploads need get and delete.
 //
 // A network failure is Unavailable over both transports (an answer that
 // broke off included); Internal is left for the service's own status.

@@ -156,19 +156,23 @@ func IsInvalidArgument(err error) bool {
 }
 
 // IsOutcomeUnknown reports whether err is the failure of an upload that
-// may nevertheless have been stored: a request that could finish the object
-// went out whole, its answer was lost (a broken connection, the context
-// ending while it was awaited), and neither a retry nor a look-up of the
-// object could tell before the context ended or the retries ran out. The
-// error keeps its code (often Canceled or DeadlineExceeded, or the last
-// attempt's Unavailable). Read the object to find out; objup never
-// reports a plain failure for an object it knows it stored, and an error
-// for which IsOutcomeUnknown is false means nothing was stored.
+// may nevertheless have been stored, or may be later: a request that could
+// finish the object went out whole, its answer was lost (a broken
+// connection, an attempt timeout, the context ending while it was
+// awaited), and no mechanism of the service settled it (see "The truth
+// about an outcome" in the package doc: a session is asked or cancelled, a
+// one-shot write has no identity to ask for). It also holds for a DataLoss
+// error about an object the service did store, of another size or CRC32C
+// than what was written. The error keeps its code (often Canceled,
+// DeadlineExceeded or the last attempt's Unavailable). An error for which
+// IsOutcomeUnknown is false means that nothing was stored.
 func IsOutcomeUnknown(err error) bool {
 	var oe *Error
 	return errors.As(err, &oe) && oe.unknown
 }
 
-// IsDataLoss reports whether the service found the data corrupted: a CRC32C or
-// MD5 mismatch. Nothing was stored.
+// IsDataLoss reports whether the data was found corrupted: a CRC32C or MD5
+// mismatch the service refused (nothing was stored), or, with
+// IsOutcomeUnknown, an object the service stored that differs from what
+// was written.
 func IsDataLoss(err error) bool { return hasCode(err, codes.DataLoss) }

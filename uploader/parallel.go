@@ -67,14 +67,24 @@ type ParallelUpload struct {
 // later, leaving the rest to the background: Client.Close waits for it.
 // When the upload fails or its context ends, no part starts, and a part
 // whose last request is already out is awaited (bounded by the attempt
-// timeout, at which its connection is cut) rather than abandoned: the
-// service could store such a part after a delete had found nothing; its
-// memory goes back to the pool then. A part whose last answer was lost
-// (the service may have been committing it when the connection broke) is
-// deleted once more a second later. A part whose answer was lost and
-// whose retry meets the part's own write (412) is found stored, not
-// failed. The final object gets the Writer's attributes and
-// preconditions; it is never visible partially.
+// timeout) rather than abandoned: the service could store such a part
+// after a delete had found nothing; its memory goes back to the pool then.
+// A part whose last answer was lost (the service may have been committing
+// it when the connection broke) is deleted once more a second later. A
+// part's name is under a prefix of the upload's own, so a part whose
+// answer was lost and whose retry meets a part there (412) is the upload's
+// own, looked up, not failed. The final object gets the Writer's
+// attributes and preconditions; it is never visible partially.
+//
+// A part whose answer was lost may still be stored by the service after
+// the upload deleted what it found (a request a front end read whole, a
+// commit that takes longer than the attempt timeout and the cleanup's
+// second pass): no client can take that back, and such a part stays under
+// TempPrefix. Give the bucket a lifecycle rule that deletes objects under
+// TempPrefix after a day. A parallel upload needs storage.objects.get
+// (compose reads its sources, and a lost answer is looked up) and
+// storage.objects.delete beside storage.objects.create: a credential with
+// roles/storage.objectCreator alone cannot make one.
 //
 // A parallel upload costs, for an object of N parts: N writes, about
 // N/31+1 composes and N+N/32 deletes, instead of one upload (operations

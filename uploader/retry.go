@@ -170,11 +170,11 @@ func WithRetryDeadline(d time.Duration) RetryOption {
 // WriteObject, StartResumableWrite, QueryWriteStatus) must complete, and a sent
 // chunk of a resumable stream must be acknowledged, within d, or the attempt
 // is abandoned and retried (like the official Writer's ChunkTransferTimeout,
-// which only covers chunks). The abandoned attempt's connection is presumed
-// dead and is reset, so that what it still holds of the attempt cannot land
-// after the retry, and the retry goes out on a new connection (see "The
-// truth about an outcome" in the package doc). A connection that stops
-// answering therefore costs at most d per attempt, never the whole context.
+// which only covers chunks). The abandoned attempt's stream is reset
+// (cancelled), never its connection, which other uploads share; a dead
+// connection is found by gRPC keepalive (WithKeepalive) and the kernel's
+// TCP_USER_TIMEOUT. The service may still apply what it read of the
+// abandoned attempt: see "The truth about an outcome" in the package doc.
 // Default 32 s; 0 keeps the default; negative is rejected.
 func WithAttemptTimeout(d time.Duration) RetryOption {
 	return retryOptionFunc(func(c *retryConfig) error {
