@@ -51,7 +51,14 @@ type faultCase struct {
 	seed     uint64
 	ifNew    bool
 	parallel bool
+	session  bool // WithResumable: a small object through a session
 	deadline time.Duration
+}
+
+// sessioned reports whether the upload went through a resumable session:
+// over one chunk (256 KiB) and not parallel, or WithResumable.
+func (fc faultCase) sessioned() bool {
+	return fc.session || (!fc.parallel && fc.size > 256<<10)
 }
 
 // faultResult is what became of one upload.
@@ -64,12 +71,16 @@ type faultResult struct {
 // TestRandomFaults runs uploads through fault proxies in front of the
 // fake's gRPC and JSON ports that reset, cut and stall connections at
 // random byte offsets and drop them all now and then; 0 B to 16 MiB, some
-// as parallel uploads, gRPC and JSON, with and without WithDoesNotExist,
-// short and long deadlines, default and short attempt timeouts. Every
-// outcome is checked against the fake itself:
+// as parallel uploads, some small ones WithResumable, gRPC and JSON, with
+// and without WithDoesNotExist, short and long deadlines, default and
+// short attempt timeouts. Every outcome is checked against the fake
+// itself, against what the package doc promises:
 //
 //   - an upload that returned nil stored exactly its bytes (then the test
-//     deletes it, and it must stay deleted: no abandoned attempt lands);
+//     deletes it; an upload through a session must stay deleted, since a
+//     late message of a finished session makes no second generation; a
+//     one-shot write's lost attempt may land again, as documented, and is
+//     counted);
 //   - one that failed with an error of known outcome stored nothing, even
 //     after every stall ended and every commit finished;
 //   - every error is an *uploader.Error, and a network failure is never
@@ -77,7 +88,9 @@ type faultResult struct {
 //   - no call returns more than faultOverrun after its context's deadline;
 //   - a parallel upload without a precondition never fails with
 //     FailedPrecondition (its parts' retries meeting their own writes);
-//   - no temporary object is left, no buffer is held, no goroutine leaks.
+//   - no buffer is held, no goroutine leaks; temporary objects left (a
+//     part the service applied after the cleanup, as documented) are
+//     counted.
 //
 // It logs the outcomes by code, and fails on any violation.
 func TestRandomFaults(t *testing.T) {
@@ -172,6 +185,7 @@ func TestRandomFaults(t *testing.T) {
 			fc.size, fc.parallel = 4<<20+rng.IntN(12<<20), true // parallel uploads alone
 		}
 		fc.ifNew = rng.IntN(2) == 0
+		fc.session = !fc.parallel && fc.size <= 256<<10 && rng.IntN(3) == 0
 		if rng.IntN(4) == 0 {
 			fc.deadline = 200*time.Millisecond + time.Duration(rng.Int64N(int64(1800*time.Millisecond)))
 		}
@@ -202,6 +216,9 @@ func TestRandomFaults(t *testing.T) {
 				}
 				if fc.parallel {
 					opts = append(opts, uploader.WithParallelUpload(uploader.ParallelUpload{PartSize: 2 << 20}))
+				}
+				if fc.session {
+					opts = append(opts, uploader.WithResumable())
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), fc.deadline)
 				_, err := clients[name].Upload(ctx, testBucket, fc.name, bytes.NewReader(data), opts...)
@@ -254,6 +271,7 @@ func TestRandomFaults(t *testing.T) {
 		byCode                                  = map[string]int{}
 		example                                 = map[string]string{}
 		storedAfterError, cameBack, parallel412 []string
+		lateOneShot                             []string
 		untyped, internal, overrun              []string
 		maxOverrun                              time.Duration
 		unknown                                 int
@@ -278,8 +296,14 @@ func TestRandomFaults(t *testing.T) {
 		stored := oerr == nil
 		switch {
 		case r.err == nil:
-			if stored {
+			switch {
+			case stored && r.sessioned():
 				cameBack = append(cameBack, r.name)
+			case stored:
+				// A one-shot write (or a parallel upload's compose)
+				// whose lost attempt the service applied after the
+				// caller's delete: the package doc names the case.
+				lateOneShot = append(lateOneShot, r.name)
 			}
 			continue
 		case stored && !uploader.IsOutcomeUnknown(r.err):
@@ -318,7 +342,7 @@ func TestRandomFaults(t *testing.T) {
 	}{
 		{"returned nil but not stored exactly", bad.corrupt},
 		{"failed (outcome known) but stored", storedAfterError},
-		{"stored, deleted, and there again", cameBack},
+		{"through a session: stored, deleted, and there again", cameBack},
 		{"not an *uploader.Error", untyped},
 		{"reported as Internal", internal},
 		{"returned past its context", overrun},
@@ -329,9 +353,15 @@ func TestRandomFaults(t *testing.T) {
 			t.Errorf("%s: %s", v.what, s)
 		}
 	}
-	t.Logf("%-72s %d", "temporary objects left:", len(temps))
+	t.Logf("%-72s %d", "one-shot: stored, deleted, and there again (as documented):", len(lateOneShot))
+	for _, s := range lateOneShot {
+		t.Logf("  %s", s)
+	}
+	// A part the service applied after the cleanup is left under the
+	// prefix, as WithParallelUpload says: counted, not a violation.
+	t.Logf("%-72s %d", "temporary objects left (as documented):", len(temps))
 	for _, o := range temps {
-		t.Errorf("temporary object left: %s (%d bytes, created %s, %v before the end of the run)", o.Name, o.Size, o.Created.Format(time.StampMicro), runEnd.Sub(o.Created))
+		t.Logf("  temporary object left: %s (%d bytes, created %s, %v before the end of the run)", o.Name, o.Size, o.Created.Format(time.StampMicro), runEnd.Sub(o.Created))
 	}
 	if len(temps) > 0 {
 		warnings.Lock()

@@ -14,17 +14,17 @@ import (
 )
 
 // TestTimeoutBreaksNoOtherUpload: one connection carries a healthy
-// resumable upload and a parallel upload whose parts the service answers
-// too late for their attempt timeout. The parts' attempts time out again
-// and again; each one's stream is reset, never the connection: the healthy
-// upload beside them is never broken, so it never has to ask the
+// resumable upload and a one-shot upload of several messages (a 4 MiB
+// chunk goes out as two messages of one WriteObject stream) that the
+// service answers too late for its attempt timeout. Its attempts time out
+// again and again; each one's stream is reset, never the connection: the
+// healthy upload beside them is never broken, so it never has to ask the
 // session's status and resume, and it stores its object.
 func TestTimeoutBreaksNoOtherUpload(t *testing.T) {
-	const part = 2 * q
 	e := newEnv(t, option.WithGRPCConnectionPool(1))
 	e.srv.Delay(fakes.MethodWriteObject, 1500*time.Millisecond)
 	// The healthy upload's stream waits too, so that it is open on the
-	// connection while the parts time out.
+	// connection while the other's attempts time out.
 	e.srv.Delay(fakes.MethodBidiWriteObject, time.Second)
 
 	healthy := payload(8*mib, 46)
@@ -35,11 +35,11 @@ func TestTimeoutBreaksNoOtherUpload(t *testing.T) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
 	defer cancel()
-	_, err := e.c.Upload(ctx, bucket, "timing-out", bytes.NewReader(payload(4*part, 47)),
-		uploader.WithParallelUpload(uploader.ParallelUpload{PartSize: part, Parts: 2}),
+	_, err := e.c.Upload(ctx, bucket, "timing-out", bytes.NewReader(payload(3*mib, 47)),
+		uploader.WithChunkSize(4*mib), uploader.WithDoesNotExist(),
 		uploader.WithRetry(uploader.WithAttemptTimeout(300*time.Millisecond)))
 	if err == nil {
-		t.Fatal("the parallel upload whose every part times out succeeded")
+		t.Fatal("the upload whose every attempt times out succeeded")
 	}
 	if err := <-done; err != nil {
 		t.Fatalf("the healthy upload: %v", err)

@@ -155,6 +155,13 @@ type parallel struct {
 	inflight atomic.Int32
 	temps    []source // intermediate composes' objects
 
+	// wake ends the Writer's wait for a buffer when a part ends (see
+	// buffer): a part gives its buffers back as the service persists
+	// them, before it ends, so a wait that began while it was in flight
+	// may have to dispatch the part being filled once it ended.
+	wakeMu sync.Mutex
+	wake   context.CancelFunc
+
 	waitOnce sync.Once
 	allDone  chan struct{} // closed once every part's goroutine ended
 	err      error         // the first part's failure, once allDone is closed
@@ -175,8 +182,9 @@ type part struct {
 	index int
 	refs  []*chunkRef
 	size  int64       // its CRC32C is scratch.crc, which its checksums point to
+	base  int64       // the offset of its first byte in the object
 	gen   int64       // the generation stored; 0 until then
-	sent  atomic.Bool // a write of it may have reached the service
+	sent  atomic.Bool // its outcome is unknown: the service may store it
 	retry retrier
 	ev    uploadEvents
 }

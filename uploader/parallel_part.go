@@ -1,6 +1,7 @@
 package uploader
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,6 +24,11 @@ func (p *parallel) push(c chunker.Chunk) error {
 		p.cur = p.newPart(len(p.parts))
 	}
 	pt := p.cur
+	if len(pt.refs) == 0 {
+		pt.base = c.Offset
+	}
+	// A part is an object of its own: its chunks' offsets start at 0.
+	c.Offset -= pt.base
 	r := p.life.newRef(c)
 	pt.refs = append(pt.refs, r)
 	pt.scratch.crc = crc32c.Combine(pt.scratch.crc, r.CRC32C, int64(len(r.Data)))
@@ -52,7 +58,6 @@ func (u *upload) initSpec(w *Writer) {
 	u.scratch.object.Name, u.scratch.object.Bucket = u.object, w.resource()
 	u.scratch.object.ContentType = "application/octet-stream"
 	u.scratch.spec.IfGenerationMatch = new(int64)
-	u.scratch.settle = true
 }
 
 // dispatch hands the part being filled to a goroutine of its own. It waits
@@ -73,7 +78,14 @@ func (p *parallel) dispatch() error {
 	p.parts = append(p.parts, pt)
 	p.inflight.Add(1)
 	p.g.Go(func() error {
-		defer p.inflight.Add(-1)
+		defer func() {
+			p.inflight.Add(-1)
+			p.wakeMu.Lock()
+			if p.wake != nil {
+				p.wake()
+			}
+			p.wakeMu.Unlock()
+		}()
 		err := p.send(pt)
 		if err != nil {
 			// Cancelled before the turn frees, so no part starts after a
@@ -89,8 +101,13 @@ func (p *parallel) dispatch() error {
 	return nil
 }
 
-// send uploads part pt in one WriteObject call, retried as a whole, and
-// drops its chunks once done.
+// send uploads part pt through a resumable session of its own and drops
+// its chunks once done. The session makes the part's outcome exact, as
+// for any session (see resumable.settle): after a lost answer the session
+// is asked; a part that fails once its finish may have gone out has its
+// session cancelled, so that nothing of it can be stored after the
+// cleanup; only a session the service cannot be reached to settle leaves
+// the part unknown, and the cleanup deletes it by name.
 func (p *parallel) send(pt *part) error {
 	if err := p.ctx.Err(); err != nil {
 		// Another part failed while this one waited for its turn.
@@ -102,30 +119,13 @@ func (p *parallel) send(pt *part) error {
 	}
 	start := time.Now()
 	names := p.tr.names()
-	var o *wire.Object
-	// A part's name is under the upload's own prefix: whatever object it
-	// holds, this upload wrote (see creation).
-	cr := creation{own: true}
-	err := pt.retry.do(&pt.target, names.write, true, nil, func() (string, bool, error) {
-		if err := p.ctx.Err(); err != nil {
-			// No attempt starts once the upload is cancelled.
-			return "", false, err
-		}
-		var sent bool
-		var err error
-		o, sent, err = p.tr.writeObject(&pt.upload, pt.refs, pt.retry.attemptTimeout())
-		if sent {
-			pt.sent.Store(true)
-		}
-		o, err = cr.judge(&pt.upload, p.tr, pt.retry.cfg, o, sent, err)
-		return "", sent, err
-	})
-	for _, r := range pt.refs {
-		r.unref()
-	}
+	o, err := p.sendSession(pt)
 	pt.refs = nil
 	if err == nil {
 		err = pt.check(o)
+	}
+	if IsOutcomeUnknown(err) {
+		pt.sent.Store(true)
 	}
 	p.event(pt, start, err)
 	if err != nil {
@@ -135,6 +135,37 @@ func (p *parallel) send(pt *part) error {
 	}
 	p.w.cfg.progress.report(p.stored.Add(pt.size))
 	return nil
+}
+
+// sendSession opens pt's session, hands it pt's chunks and finishes it.
+func (p *parallel) sendSession(pt *part) (*wire.Object, error) {
+	refs := pt.refs
+	win := p.tr.window(pt.size)
+	s, err := startResumable(&pt.upload, p.tr, &pt.retry, &pt.ev, win, win, win, nil)
+	if err != nil {
+		for _, r := range refs {
+			r.unref()
+		}
+		return nil, err
+	}
+	defer s.close()
+	for _, r := range refs[:len(refs)-1] {
+		s.take(r)
+	}
+	o, err := s.finish(refs[len(refs)-1])
+	if err != nil {
+		if o, err = s.settle(err); err != nil {
+			s.abort(err)
+		}
+	}
+	if o != nil {
+		// The service has every byte of the part: gRPC wrote every
+		// message, and what it has not freed (a frame of a stream that
+		// ended, see outMsg) it never reads again. The part's buffers go
+		// back now, for the parts still to fill.
+		pt.life.forceRelease()
+	}
+	return o, err
 }
 
 // check checks the stored part against what was sent.
@@ -192,23 +223,40 @@ func (p *parallel) event(pt *part, start time.Time, err error) {
 // buffer takes an empty buffer for the part being filled. When it must
 // wait and no part is uploading, the part is sent as it is, smaller than
 // PartSize: the pool budget is then held by the part itself, and nothing
-// else would give a buffer back.
+// else would give a buffer back. A part that ends during the wait ends the
+// wait, so that this is looked at again.
 func (p *parallel) buffer() (*[]byte, error) {
 	w := p.w
 	if b, ok := w.tryBuffer(); ok {
 		return b, nil
 	}
 	defer w.waited(time.Now())
-	if p.inflight.Load() == 0 && p.cur != nil && len(p.cur.refs) > 0 {
-		if err := p.dispatch(); err != nil {
-			return nil, err
+	for {
+		if p.inflight.Load() == 0 && p.cur != nil && len(p.cur.refs) > 0 {
+			if err := p.dispatch(); err != nil {
+				return nil, err
+			}
+		}
+		ctx, cancel := context.WithCancel(p.ctx)
+		p.wakeMu.Lock()
+		p.wake = cancel
+		p.wakeMu.Unlock()
+		if p.inflight.Load() == 0 && p.cur != nil && len(p.cur.refs) > 0 {
+			// The last part ended before the wake was set.
+			cancel()
+		}
+		b, err := w.waitBuffer(ctx)
+		p.wakeMu.Lock()
+		p.wake = nil
+		p.wakeMu.Unlock()
+		cancel()
+		switch {
+		case err == nil:
+			return b, nil
+		case p.ctx.Err() != nil:
+			return nil, p.failure(err)
 		}
 	}
-	b, err := w.waitBuffer(p.ctx)
-	if err != nil {
-		return nil, p.failure(err)
-	}
-	return b, nil
 }
 
 // failure returns the error that ended the upload: a part's, which ended

@@ -76,7 +76,11 @@ func (s *resumable) recoverFrom(op string, cause error) error {
 		// Resend everything the service does not have, then finish if the
 		// upload had come that far.
 		if err := s.st.send(s.pushedNow(), true); err != nil {
-			return s.names.stream, true, s.teardown(err)
+			err = s.teardown(err)
+			if s.moved(err) {
+				err = errPersistedMoved
+			}
+			return s.names.stream, true, err
 		}
 		s.ev.Resumed(persisted, first)
 		return "", true, nil
@@ -145,6 +149,10 @@ var errPersistedMoved = status.Error(codes.Unavailable, "the session's persisted
 // return now (google.storage.v2 WriteObjectRequest.write_offset). One
 // status query tells.
 func (s *resumable) moved(cause error) bool {
+	if s.u.app != nil {
+		// An appendable object's status is a stream of its own.
+		return false
+	}
 	switch status.Code(cause) {
 	case codes.InvalidArgument, codes.OutOfRange, codes.FailedPrecondition:
 	default:

@@ -202,11 +202,11 @@ func TestTelemetryParallelParts(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans), sdktrace.WithSampler(sdktrace.AlwaysSample()))
 	e := newEnv(t, uploader.WithTracerProvider(tp))
 	opt := uploader.WithParallelUpload(uploader.ParallelUpload{PartSize: 256 * kib, Parts: 1})
-	e.srv.FailCall("WriteObject", 2, codes.Unavailable) // the second part is retried once
+	e.srv.FailCall("StartResumableWrite", 2, codes.Unavailable) // the second part is retried once
 	if _, err := e.c.Upload(context.Background(), bucket, "par/ok", bytes.NewReader(payload(700*kib, 1)), opt); err != nil {
 		t.Fatal(err)
 	}
-	e.srv.FailCall("WriteObject", 1, codes.PermissionDenied)
+	e.srv.FailCall("StartResumableWrite", 1, codes.PermissionDenied)
 	if _, err := e.c.Upload(context.Background(), bucket, "par/fail", bytes.NewReader(payload(700*kib, 2)), opt); !uploader.IsPermissionDenied(err) {
 		t.Fatalf("upload with a denied part: %v, want PermissionDenied", err)
 	}
