@@ -198,6 +198,18 @@ func TestAppendableBadInput(t *testing.T) {
 			_, _, err := e.c.TakeOver(ctx, bucket, "o", 1, uploader.WithMD5())
 			return err
 		}},
+		{"appendable with MD5", func() error {
+			_, err := e.c.NewWriter(ctx, bucket, "o", uploader.WithAppendable(), uploader.WithMD5())
+			return err
+		}},
+		{"appendable with a sent MD5", func() error {
+			_, err := e.c.Upload(ctx, bucket, "o", bytes.NewReader([]byte("x")), uploader.WithAppendable(), uploader.WithSendMD5(make([]byte, 16)))
+			return err
+		}},
+		{"resumable and appendable", func() error {
+			_, err := e.c.NewWriter(ctx, bucket, "o", uploader.WithAppendable(), uploader.WithResumable())
+			return err
+		}},
 		{"Flush of a plain Writer", func() error {
 			w, err := e.c.NewWriter(ctx, bucket, "o")
 			if err != nil {
@@ -483,6 +495,73 @@ func TestAppendableFinishAnswerLost(t *testing.T) {
 			sameBytes(t, "object", e.content("o"), all)
 			if w.Attrs().Finalized.IsZero() {
 				t.Fatal("not finalized")
+			}
+		})
+	}
+}
+
+// TestAppendableOptionsKept: what the options of an appendable object
+// promise holds through the public API. TakeOver takes WithoutFinalize (its
+// doc says so) and leaves the object open; a wrong WithSendCRC32C is
+// DataLoss, and the object is not finalized.
+func TestAppendableOptionsKept(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	first := payload(10<<10, 3)
+	w1, err := e.c.NewWriter(ctx, bucket, "open", uploader.WithAppendable(), uploader.WithoutFinalize())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w1.Write(first)
+	if err := w1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	o, err := e.srv.Object(bucket, "open")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2, offset, err := e.c.TakeOver(ctx, bucket, "open", o.Generation, uploader.WithoutFinalize())
+	if err != nil {
+		t.Fatalf("TakeOver with WithoutFinalize: %v", err)
+	}
+	if offset != int64(len(first)) {
+		t.Fatalf("takeover at %d, want %d", offset, len(first))
+	}
+	w2.Write([]byte("more"))
+	if err := w2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := e.srv.Object(bucket, "open"); err != nil || !o.Finalized.IsZero() || o.Size != int64(len(first))+4 {
+		t.Fatalf("after the takeover's Close: %+v, %v; want %d bytes, unfinalized", o.ObjectAttrs, err, len(first)+4)
+	}
+
+	for _, tc := range []struct {
+		name   string
+		upload func(opts ...uploader.WriterOption) error
+	}{
+		{"Upload", func(opts ...uploader.WriterOption) error {
+			_, err := e.c.Upload(ctx, bucket, "crc", bytes.NewReader([]byte("hello")), opts...)
+			return err
+		}},
+		{"Writer", func(opts ...uploader.WriterOption) error {
+			w, err := e.c.NewWriter(ctx, bucket, "crc", opts...)
+			if err != nil {
+				return err
+			}
+			w.Write(payload(300<<10, 4))
+			if _, err := w.Flush(ctx); err != nil {
+				return err
+			}
+			return w.Close()
+		}},
+	} {
+		t.Run("wrong CRC32C, "+tc.name, func(t *testing.T) {
+			err := tc.upload(uploader.WithAppendable(), uploader.WithSendCRC32C(0xdeadbeef))
+			if !uploader.IsDataLoss(err) || uploader.IsOutcomeUnknown(err) {
+				t.Fatalf("got %v, want DataLoss", err)
+			}
+			if o, err := e.srv.Object(bucket, "crc"); err == nil && !o.Finalized.IsZero() {
+				t.Fatal("the object was finalized")
 			}
 		})
 	}
