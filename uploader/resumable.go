@@ -39,10 +39,11 @@ type resumable struct {
 	names    *callNames
 
 	// Owned by the Writer's goroutine.
-	st    stream // the current stream; nil while broken
-	final  bool  // the last chunk was pushed
-	seen   int64 // persisted size at the last progress report to the retrier
-	opened int64 // the offset the current stream started at
+	st      stream // the current stream; nil while broken
+	final   bool   // the last chunk was pushed
+	seen    int64  // persisted size at the last progress report to the retrier
+	opened  int64  // the offset the current stream started at
+	resumed bool   // a status query placed the current stream (see moved)
 
 	mu        sync.Mutex
 	last      int64 // the end of the data pushed so far; written under mu, read freely by the Writer's goroutine

@@ -70,6 +70,7 @@ func (s *resumable) recoverFrom(op string, cause error) error {
 			return "", true, nil
 		}
 		s.report(persisted)
+		s.resumed = true
 		if err := s.open(persisted); err != nil {
 			return s.names.stream, true, err
 		}
@@ -158,7 +159,13 @@ func (s *resumable) moved(cause error) bool {
 	default:
 		return false
 	}
-	if s.final && s.finished() {
+	s.mu.Lock()
+	acked, done := s.persisted > s.opened, s.resource != nil
+	s.mu.Unlock()
+	if !s.resumed || acked || done {
+		// Only a stream that a status query placed, refused before the
+		// service acknowledged anything of it: a refusal after progress
+		// is the service's answer to the data.
 		return false
 	}
 	persisted, o, err := s.tr.queryStatus(s.u, s.id, s.route, -1, s.retry.attemptTimeout())
