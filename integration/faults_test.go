@@ -260,6 +260,12 @@ func TestRandomFaults(t *testing.T) {
 			t.Errorf("proxy settle: %v", err)
 		}
 	}
+	// The calls that settle outcomes (status queries, cancels, look-ups),
+	// beside the writes.
+	perMethod := map[string]int{}
+	for _, cc := range srv.CallCounts() {
+		perMethod[cc.Method] += int(cc.Count)
+	}
 	gstats, hstats := gp.Stats(), hp.Stats()
 	gp.Close()
 	hp.Close()
@@ -334,6 +340,14 @@ func TestRandomFaults(t *testing.T) {
 		t.Logf("%-55s %5d  %.200s", k, byCode[k], example[k])
 	}
 	t.Logf("outcome unknown: %d; longest return past a short deadline: %v", unknown, maxOverrun.Round(time.Millisecond))
+	methods := make([]string, 0, len(perMethod))
+	for m := range perMethod {
+		methods = append(methods, m)
+	}
+	sort.Strings(methods)
+	for _, m := range methods {
+		t.Logf("calls of %-40s %6d", m, perMethod[m])
+	}
 	t.Logf("gRPC proxy: %+v", gstats)
 	t.Logf("JSON proxy: %+v", hstats)
 	for _, v := range []struct {
