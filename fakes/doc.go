@@ -324,6 +324,28 @@
 //     one whose destination's ifGenerationMatch fails is 412
 //     (fake-gcs-server ignores it).
 //
+// # Slow commits
+//
+// GCS commits a write in its own time, and at the tail takes seconds.
+// [WithCommitDelay] makes every write that stores an object wait a fixed
+// delay before it stores it, and [WithCommitDelays] a delay drawn per
+// write ([CommitJitter]: uniform between two bounds, from a seeded
+// source, the same sequence for a seed). The writes that wait: a one-shot
+// WriteObject or BidiWriteObject, a resumable session's finish_write and
+// a JSON resumable upload's last request, JSON media and multipart
+// uploads, compose, copy and a rewrite's last call (both APIs), and an
+// appendable object's finalize. The wait is not cut short when the client
+// leaves: the object is stored all the same, as a service that received
+// the write whole may store it.
+//
+// Whether GCS applies a gRPC write whose deadline (grpc-timeout) passed
+// before it was applied is not shown: its documentation does not say it
+// drops one, Google's storage-testbench never reads the deadline, and
+// gRPC defines DEADLINE_EXCEEDED as possibly returned for an operation
+// that completed. So the fake applies it, the conservative model;
+// [WithDeadlineDrop] makes the fake drop it instead (codes.DeadlineExceeded,
+// nothing stored), an assumed behaviour for experiments only.
+//
 // # Request log and faults
 //
 // Every call is recorded with its method (the gRPC method, e.g.

@@ -213,12 +213,12 @@ func (w *writeStream) Persist() error { return w.up.persist() }
 
 // Finalize implements writes.Stream: the object is stored.
 func (w *writeStream) Finalize() (*wire.Object, error) {
-	return w.s.finalize(w.up, tenantOf(w.ctx))
+	return w.s.finalize(w.ctx, w.up, tenantOf(w.ctx))
 }
 
 // FinalizeAppendable implements writes.Stream.
 func (w *writeStream) FinalizeAppendable() (*wire.Object, error) {
-	return w.up.finalizeAppendable()
+	return w.up.finalizeAppendable(w.ctx, &w.s.commits)
 }
 
 func (w *writeStream) broken() error {

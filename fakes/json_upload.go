@@ -255,7 +255,7 @@ func (s *Server) finish(w http.ResponseWriter, r *http.Request, up *upload) erro
 		up.Drop()
 		return err
 	}
-	if _, err := s.finalize(up, lastValue(r.Header, header.TenantKey)); err != nil {
+	if _, err := s.finalize(r.Context(), up, lastValue(r.Header, header.TenantKey)); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, resource(up.b, up.stored, baseURL(r)))

@@ -38,8 +38,8 @@ type Server struct {
 	retry  *retrytest.Tests
 	svc    service // the handlers of rpcs
 
-	httpConns   atomic.Int64  // TCP connections the JSON API port accepted
-	commitDelay time.Duration // WithCommitDelay
+	httpConns atomic.Int64 // TCP connections the JSON API port accepted
+	commits   commits      // WithCommitDelay, WithCommitDelays, WithDeadlineDrop
 
 	limiter *capacity.Limiter // the buckets' write capacity; nil: none (see admit.go)
 
@@ -75,7 +75,7 @@ func New(opts ...Option) (*Server, error) {
 		grpcAddr: api.DialAddr(grpcLis.Addr()),
 		httpURL:  "http://" + api.DialAddr(httpLis.Addr()),
 	}
-	s.commitDelay = cfg.commitDelay
+	s.commits.fixed, s.commits.draw, s.commits.drop = cfg.commitDelay, cfg.commitDraw, cfg.deadlineDrop
 	s.limiter = limiter
 	s.calls.init(cfg.callLog)
 	s.sessions.Init(cfg.sessionExpiry, cfg.maxSessions)
