@@ -183,6 +183,9 @@ func (w *writeStream) openAppend(m *api.WriteMsg) error {
 	if err != nil {
 		return err
 	}
+	if err := checkWrite(w.ctx); err != nil {
+		return err
+	}
 	o, err := b.Get(spec.GetObject(), spec.GetGeneration())
 	if err != nil {
 		return err

@@ -34,10 +34,11 @@ import (
 
 // commits draws and waits the commit delay of each write.
 type commits struct {
-	fixed time.Duration        // WithCommitDelay
-	mu    sync.Mutex           // serializes draw
-	draw  func() time.Duration // WithCommitDelays; nil: fixed
-	drop  bool                 // WithDeadlineDrop
+	fixed time.Duration         // WithCommitDelay
+	mu    sync.Mutex            // serializes draw
+	draw  func() time.Duration  // WithCommitDelays; nil: fixed
+	drop  bool                  // WithDeadlineDrop
+	wait  func(context.Context) // a test's hook, after the delay (WithCommitWait)
 }
 
 // delay returns the commit delay of one write.
@@ -63,6 +64,9 @@ func (c *commits) delay() time.Duration {
 func (c *commits) commit(ctx context.Context) error {
 	if d := c.delay(); d > 0 {
 		time.Sleep(d) // a slow commit, not cut short by the client's leaving
+	}
+	if c.wait != nil && ctx != nil {
+		c.wait(ctx)
 	}
 	if !c.drop || ctx == nil {
 		return nil

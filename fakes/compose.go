@@ -116,7 +116,7 @@ func (v *service) ComposeObject(ctx context.Context, req *wire.ComposeObjectRequ
 			srcs[i].IfMatch = &m
 		}
 	}
-	cond := api.ReadConditions(req.IfGenerationMatch, nil, req.IfMetagenerationMatch, nil)
+	cond := overwriteCond(ctx, api.ReadConditions(req.IfGenerationMatch, nil, req.IfMetagenerationMatch, nil))
 	if err := v.s.commits.commit(ctx); err != nil {
 		return nil, err
 	}

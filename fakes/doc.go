@@ -346,6 +346,51 @@
 // [WithDeadlineDrop] makes the fake drop it instead (codes.DeadlineExceeded,
 // nothing stored), an assumed behaviour for experiments only.
 //
+// # Roles
+//
+// [WithCredential] (fakegcs -credential TOKEN=ROLE) holds the requests
+// that carry a bearer token ("authorization: Bearer TOKEN", as gRPC
+// metadata or an HTTP header) to one of Cloud Storage's predefined roles
+// on objects: [RoleObjectViewer] (storage.objects.get and list),
+// [RoleObjectCreator] (storage.objects.create only, an uploader's usual
+// role), [RoleObjectUser] (create, delete, get, list, update) and
+// [RoleObjectAdmin] (storage.objects.*). A request without a token, or
+// with one the server does not know, keeps full access. A request its
+// role does not allow is refused before it does anything, as GCS refuses
+// it: HTTP 403 with the JSON error body, reason "forbidden" and the
+// message "Caller does not have PERMISSION access to the Google Cloud
+// Storage object. ...", or codes.PermissionDenied with that message.
+//
+// Each method needs what storage.proto's IAM Permissions sections and
+// the JSON API's reference say: a write (WriteObject or BidiWriteObject
+// opening an object with write_object_spec or append_object_spec,
+// StartResumableWrite, objects.insert) storage.objects.create; reads
+// (GetObject, ReadObject, BidiReadObject, objects.get, path-style GETs)
+// storage.objects.get; ListObjects and objects.list storage.objects.list;
+// deletes storage.objects.delete; UpdateObject, objects.patch and update
+// storage.objects.update; ComposeObject, RewriteObject, objects.compose,
+// copy and rewrite storage.objects.create and storage.objects.get; the
+// object ACL methods storage.objects.getIamPolicy or setIamPolicy;
+// buckets.testIamPermissions and gRPC TestIamPermissions nothing; every
+// other bucket or project method a bucket permission no object role
+// grants. A write that would replace a live object also needs
+// storage.objects.delete, as GCS requires to overwrite: checked where the
+// fake checks preconditions (when a resumable session starts and when the
+// object is stored), after them, so a create-only caller's write with
+// ifGenerationMatch=0 to an existing name fails its precondition (412,
+// codes.FailedPrecondition) and one without it is refused (403). (GCS
+// documents that an overwrite needs the delete permission; the order of
+// the two checks is not documented, and is the fake's choice.)
+//
+// The later requests of a resumable session (the PUTs, status queries and
+// DELETE to a JSON session URI; QueryWriteStatus and writes that name an
+// upload_id over gRPC) are not checked: GCS documents that a session URI
+// acts as an authentication token, and storage.proto names no permission
+// for QueryWriteStatus or for resuming. The session keeps the role of the
+// request that started it for its overwrite check. The IAM policies that
+// buckets.setIamPolicy stores are not enforced: roles come from
+// WithCredential only.
+//
 // # Request log and faults
 //
 // Every call is recorded with its method (the gRPC method, e.g.

@@ -32,6 +32,9 @@ func (s *Server) newUpload(ctx context.Context, spec *wire.WriteObjectSpec, comm
 	if err != nil {
 		return nil, err
 	}
+	if err := checkWrite(ctx); err != nil {
+		return nil, err
+	}
 	res := spec.GetResource()
 	b, err := s.store.Bucket(bucket)
 	if err != nil {
@@ -47,7 +50,7 @@ func (s *Server) newUpload(ctx context.Context, spec *wire.WriteObjectSpec, comm
 	if a.Extra, err = specExtra(spec); err != nil {
 		return nil, err
 	}
-	return newUpload(b, spec.GetResource().GetName(), a, api.SpecConditions(spec), spec.ObjectSize), nil
+	return newUpload(b, spec.GetResource().GetName(), a, overwriteCond(ctx, api.SpecConditions(spec)), spec.ObjectSize), nil
 }
 
 // specAttrs returns the attributes a write's spec gives its object, but

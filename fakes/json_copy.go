@@ -271,7 +271,7 @@ func (s *Server) copy(req *copyRequest) (*copyResult, error) {
 	if err := s.commits.commit(req.ctx); err != nil {
 		return nil, err
 	}
-	if res.stored, err = dstB.Put(req.dstName, a, c, req.dstCond, req.tenant); err != nil {
+	if res.stored, err = dstB.Put(req.dstName, a, c, overwriteCond(req.ctx, req.dstCond), req.tenant); err != nil {
 		return nil, err
 	}
 	return res, nil

@@ -84,6 +84,7 @@ func (s *Server) newJSONUpload(r *http.Request, bkt string, meta objectMetadata)
 	if err != nil {
 		return nil, err
 	}
+	cond = overwriteCond(r.Context(), cond) // WithCredential
 	b, err := s.store.Bucket(bkt)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package fakes
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"slices"
@@ -41,10 +42,12 @@ type config struct {
 	maxStreams    int
 	link          link.Config
 	commitDelay   time.Duration
-	commitDraw    func() time.Duration // WithCommitDelays
-	deadlineDrop  bool                 // WithDeadlineDrop
-	capacity      []bucketCapacity     // WithCapacity, WithBucketCapacity
-	capacityClock func() time.Time     // the capacity's clock, for tests
+	commitDraw    func() time.Duration  // WithCommitDelays
+	deadlineDrop  bool                  // WithDeadlineDrop
+	commitWait    func(context.Context) // WithCommitWait, for tests
+	creds         map[string]Role       // WithCredential
+	capacity      []bucketCapacity      // WithCapacity, WithBucketCapacity
+	capacityClock func() time.Time      // the capacity's clock, for tests
 }
 
 func newConfig(opts []Option) (*config, error) {
@@ -131,6 +134,7 @@ func (c *config) validate() error {
 	if c.commitDelay < 0 {
 		errs = append(errs, fmt.Sprintf("commit delay %v is negative", c.commitDelay))
 	}
+	errs = append(errs, c.validateCreds()...)
 	if c.callLog < 0 {
 		errs = append(errs, fmt.Sprintf("call log size %d is negative", c.callLog))
 	}

@@ -42,6 +42,7 @@ type Server struct {
 	commits   commits      // WithCommitDelay, WithCommitDelays, WithDeadlineDrop
 
 	limiter *capacity.Limiter // the buckets' write capacity; nil: none (see admit.go)
+	creds   map[string]Role   // WithCredential: the role of each bearer token; nil: none (see roles.go)
 
 	serving   sync.WaitGroup
 	serveErr  error // first unexpected error of a Serve loop; guarded by mu
@@ -76,7 +77,9 @@ func New(opts ...Option) (*Server, error) {
 		httpURL:  "http://" + api.DialAddr(httpLis.Addr()),
 	}
 	s.commits.fixed, s.commits.draw, s.commits.drop = cfg.commitDelay, cfg.commitDraw, cfg.deadlineDrop
+	s.commits.wait = cfg.commitWait
 	s.limiter = limiter
+	s.creds = cfg.creds
 	s.calls.init(cfg.callLog)
 	s.sessions.Init(cfg.sessionExpiry, cfg.maxSessions)
 	for _, b := range cfg.buckets {

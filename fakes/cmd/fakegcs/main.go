@@ -6,7 +6,7 @@
 // Usage:
 //
 //	fakegcs [-grpc 127.0.0.1:9090] [-http 127.0.0.1:4443] [-bucket NAME]... [-zonal-bucket NAME]...
-//	        [-call-log N]
+//	        [-call-log N] [-credential TOKEN=ROLE]...
 //	        [-rtt 20ms] [-bandwidth 100MB/s] [-max-streams 100]
 //	        [-session-expiry 168h] [-max-sessions N]
 //	        [-write-rate 1000] [-write-burst N] [-object-rate 1] [-share-503 0.1]
@@ -46,6 +46,13 @@
 // account), and resumable uploads in every Content-Range form GCS takes,
 // as the Node.js client sends them. See package fakes for the instructions
 // and methods.
+//
+// -credential TOKEN=ROLE holds the requests that carry "authorization:
+// Bearer TOKEN" to ROLE (objectViewer, objectCreator, objectUser or
+// objectAdmin, or the full name such as roles/storage.objectCreator), as
+// fakes.WithCredential does: a request the role does not allow is refused
+// with 403 (gRPC PERMISSION_DENIED). It may be repeated; requests without
+// a known token keep full access.
 //
 // -rtt and -bandwidth put a simulated network path in front of both ports
 // (package fakes/link: the round-trip time, and the bandwidth of each
@@ -106,6 +113,23 @@ type buckets []string
 func (b *buckets) String() string     { return strings.Join(*b, ",") }
 func (b *buckets) Set(v string) error { *b = append(*b, v); return nil }
 
+// credentials is a repeatable -credential TOKEN=ROLE flag.
+type credentials []fakes.Option
+
+func (c *credentials) String() string { return "" }
+func (c *credentials) Set(v string) error {
+	tok, name, ok := strings.Cut(v, "=")
+	if !ok || tok == "" {
+		return fmt.Errorf("want TOKEN=ROLE, got %q", v)
+	}
+	r, err := fakes.ParseRole(name)
+	if err != nil {
+		return err
+	}
+	*c = append(*c, fakes.WithCredential(tok, r))
+	return nil
+}
+
 // run serves until ctx ends and returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("fakegcs", flag.ContinueOnError)
@@ -116,6 +140,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Var(&bs, "bucket", "create bucket `NAME` (repeatable)")
 	var zs api.NameList
 	fs.Var(&zs, "zonal-bucket", "create zonal bucket `NAME`, which takes appendable writes only (repeatable, or a comma-separated list)")
+	var creds credentials
+	fs.Var(&creds, "credential", "hold requests with bearer `TOKEN=ROLE` to the role (objectViewer, objectCreator, objectUser, objectAdmin; repeatable)")
 	callLog := fs.Int("call-log", fakes.DefaultCallLog, "keep the last `N` calls in the request log")
 	expiry := fs.Duration("session-expiry", fakes.DefaultSessionExpiry, "a resumable session unused for this long expires")
 	maxSessions := fs.Int("max-sessions", fakes.DefaultMaxSessions, "keep at most `N` resumable sessions; the one unused longest expires first")
@@ -144,6 +170,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, b := range zs {
 		opts = append(opts, fakes.WithZonalBucket(b))
 	}
+	opts = append(opts, creds...)
 	capCfg, capOn, err := capFlags.Config()
 	if err != nil {
 		fmt.Fprintf(stderr, "fakegcs: %v\n", err)
