@@ -221,7 +221,8 @@
 //     and the ACL methods set);
 //   - buckets.getIamPolicy, setIamPolicy (the policy's etag, if the body
 //     has one, must be the policy's: 412 otherwise) and
-//     testIamPermissions (every storage permission asked for is granted);
+//     testIamPermissions (every storage permission asked for is granted,
+//     but to a caller held to a role: see Roles);
 //   - notifications.list, insert (topic and payload_format required),
 //     get and delete: configs are stored, at most 100 per bucket, and no
 //     message is sent;

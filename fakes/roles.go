@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"google.golang.org/grpc/metadata"
@@ -314,6 +315,24 @@ func (s *Server) authorizeHTTP(r *http.Request, method string) (*http.Request, e
 	}
 	r = r.WithContext(context.WithValue(r.Context(), roleKey{}, role))
 	return r, need(r.Context(), jsonPerms(method, r))
+}
+
+// granted returns the permissions of asked that the request of ctx holds:
+// all of them without a role, else those its role grants, as
+// testIamPermissions answers a caller.
+func granted(ctx context.Context, asked []string) []string {
+	r, ok := roleFrom(ctx)
+	if !ok {
+		return asked
+	}
+	var out []string
+	have := r.Permissions()
+	for _, p := range asked {
+		if slices.Contains(have, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // checkWrite returns GCS's refusal if the request of ctx may not create

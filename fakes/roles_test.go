@@ -262,6 +262,25 @@ func objectsUnder(t *testing.T, srv *fakes.Server, prefix string) []string {
 	return out
 }
 
+// TestRoleTestIamPermissions: testIamPermissions answers a caller held to
+// a role with the permissions of its role, and anyone else with all.
+func TestRoleTestIamPermissions(t *testing.T) {
+	srv, _ := start(t, fakes.WithCredential("creator", fakes.RoleObjectCreator), fakes.WithCredential("viewer", fakes.RoleObjectViewer))
+	q := "?permissions=storage.objects.create&permissions=storage.objects.delete&permissions=storage.objects.get"
+	for _, tc := range []struct{ token, want string }{
+		{"", "[storage.objects.create storage.objects.delete storage.objects.get]"},
+		{"creator", "[storage.objects.create]"},
+		{"viewer", "[storage.objects.get]"},
+	} {
+		r := do(t, srv, "GET", "/storage/v1/b/"+bucket+"/iam/testPermissions"+q, nil, auth(tc.token)...)
+		var got struct{ Permissions []string }
+		r.decode(t, &got)
+		if fmt.Sprint(got.Permissions) != tc.want {
+			t.Errorf("token %q: granted %v, want %s", tc.token, got.Permissions, tc.want)
+		}
+	}
+}
+
 // TestRoleNames: a role's name parses back to it, and New refuses a
 // credential without a token or with an invalid role.
 func TestRoleNames(t *testing.T) {
