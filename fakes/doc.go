@@ -604,6 +604,15 @@
 // as GCS's front ends do, about 100, and [Server.Conns] then counts each
 // connection's calls.
 //
+// # Front end
+//
+// Package fakes/frontend runs HAProxy (Debian's 2.6, which .ci/haproxy.sh
+// installs) on loopback as an L7 proxy in front of either port, HTTP/2
+// on both sides for gRPC or HTTP/1.1 for the JSON API, so that a test can
+// put a real front end between a fault proxy (fakes/faultproxy) and the
+// fake, as Google's front ends stand before GCS; a test skips where
+// HAProxy is missing.
+//
 // # How to add an RPC
 //
 // Every method the gRPC server serves is one entry of the table rpcs

@@ -92,5 +92,8 @@
 // does not read for a second fires anyway, losing what it had not read.
 // The proxy does not model latency, bandwidth, loss or reordering. Package
 // link (fakes/link) models delay and bandwidth; to have both, put the link
-// on the server's listener and the proxy in front of that server.
+// on the server's listener and the proxy in front of that server. Package
+// frontend (fakes/frontend) puts a real L7 front end, HAProxy, behind the
+// proxy: client, proxy, front end, server, as on the path to GCS, where
+// a client's reset ends only its own connection to the front end.
 package faultproxy
