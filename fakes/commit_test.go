@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/objup/objup/fakes"
 	"github.com/objup/objup/internal/wire"
@@ -161,7 +162,11 @@ func TestDeadlineDrop(t *testing.T) {
 			ctx, cancel := context.WithTimeout(ctxT(t), 200*time.Millisecond)
 			defer cancel()
 			_, err := writeObject(ctx, cc, chunks(payload(1000, 1), 2*mib, withSpec(spec("late")))...)
-			wantCode(t, err, codes.DeadlineExceeded)
+			// Applied, the answer may still beat the client's own
+			// timer (under load): OK is then right too.
+			if code := status.Code(err); code != codes.DeadlineExceeded && (tc.drop || code != codes.OK) {
+				t.Fatalf("the client got %v", err)
+			}
 			// Once the call is recorded its handler returned: the
 			// write was stored or dropped. (Its code is the
 			// deadline's either way: the answer could not go out.)

@@ -46,6 +46,7 @@
 // # gRPC methods
 //
 // WriteObject, BidiWriteObject, StartResumableWrite, QueryWriteStatus,
+// CancelResumableWrite,
 // ReadObject, BidiReadObject, GetObject, ListObjects, DeleteObject,
 // UpdateObject, ComposeObject and RewriteObject; GetBucket, CreateBucket,
 // DeleteBucket, ListBuckets, UpdateBucket (storage_class, versioning,
@@ -83,7 +84,13 @@
 // persisted size, or the object once finalized. BidiWriteObject answers a
 // message with state_lookup, and a client's half-close of a resumable stream,
 // with the persisted size, and finish_write with the object, after which the
-// stream ends.
+// stream ends. A write to a session already finalized gets the object at
+// its first message, whatever it carries, and stores nothing more, as
+// storage.proto documents. CancelResumableWrite ends an open session:
+// nothing is stored, and a later write, status query or cancel of it is
+// codes.NotFound, as in Google's storage-testbench; a finalized session is
+// not changed by a cancel (OK, its object stays and it keeps answering
+// with it); an unknown id is codes.NotFound.
 //
 // BidiReadObject answers the read ranges of each message in order, in
 // messages of at most 2 MiB with their CRC32C, the last of a range marked
@@ -243,7 +250,10 @@
 //     X-Http-Status-Code-Override: 308 when the client sends
 //     X-GUploader-No-308: yes, as Google's Go libraries do); "bytes */*" or
 //     "bytes */T" asks for the status, and completes the upload when T bytes
-//     are there; DELETE cancels (499). A chunk that overlaps bytes already
+//     are there; DELETE cancels (499), after which the session answers
+//     its PUTs, status queries and DELETEs with 499, as GCS does (a
+//     finalized session keeps its object and answers a PUT with it; an
+//     unknown one is 404). A chunk that overlaps bytes already
 //     persisted is accepted and the overlap dropped; a gap is refused.
 //     A request whose body ends before its Content-Length, or whose chunked
 //     body is cut off before its last chunk (even once a multipart body's

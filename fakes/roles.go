@@ -241,19 +241,20 @@ func (s *Server) withRole(ctx context.Context) context.Context {
 // TestIamPermissions need nothing; a method not listed needs the bucket
 // permissions no object role grants.
 var grpcPerms = map[string]perm{
-	MethodWriteObject:         0,
-	MethodBidiWriteObject:     0,
-	MethodStartResumableWrite: 0,
-	MethodQueryWriteStatus:    0,
-	MethodReadObject:          permGet,
-	MethodBidiReadObject:      permGet,
-	MethodGetObject:           permGet,
-	MethodListObjects:         permList,
-	MethodDeleteObject:        permDelete,
-	MethodUpdateObject:        permUpdate,
-	MethodComposeObject:       permCreate | permGet,
-	methodRewriteObject:       permCreate | permGet,
-	methodTestIamPermissions:  0,
+	MethodWriteObject:          0,
+	MethodBidiWriteObject:      0,
+	MethodStartResumableWrite:  0,
+	MethodQueryWriteStatus:     0,
+	methodCancelResumableWrite: 0,
+	MethodReadObject:           permGet,
+	MethodBidiReadObject:       permGet,
+	MethodGetObject:            permGet,
+	MethodListObjects:          permList,
+	MethodDeleteObject:         permDelete,
+	MethodUpdateObject:         permUpdate,
+	MethodComposeObject:        permCreate | permGet,
+	methodRewriteObject:        permCreate | permGet,
+	methodTestIamPermissions:   0,
 }
 
 // authorizeGRPC returns ctx with the role of the gRPC call of method, and

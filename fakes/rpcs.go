@@ -78,6 +78,7 @@ var rpcs = []rpc{
 	raw(MethodUpdateObject, "storage.objects.patch", true, (*Server).grpcUpdateObject),
 	{name: MethodComposeObject, retry: "storage.objects.compose", faults: true,
 		unary: unaryRPC(MethodComposeObject, (*service).ComposeObject)},
+	raw(methodCancelResumableWrite, "", false, (*Server).grpcCancelResumableWrite),
 	raw(methodRewriteObject, "storage.objects.rewrite", false, (*Server).grpcRewriteObject),
 	raw(methodGetBucket, "storage.buckets.get", false, (*Server).grpcGetBucket),
 	raw(methodCreateBucket, "storage.buckets.insert", false, (*Server).grpcCreateBucket),

@@ -35,7 +35,8 @@ type upload struct {
 	chunks       [][]byte                 // the content of each accepted message, as received
 	stored       *store.Object            // set once finalized
 	result       *wire.Object             // stored, for gRPC
-	gone         bool                     // resumable session removed after a final failure; appendable object replaced
+	gone         bool                     // resumable session removed after a final failure, or cancelled; appendable object replaced
+	cancelled    bool                     // resumable session cancelled (gone too)
 	sessions     *store.Sessions[*upload] // a resumable session's registry
 
 	// Appendable objects (see append.go): the writer state, and how many
