@@ -160,6 +160,8 @@ func TestRunErrors(t *testing.T) {
 		{Args: []string{"-call-log", "-1"}, Code: 1, Want: "call log size -1 is negative"},
 		{Args: []string{"-bucket", "b", "-zonal-bucket", "b"}, Code: 1, Want: `bucket "b" is given both as a zonal bucket`},
 		{Args: []string{"-credential", "tok"}, Code: 2, Want: "want TOKEN=ROLE"},
+		{Args: []string{"-commit-delay", "2s", "-commit-delay-max", "1s"}, Code: 2, Want: "want at least -commit-delay"},
+		{Args: []string{"-commit-delay", "-1s"}, Code: 1, Want: "commit delay -1s is negative"},
 		{Args: []string{"-credential", "tok=owner"}, Code: 2, Want: `unknown role "owner"`},
 	})
 }
@@ -306,4 +308,20 @@ func TestRunCredential(t *testing.T) {
 	}
 	http.DefaultClient.CloseIdleConnections()
 	p.StopOK(t)
+}
+
+// TestRunCommitFlags: with drawn commit delays and -deadline-drop, writes
+// with a long deadline are stored as usual.
+func TestRunCommitFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-commit-delay", "1ms"},
+		{"-commit-delay", "1ms", "-commit-delay-max", "3ms", "-commit-seed", "9", "-deadline-drop"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			p := cmdtest.Start(t, run, append([]string{"-bucket", "bkt"}, args...)...)
+			grpcAddr, httpURL := addrs(t, scan(p.Stdout, nil))
+			exercise(t, grpcAddr, httpURL, "bkt")
+			p.StopOK(t)
+		})
+	}
 }
