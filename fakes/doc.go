@@ -396,7 +396,7 @@
 // The later requests of a resumable session (the PUTs, status queries and
 // DELETE to a JSON session URI; QueryWriteStatus and writes that name an
 // upload_id over gRPC) are not checked: GCS documents that a session URI
-// acts as an authentication token, and storage.proto names no permission
+// needs no further authentication, and storage.proto names no permission
 // for QueryWriteStatus or for resuming. The session keeps the role of the
 // request that started it for its overwrite check. The IAM policies that
 // buckets.setIamPolicy stores are not enforced: roles come from

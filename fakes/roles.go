@@ -29,15 +29,18 @@ import (
 // storage.objects.update; ComposeObject storage.objects.create and
 // storage.objects.get, and storage.objects.delete if it overwrites), and
 // the JSON API's methods likewise. Overwriting an object needs
-// storage.objects.delete besides storage.objects.create: "to replace an
-// existing object, you need both" (Cloud Storage IAM permissions); GCS
-// then answers 403 "Caller does not have storage.objects.delete access to
-// the Google Cloud Storage object." (as reported in
-// google-github-actions/upload-cloud-storage#388 for an objectCreator).
+// storage.objects.delete besides storage.objects.create ("This permission
+// is only required for uploads that overwrite an existing object",
+// Cloud Storage docs, Perform resumable uploads, Required permissions);
+// GCS then answers 403 "Caller does not have storage.objects.delete
+// access to the Google Cloud Storage object." (as reported for an
+// objectCreator in google-github-actions/upload-cloud-storage#388).
 //
 // The requests of a resumable session after its start are not checked:
-// over JSON the session URI "acts as an authentication token" (Cloud
-// Storage, resumable uploads), and storage.proto gives QueryWriteStatus,
+// over JSON the session URI is itself the credential (Cloud Storage docs,
+// Resumable uploads, Session URIs: requests to it need no authentication,
+// which is how a session is handed to a browser that holds no
+// credentials), and storage.proto gives QueryWriteStatus,
 // CancelResumableWrite and a write that names an upload_id no IAM
 // permission of their own. The session keeps the role of the request that
 // started it, for the overwrite check at its end.
