@@ -20,7 +20,10 @@
 // statuses arrive. Its timeouts are long (10 minutes of inactivity), so
 // that only the faults a test injects end a stream. Like Google's front
 // ends, it caps the concurrent streams of one client connection at 100
-// (HAProxy's default).
+// (HAProxy's default). A request it has read whole is forwarded even if
+// its client then resets (option abortonclose is off, HAProxy's default):
+// TestChain stores a JSON upload whose client reset behind a fault proxy
+// that delivered what it held.
 package frontend
 
 import (
