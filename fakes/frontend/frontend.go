@@ -102,7 +102,7 @@ func IsMissing(err error) bool { return errors.Is(err, errMissing) }
 // from then on are served. The caller must Close it. If the haproxy
 // binary is missing, the error satisfies IsMissing; any other error (a
 // configuration HAProxy refuses, a process that exits at once) says what
-// HAProxy printed.
+// HAProxy printed. It panics if m is not GRPC or HTTP1.
 func Start(target string, m Mode, opts ...Option) (*Frontend, error) {
 	if m != GRPC && m != HTTP1 {
 		panic(fmt.Sprintf("frontend: invalid mode %d", int(m)))
