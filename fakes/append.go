@@ -1,6 +1,7 @@
 package fakes
 
 import (
+	"context"
 	"fmt"
 
 	"google.golang.org/grpc/codes"
@@ -112,8 +113,10 @@ func (w *writeStream) abandon() {
 // finalizeAppendable verifies the declared checksums of the appendable
 // write up and finalizes its object. A mismatch fails with
 // codes.InvalidArgument, as the service answers, and leaves the object
-// unfinalized, to be finalized by a later stream. up.mu is held.
-func (up *upload) finalizeAppendable() (*wire.Object, error) {
+// unfinalized, to be finalized by a later stream. The finalize waits
+// the commit delay of c first; ctx is the request's (see commits.commit).
+// up.mu is held.
+func (up *upload) finalizeAppendable(ctx context.Context, c *commits) (*wire.Object, error) {
 	want := up.Sums
 	up.Sums = nil // they applied to this finish_write only
 	if err := up.CheckSize(); err != nil {
@@ -131,6 +134,9 @@ func (up *upload) finalizeAppendable() (*wire.Object, error) {
 			}
 			return nil, status.Errorf(codes.InvalidArgument, "object CRC32C mismatch: sent %#08x, computed %#08x over %d bytes; the object stays unfinalized", *want.Crc32C, up.CRC, up.Size)
 		}
+	}
+	if err := c.commit(ctx); err != nil {
+		return nil, err
 	}
 	o, err := up.grow(true)
 	if err != nil {
@@ -175,6 +181,9 @@ func (w *writeStream) openAppend(m *api.WriteMsg) error {
 	}
 	b, err := w.s.objectRef(w.ctx, spec.GetBucket(), spec.GetObject())
 	if err != nil {
+		return err
+	}
+	if err := checkWrite(w.ctx); err != nil {
 		return err
 	}
 	o, err := b.Get(spec.GetObject(), spec.GetGeneration())

@@ -176,7 +176,10 @@ func newCall(ctx context.Context, fullMethod string) (*Call, context.Context) {
 func (s *Server) unaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	c, ctx := newCall(ctx, info.FullMethod)
 	var resp any
-	err := s.faults.before(ctx, c.Method)
+	ctx, err := s.authorizeGRPC(ctx, c.Method)
+	if err == nil {
+		err = s.faults.before(ctx, c.Method)
+	}
 	if err == nil {
 		_, err = s.retryGRPC(ctx, c.Method, false)
 	}
@@ -192,7 +195,10 @@ func (s *Server) unaryInterceptor(ctx context.Context, req any, info *grpc.Unary
 
 func (s *Server) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	c, ctx := newCall(ss.Context(), info.FullMethod)
-	err := s.faults.before(ctx, c.Method)
+	ctx, err := s.authorizeGRPC(ctx, c.Method)
+	if err == nil {
+		err = s.faults.before(ctx, c.Method)
+	}
 	var rc *retrytest.Call
 	if err == nil {
 		rc, err = s.retryGRPC(ctx, c.Method, true)

@@ -82,6 +82,9 @@ func (s *Server) composeObject(w http.ResponseWriter, r *http.Request, bkt, name
 			srcs[i].IfMatch = &want
 		}
 	}
+	if err := s.commits.commit(r.Context()); err != nil {
+		return err
+	}
 	stored, err := up.b.Compose(up.object, up.attrs, srcs, up.cond, lastValue(r.Header, header.TenantKey))
 	if err != nil {
 		return err
@@ -113,7 +116,10 @@ func (v *service) ComposeObject(ctx context.Context, req *wire.ComposeObjectRequ
 			srcs[i].IfMatch = &m
 		}
 	}
-	cond := api.ReadConditions(req.IfGenerationMatch, nil, req.IfMetagenerationMatch, nil)
+	cond := overwriteCond(ctx, api.ReadConditions(req.IfGenerationMatch, nil, req.IfMetagenerationMatch, nil))
+	if err := v.s.commits.commit(ctx); err != nil {
+		return nil, err
+	}
 	stored, err := b.Compose(dst.GetName(), a, srcs, cond, tenantOf(ctx))
 	if err != nil {
 		return nil, err

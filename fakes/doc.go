@@ -46,6 +46,7 @@
 // # gRPC methods
 //
 // WriteObject, BidiWriteObject, StartResumableWrite, QueryWriteStatus,
+// CancelResumableWrite,
 // ReadObject, BidiReadObject, GetObject, ListObjects, DeleteObject,
 // UpdateObject, ComposeObject and RewriteObject; GetBucket, CreateBucket,
 // DeleteBucket, ListBuckets, UpdateBucket (storage_class, versioning,
@@ -83,7 +84,13 @@
 // persisted size, or the object once finalized. BidiWriteObject answers a
 // message with state_lookup, and a client's half-close of a resumable stream,
 // with the persisted size, and finish_write with the object, after which the
-// stream ends.
+// stream ends. A write to a session already finalized gets the object at
+// its first message, whatever it carries, and stores nothing more, as
+// storage.proto documents. CancelResumableWrite ends an open session:
+// nothing is stored, and a later write, status query or cancel of it is
+// codes.NotFound, as in Google's storage-testbench; a finalized session is
+// not changed by a cancel (OK, its object stays and it keeps answering
+// with it); an unknown id is codes.NotFound.
 //
 // BidiReadObject answers the read ranges of each message in order, in
 // messages of at most 2 MiB with their CRC32C, the last of a range marked
@@ -221,7 +228,8 @@
 //     and the ACL methods set);
 //   - buckets.getIamPolicy, setIamPolicy (the policy's etag, if the body
 //     has one, must be the policy's: 412 otherwise) and
-//     testIamPermissions (every storage permission asked for is granted);
+//     testIamPermissions (every storage permission asked for is granted,
+//     but to a caller held to a role: see Roles);
 //   - notifications.list, insert (topic and payload_format required),
 //     get and delete: configs are stored, at most 100 per bucket, and no
 //     message is sent;
@@ -242,7 +250,10 @@
 //     X-Http-Status-Code-Override: 308 when the client sends
 //     X-GUploader-No-308: yes, as Google's Go libraries do); "bytes */*" or
 //     "bytes */T" asks for the status, and completes the upload when T bytes
-//     are there; DELETE cancels (499). A chunk that overlaps bytes already
+//     are there; DELETE cancels (499), after which the session answers
+//     its PUTs, status queries and DELETEs with 499, as GCS does (a
+//     finalized session keeps its object and answers a PUT with it; an
+//     unknown one is 404). A chunk that overlaps bytes already
 //     persisted is accepted and the overlap dropped; a gap is refused.
 //     A request whose body ends before its Content-Length, or whose chunked
 //     body is cut off before its last chunk (even once a multipart body's
@@ -323,6 +334,73 @@
 //   - a compose with a missing source is 404 (fake-gcs-server: 500), and
 //     one whose destination's ifGenerationMatch fails is 412
 //     (fake-gcs-server ignores it).
+//
+// # Slow commits
+//
+// GCS commits a write in its own time, and at the tail takes seconds.
+// [WithCommitDelay] makes every write that stores an object wait a fixed
+// delay before it stores it, and [WithCommitDelays] a delay drawn per
+// write ([CommitJitter]: uniform between two bounds, from a seeded
+// source, the same sequence for a seed). The writes that wait: a one-shot
+// WriteObject or BidiWriteObject, a resumable session's finish_write and
+// a JSON resumable upload's last request, JSON media and multipart
+// uploads, compose, copy and a rewrite's last call (both APIs), and an
+// appendable object's finalize. The wait is not cut short when the client
+// leaves: the object is stored all the same, as a service that received
+// the write whole may store it.
+//
+// Whether GCS applies a gRPC write whose deadline (grpc-timeout) passed
+// before it was applied is not shown: its documentation does not say it
+// drops one, Google's storage-testbench never reads the deadline, and
+// gRPC defines DEADLINE_EXCEEDED as possibly returned for an operation
+// that completed. So the fake applies it, the conservative model;
+// [WithDeadlineDrop] makes the fake drop it instead (codes.DeadlineExceeded,
+// nothing stored), an assumed behaviour for experiments only.
+//
+// # Roles
+//
+// [WithCredential] (fakegcs -credential TOKEN=ROLE) holds the requests
+// that carry a bearer token ("authorization: Bearer TOKEN", as gRPC
+// metadata or an HTTP header) to one of Cloud Storage's predefined roles
+// on objects: [RoleObjectViewer] (storage.objects.get and list),
+// [RoleObjectCreator] (storage.objects.create only, an uploader's usual
+// role), [RoleObjectUser] (create, delete, get, list, update) and
+// [RoleObjectAdmin] (storage.objects.*). A request without a token, or
+// with one the server does not know, keeps full access. A request its
+// role does not allow is refused before it does anything, as GCS refuses
+// it: HTTP 403 with the JSON error body, reason "forbidden" and the
+// message "Caller does not have PERMISSION access to the Google Cloud
+// Storage object. ...", or codes.PermissionDenied with that message.
+//
+// Each method needs what storage.proto's IAM Permissions sections and
+// the JSON API's reference say: a write (WriteObject or BidiWriteObject
+// opening an object with write_object_spec or append_object_spec,
+// StartResumableWrite, objects.insert) storage.objects.create; reads
+// (GetObject, ReadObject, BidiReadObject, objects.get, path-style GETs)
+// storage.objects.get; ListObjects and objects.list storage.objects.list;
+// deletes storage.objects.delete; UpdateObject, objects.patch and update
+// storage.objects.update; ComposeObject, RewriteObject, objects.compose,
+// copy and rewrite storage.objects.create and storage.objects.get; the
+// object ACL methods storage.objects.getIamPolicy or setIamPolicy;
+// buckets.testIamPermissions and gRPC TestIamPermissions nothing; every
+// other bucket or project method a bucket permission no object role
+// grants. A write that would replace a live object also needs
+// storage.objects.delete, as GCS requires to overwrite: checked where the
+// fake checks preconditions (when a resumable session starts and when the
+// object is stored), after them, so a create-only caller's write with
+// ifGenerationMatch=0 to an existing name fails its precondition (412,
+// codes.FailedPrecondition) and one without it is refused (403). (GCS
+// documents that an overwrite needs the delete permission; the order of
+// the two checks is not documented, and is the fake's choice.)
+//
+// The later requests of a resumable session (the PUTs, status queries and
+// DELETE to a JSON session URI; QueryWriteStatus and writes that name an
+// upload_id over gRPC) are not checked: GCS documents that a session URI
+// needs no further authentication, and storage.proto names no permission
+// for QueryWriteStatus or for resuming. The session keeps the role of the
+// request that started it for its overwrite check. The IAM policies that
+// buckets.setIamPolicy stores are not enforced: roles come from
+// WithCredential only.
 //
 // # Request log and faults
 //
@@ -535,6 +613,15 @@
 // sink.WithMaxStreams) caps the concurrent streams of one gRPC connection
 // as GCS's front ends do, about 100, and [Server.Conns] then counts each
 // connection's calls.
+//
+// # Front end
+//
+// Package fakes/frontend runs HAProxy (Debian's 2.6, which .ci/haproxy.sh
+// installs) on loopback as an L7 proxy in front of either port, HTTP/2
+// on both sides for gRPC or HTTP/1.1 for the JSON API, so that a test can
+// put a real front end between a fault proxy (fakes/faultproxy) and the
+// fake, as Google's front ends stand before GCS; a test skips where
+// HAProxy is missing.
 //
 // # How to add an RPC
 //

@@ -1,6 +1,9 @@
 package fakes
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // SetKeepFinalized lowers the number of finalized sessions a server
 // remembers, for a test, and returns a function that restores it.
@@ -14,6 +17,14 @@ func SetKeepFinalized(n int) (restore func()) {
 // a test of session expiry.
 func SetClock(s *Server, now func() time.Time) {
 	s.sessions.SetClock(now)
+}
+
+// WithCommitWait makes every write that stores an object call wait with
+// its request's context after its commit delay, before it stores the
+// object (and before WithDeadlineDrop's check), for a test that orders a
+// commit after an event of the request.
+func WithCommitWait(wait func(context.Context)) Option {
+	return optionFunc(func(c *config) { c.commitWait = wait })
 }
 
 // WithCapacityClock makes the buckets' write capacity read the time from

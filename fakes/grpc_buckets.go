@@ -391,7 +391,8 @@ func (s *Server) grpcSetIamPolicy(ss grpc.ServerStream) error {
 }
 
 // grpcTestIamPermissions serves TestIamPermissions: resource (1) and
-// permissions (2); every storage permission asked for is granted.
+// permissions (2); every storage permission asked for is granted, but to
+// a caller held to a role (granted).
 func (s *Server) grpcTestIamPermissions(ss grpc.ServerStream) error {
 	var res string
 	var perms []string
@@ -415,7 +416,7 @@ func (s *Server) grpcTestIamPermissions(ss grpc.ServerStream) error {
 		return err
 	}
 	var out []byte
-	for _, p := range perms {
+	for _, p := range granted(ss.Context(), perms) {
 		out = appendBytesField(out, 1, []byte(p))
 	}
 	return sendRaw(ss, out)

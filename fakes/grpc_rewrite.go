@@ -24,7 +24,7 @@ import (
 // storage_class) replace the source's. Encryption keys (16, 21, 22, 27)
 // are codes.Unimplemented.
 func (s *Server) grpcRewriteObject(ss grpc.ServerStream) error {
-	req := &copyRequest{rewrite: true, tenant: tenantOf(ss.Context())}
+	req := &copyRequest{rewrite: true, tenant: tenantOf(ss.Context()), ctx: ss.Context()}
 	var srcRes, dstRes string
 	var dst *wire.Object
 	var common *wire.CommonObjectRequestParams

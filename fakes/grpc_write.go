@@ -32,6 +32,9 @@ func (s *Server) newUpload(ctx context.Context, spec *wire.WriteObjectSpec, comm
 	if err != nil {
 		return nil, err
 	}
+	if err := checkWrite(ctx); err != nil {
+		return nil, err
+	}
 	res := spec.GetResource()
 	b, err := s.store.Bucket(bucket)
 	if err != nil {
@@ -47,7 +50,7 @@ func (s *Server) newUpload(ctx context.Context, spec *wire.WriteObjectSpec, comm
 	if a.Extra, err = specExtra(spec); err != nil {
 		return nil, err
 	}
-	return newUpload(b, spec.GetResource().GetName(), a, api.SpecConditions(spec), spec.ObjectSize), nil
+	return newUpload(b, spec.GetResource().GetName(), a, overwriteCond(ctx, api.SpecConditions(spec)), spec.ObjectSize), nil
 }
 
 // specAttrs returns the attributes a write's spec gives its object, but
@@ -213,12 +216,12 @@ func (w *writeStream) Persist() error { return w.up.persist() }
 
 // Finalize implements writes.Stream: the object is stored.
 func (w *writeStream) Finalize() (*wire.Object, error) {
-	return w.s.finalize(w.up, tenantOf(w.ctx))
+	return w.s.finalize(w.ctx, w.up, tenantOf(w.ctx))
 }
 
 // FinalizeAppendable implements writes.Stream.
 func (w *writeStream) FinalizeAppendable() (*wire.Object, error) {
-	return w.up.finalizeAppendable()
+	return w.up.finalizeAppendable(w.ctx, &w.s.commits)
 }
 
 func (w *writeStream) broken() error {
@@ -336,27 +339,4 @@ func (v *service) QueryWriteStatus(ctx context.Context, req *wire.QueryWriteStat
 		return nil, err
 	}
 	return writes.Query(up)
-}
-
-// CancelResumableWrite ends an unfinished session: what it received is
-// dropped and nothing of it can be finalized after (a late message of the
-// session gets NotFound). A finalized session is not cancelled: the call
-// fails with FailedPrecondition, and QueryWriteStatus still reports its
-// object.
-func (v *service) CancelResumableWrite(ctx context.Context, req *wire.CancelResumableWriteRequest) (*wire.CancelResumableWriteResponse, error) {
-	id := req.GetUploadId()
-	up, err := v.s.session(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	up.mu.Lock()
-	defer up.mu.Unlock()
-	if up.stored != nil {
-		return nil, status.Errorf(codes.FailedPrecondition, "upload %q is already finalized", id)
-	}
-	if up.gone {
-		return nil, status.Errorf(codes.NotFound, "upload %q not found", id)
-	}
-	up.Drop()
-	return &wire.CancelResumableWriteResponse{}, nil
 }

@@ -47,8 +47,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	rt := s.route(r, path)
 	c := &Call{Method: rt.method, Bucket: rt.bucket, Object: rt.object, Tenant: lastValue(r.Header, header.TenantKey)}
 	rt.call = c
-	s.retryHTTP(r, rt)
-	err := rt.serve(w, r)
+	r, err := s.authorizeHTTP(r, rt.method)
+	if err == nil {
+		s.retryHTTP(r, rt)
+		err = rt.serve(w, r)
+	}
 	if err != nil {
 		if !retrytest.IsConnClosed(err) {
 			writeError(w, rt, err)

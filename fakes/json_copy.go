@@ -1,6 +1,7 @@
 package fakes
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -108,7 +109,7 @@ func (s *Server) copyObject(w http.ResponseWriter, r *http.Request, srcBkt, srcN
 	}
 	q := r.URL.Query()
 	req := &copyRequest{srcBucket: srcBkt, srcName: srcName, dstBucket: dstBkt, dstName: dstName,
-		rewrite: rewrite, predefined: q.Get("destinationPredefinedAcl"), tenant: lastValue(r.Header, header.TenantKey)}
+		rewrite: rewrite, predefined: q.Get("destinationPredefinedAcl"), tenant: lastValue(r.Header, header.TenantKey), ctx: r.Context()}
 	if req.srcGen, err = queryInt(q, "sourceGeneration"); err != nil {
 		return err
 	}
@@ -172,6 +173,7 @@ type copyRequest struct {
 	step               int64  // maxBytesRewrittenPerCall; 0: one call
 	predefined         string // destinationPredefinedAcl
 	tenant             string
+	ctx                context.Context // the request's, for its commit (commits.commit)
 	// edit sets the destination's attributes from the request, once the
 	// source's were copied; dst is the destination bucket.
 	edit func(a *store.Attrs, dst *store.Bucket) error
@@ -266,7 +268,10 @@ func (s *Server) copy(req *copyRequest) (*copyResult, error) {
 	}
 	c := store.Content{Parts: o.Parts(), Size: o.Size(), CRC32C: o.CRC32C(), HasMD5: o.HasMD5()}
 	copy(c.MD5[:], o.MD5())
-	if res.stored, err = dstB.Put(req.dstName, a, c, req.dstCond, req.tenant); err != nil {
+	if err := s.commits.commit(req.ctx); err != nil {
+		return nil, err
+	}
+	if res.stored, err = dstB.Put(req.dstName, a, c, overwriteCond(req.ctx, req.dstCond), req.tenant); err != nil {
 		return nil, err
 	}
 	return res, nil

@@ -122,7 +122,8 @@ func (s *Server) setIAMPolicy(w http.ResponseWriter, r *http.Request, bkt string
 
 // testIAMPermissions serves buckets.testIamPermissions: the fake grants
 // every storage permission asked for (permissions, repeated; none asked,
-// none granted).
+// none granted), but to a caller held to a role (WithCredential), which
+// gets those of the role's (granted).
 func (s *Server) testIAMPermissions(w http.ResponseWriter, r *http.Request, bkt string) error {
 	perms := r.URL.Query()["permissions"]
 	for _, p := range perms {
@@ -136,6 +137,6 @@ func (s *Server) testIAMPermissions(w http.ResponseWriter, r *http.Request, bkt 
 	writeJSON(w, http.StatusOK, struct {
 		Kind        string   `json:"kind"`
 		Permissions []string `json:"permissions,omitempty"`
-	}{"storage#testIamPermissionsResponse", perms})
+	}{"storage#testIamPermissionsResponse", granted(r.Context(), perms)})
 	return nil
 }

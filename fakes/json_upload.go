@@ -84,6 +84,7 @@ func (s *Server) newJSONUpload(r *http.Request, bkt string, meta objectMetadata)
 	if err != nil {
 		return nil, err
 	}
+	cond = overwriteCond(r.Context(), cond) // WithCredential
 	b, err := s.store.Bucket(bkt)
 	if err != nil {
 		return nil, err
@@ -255,7 +256,7 @@ func (s *Server) finish(w http.ResponseWriter, r *http.Request, up *upload) erro
 		up.Drop()
 		return err
 	}
-	if _, err := s.finalize(up, lastValue(r.Header, header.TenantKey)); err != nil {
+	if _, err := s.finalize(r.Context(), up, lastValue(r.Header, header.TenantKey)); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, resource(up.b, up.stored, baseURL(r)))
@@ -512,7 +513,7 @@ func (s *Server) uploadChunk(w http.ResponseWriter, r *http.Request, id string) 
 	up.mu.Lock()
 	defer up.mu.Unlock()
 	if up.gone {
-		return store.Errorf(store.KindNotFound, "no such upload session %q", id)
+		return errSessionGone(up, id)
 	}
 	if up.stored != nil {
 		writeJSON(w, http.StatusOK, resource(up.b, up.stored, baseURL(r)))
@@ -618,25 +619,4 @@ func (up *upload) addFrom(parts [][]byte, first, end int64) {
 		up.addUnchecked(p)
 		keep -= int64(len(p))
 	}
-}
-
-// cancelUpload serves DELETE on a session URI: the session ends, nothing
-// is stored, and GCS's answer is 499.
-func (s *Server) cancelUpload(w http.ResponseWriter, id string) error {
-	up, err := s.jsonSession(id)
-	if err != nil {
-		return err
-	}
-	up.mu.Lock()
-	defer up.mu.Unlock()
-	if up.stored != nil {
-		return store.Errorf(store.KindInvalid, "upload session %q is already complete", id)
-	}
-	if up.gone {
-		return store.Errorf(store.KindNotFound, "no such upload session %q", id)
-	}
-	up.Drop()
-	w.Header().Set("Content-Length", "0")
-	w.WriteHeader(499)
-	return nil
 }

@@ -1,6 +1,7 @@
 package fakes
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"slices"
@@ -41,8 +42,12 @@ type config struct {
 	maxStreams    int
 	link          link.Config
 	commitDelay   time.Duration
-	capacity      []bucketCapacity // WithCapacity, WithBucketCapacity
-	capacityClock func() time.Time // the capacity's clock, for tests
+	commitDraw    func() time.Duration  // WithCommitDelays
+	deadlineDrop  bool                  // WithDeadlineDrop
+	commitWait    func(context.Context) // WithCommitWait, for tests
+	creds         map[string]Role       // WithCredential
+	capacity      []bucketCapacity      // WithCapacity, WithBucketCapacity
+	capacityClock func() time.Time      // the capacity's clock, for tests
 }
 
 func newConfig(opts []Option) (*config, error) {
@@ -54,14 +59,15 @@ func newConfig(opts []Option) (*config, error) {
 	return c, c.validate()
 }
 
-// WithCommitDelay makes every write that finishes (a finish_write, or the
-// last request of a JSON upload) wait d before it stores its object, as a
-// backend slow to commit does. The object is stored even if the client
-// went away in the meantime, as GCS may store an object whose last message
-// it received: a test of what a client leaves behind when it gives up on
-// a write whose end is out. d must not be negative.
+// WithCommitDelay makes every write that stores an object (the writes
+// [WithCommitDelays] lists) wait d before it stores it, as a backend slow
+// to commit does. The object is stored even if the client went away in
+// the meantime, as GCS may store an object whose last message it
+// received: a test of what a client leaves behind when it gives up on a
+// write whose end is out. d must not be negative. [WithCommitDelays]
+// draws a delay per write instead.
 func WithCommitDelay(d time.Duration) Option {
-	return optionFunc(func(c *config) { c.commitDelay = d })
+	return optionFunc(func(c *config) { c.commitDelay, c.commitDraw = d, nil })
 }
 
 // WithBucket creates the bucket name when the server starts. Give it once per
@@ -128,6 +134,7 @@ func (c *config) validate() error {
 	if c.commitDelay < 0 {
 		errs = append(errs, fmt.Sprintf("commit delay %v is negative", c.commitDelay))
 	}
+	errs = append(errs, c.validateCreds()...)
 	if c.callLog < 0 {
 		errs = append(errs, fmt.Sprintf("call log size %d is negative", c.callLog))
 	}

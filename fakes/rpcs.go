@@ -60,8 +60,6 @@ var rpcs = []rpc{
 		unary: unaryRPC(MethodStartResumableWrite, (*service).StartResumableWrite)},
 	{name: MethodQueryWriteStatus, faults: true,
 		unary: unaryRPC(MethodQueryWriteStatus, (*service).QueryWriteStatus)},
-	{name: MethodCancelResumableWrite, faults: true,
-		unary: unaryRPC(MethodCancelResumableWrite, (*service).CancelResumableWrite)},
 	{name: MethodReadObject, retry: "storage.objects.get", faults: true, serverStreams: true,
 		stream: func(s *Server, ss grpc.ServerStream) error {
 			m := new(wire.ReadObjectRequest)
@@ -80,6 +78,7 @@ var rpcs = []rpc{
 	raw(MethodUpdateObject, "storage.objects.patch", true, (*Server).grpcUpdateObject),
 	{name: MethodComposeObject, retry: "storage.objects.compose", faults: true,
 		unary: unaryRPC(MethodComposeObject, (*service).ComposeObject)},
+	raw(MethodCancelResumableWrite, "", false, (*Server).grpcCancelResumableWrite),
 	raw(methodRewriteObject, "storage.objects.rewrite", false, (*Server).grpcRewriteObject),
 	raw(methodGetBucket, "storage.buckets.get", false, (*Server).grpcGetBucket),
 	raw(methodCreateBucket, "storage.buckets.insert", false, (*Server).grpcCreateBucket),

@@ -38,10 +38,11 @@ type Server struct {
 	retry  *retrytest.Tests
 	svc    service // the handlers of rpcs
 
-	httpConns   atomic.Int64  // TCP connections the JSON API port accepted
-	commitDelay time.Duration // WithCommitDelay
+	httpConns atomic.Int64 // TCP connections the JSON API port accepted
+	commits   commits      // WithCommitDelay, WithCommitDelays, WithDeadlineDrop
 
 	limiter *capacity.Limiter // the buckets' write capacity; nil: none (see admit.go)
+	creds   map[string]Role   // WithCredential: the role of each bearer token; nil: none (see roles.go)
 
 	serving   sync.WaitGroup
 	serveErr  error // first unexpected error of a Serve loop; guarded by mu
@@ -75,8 +76,10 @@ func New(opts ...Option) (*Server, error) {
 		grpcAddr: api.DialAddr(grpcLis.Addr()),
 		httpURL:  "http://" + api.DialAddr(httpLis.Addr()),
 	}
-	s.commitDelay = cfg.commitDelay
+	s.commits.fixed, s.commits.draw, s.commits.drop = cfg.commitDelay, cfg.commitDraw, cfg.deadlineDrop
+	s.commits.wait = cfg.commitWait
 	s.limiter = limiter
+	s.creds = cfg.creds
 	s.calls.init(cfg.callLog)
 	s.sessions.Init(cfg.sessionExpiry, cfg.maxSessions)
 	for _, b := range cfg.buckets {

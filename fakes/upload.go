@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"hash/crc32"
 	"sync"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -36,7 +35,8 @@ type upload struct {
 	chunks       [][]byte                 // the content of each accepted message, as received
 	stored       *store.Object            // set once finalized
 	result       *wire.Object             // stored, for gRPC
-	gone         bool                     // resumable session removed after a final failure; appendable object replaced
+	gone         bool                     // resumable session removed after a final failure, or cancelled; appendable object replaced
+	cancelled    bool                     // resumable session cancelled (gone too)
 	sessions     *store.Sessions[*upload] // a resumable session's registry
 
 	// Appendable objects (see append.go): the writer state, and how many
@@ -116,12 +116,13 @@ func (up *upload) addUnchecked(content []byte) {
 }
 
 // finalize verifies a complete upload and stores it as written by tenant
-// (writes.Finalize). up.mu is held.
-func (s *Server) finalize(up *upload, tenant string) (*wire.Object, error) {
+// (writes.Finalize), once its commit delay passed; ctx is the request's
+// (see commits.commit). up.mu is held.
+func (s *Server) finalize(ctx context.Context, up *upload, tenant string) (*wire.Object, error) {
 	var buf [store.MD5Len]byte
 	return writes.Finalize(up, buf[:0], func(md5 []byte) (*wire.Object, error) {
-		if s.commitDelay > 0 {
-			time.Sleep(s.commitDelay) // a slow commit, not cut short by the client's leaving
+		if err := s.commits.commit(ctx); err != nil {
+			return nil, err
 		}
 		o, err := up.b.Put(up.object, up.attrs, up.content(md5), up.cond, tenant)
 		if err != nil {

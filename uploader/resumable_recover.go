@@ -96,14 +96,21 @@ func (s *resumable) recoverFrom(op string, cause error) error {
 // err once its last chunk was pushed: a finish may have gone out, and the
 // service may still finalize the session (it applies a request it read
 // whole, even after the answer was lost). A session finalizes one object
-// at most, and only the session can say whether it did. So it is
-// cancelled: once the service cancelled it, nothing of it can be
-// finalized, and the failure is known. If the cancel fails, a status
-// query says whether the session was finalized, and its object is then
-// the upload's. Otherwise the outcome is unknown. Before the last chunk
-// no finish went out, and the failure is known: nothing of the session
-// can be finalized. At most two calls, within outcomeGrace once the
-// upload's context ended.
+// at most, and only the session can say whether it did:
+//
+//  1. a status query: a finalized session answers with its object, which
+//     is then the upload's;
+//  2. otherwise the session is cancelled: after that nothing of it can be
+//     finalized (storage.proto: writes after a cancel fail);
+//  3. a service may answer a cancel with success for a session that a
+//     late finish finalized just before it (Google's testbench does), so
+//     a second query tells: the object, or a cancelled session (NOT_FOUND
+//     over gRPC, 499 over JSON), and the failure is then known.
+//
+// A failed call leaves the outcome unknown. Before the last chunk no
+// finish went out, and the failure is known: nothing of the session can
+// be finalized. Three calls at most, within outcomeGrace once the upload's
+// context ended.
 func (s *resumable) settle(err error) (*wire.Object, error) {
 	err = s.teardown(err)
 	s.mu.Lock()
@@ -117,19 +124,34 @@ func (s *resumable) settle(err error) (*wire.Object, error) {
 	}
 	u, r, done := s.u.settling(s.retry.cfg)
 	defer done()
-	timeout := r.attemptTimeout()
-	if dl, ok := u.ctx.Deadline(); ok {
-		timeout = max(min(timeout, time.Until(dl)), time.Millisecond)
+	timeout := func() time.Duration {
+		t := r.attemptTimeout()
+		if dl, ok := u.ctx.Deadline(); ok {
+			t = max(min(t, time.Until(dl)), time.Millisecond)
+		}
+		return t
 	}
-	if cerr := s.tr.cancelUpload(u, s.id, timeout); cerr == nil {
-		s.id = ""
-		return nil, err
+	query := func() (*wire.Object, error) {
+		_, o, qerr := s.tr.queryStatus(u, s.id, nil, s.last, timeout())
+		if qerr == nil && o != nil {
+			s.mu.Lock()
+			s.resource = o
+			s.mu.Unlock()
+		}
+		return o, qerr
 	}
-	if _, o, qerr := s.tr.queryStatus(u, s.id, nil, s.last, timeout); qerr == nil && o != nil {
-		s.mu.Lock()
-		s.resource = o
-		s.mu.Unlock()
+	if o, qerr := query(); o != nil {
 		return o, nil
+	} else if qerr == nil && s.tr.cancelUpload(u, s.id, timeout()) == nil {
+		o, qerr := query()
+		switch {
+		case o != nil:
+			return o, nil
+		case qerr == nil, status.Code(qerr) == codes.NotFound, status.Code(qerr) == codes.Canceled:
+			// The session is cancelled (gRPC: NOT_FOUND; JSON: 499).
+			s.id = ""
+			return nil, err
+		}
 	}
 	oe := s.u.err(s.names.stream, err)
 	oe.unknown = true

@@ -51,6 +51,10 @@ type conn struct {
 	firing     bool        // a Reset or Cut waits for the bytes before it to arrive
 	finished   int         // writers that have half-closed their destination
 	dead       bool
+
+	held     Held      // what becomes of the bytes held from a sender that resets
+	aborted  bool      // a sender reset and its held bytes are being delivered (Deliver)
+	abortDir Direction // if aborted: the direction whose source reset
 }
 
 // path is one direction of a connection.
@@ -67,6 +71,7 @@ const (
 	markData  mark = iota // data: bytes to write
 	markFault             // fault: fire it here
 	markEOF               // the source closed cleanly: half-close the destination
+	markAbort             // the source reset, and what it sent before is delivered: reset the destination
 )
 
 type item struct {
@@ -163,12 +168,11 @@ func (c *conn) read(d Direction) {
 					c.p.giveBack(*c.rule)
 					c.rule = nil
 				}
-				if !c.doomed {
+				if !c.doomed && !c.toGone(d) {
 					c.push(d, item{mark: markEOF})
 				}
 			} else {
-				c.p.stats.Aborts++
-				c.teardown(endReset)
+				c.abort(d, true)
 			}
 			mu.Unlock()
 			return
@@ -183,7 +187,7 @@ func (c *conn) take(d Direction, b []byte) {
 	pa := &c.paths[d]
 	rnd := &c.p.random
 	for {
-		if c.doomed {
+		if c.doomed || c.toGone(d) {
 			c.p.stats.HeldDropped += int64(len(b))
 			return
 		}
@@ -275,6 +279,7 @@ func (c *conn) write(d Direction) {
 				pa.pop()
 			}
 			pa.sending = n
+			late := c.aborted && c.abortDir == d
 			mu.Unlock()
 			_, err := bufs.WriteTo(dst)
 			mu.Lock()
@@ -283,10 +288,17 @@ func (c *conn) write(d Direction) {
 				return
 			}
 			if err != nil {
-				// The destination reset its socket.
-				c.p.stats.Aborts++
-				c.teardown(endReset)
+				// The destination reset its socket: it is the
+				// source of the other direction.
+				pa.held -= n
+				c.p.stats.HeldDropped += n
+				if c.abort(1-d, false) {
+					continue // its bytes are delivered; this direction waits for the end
+				}
 				return
+			}
+			if late || c.aborted && c.abortDir == d { // the bytes in flight at the abort count
+				c.p.stats.HeldDelivered += n
 			}
 			pa.held -= n
 			if d == Up {
@@ -321,6 +333,20 @@ func (c *conn) write(d Direction) {
 			}
 			return
 
+		case markAbort:
+			// Every byte held from the source that reset is
+			// written: reset the destination after them.
+			pa.pop()
+			c.firing = true
+			mu.Unlock()
+			c.drain()
+			mu.Lock()
+			if c.dead {
+				return
+			}
+			c.teardown(endReset)
+			return
+
 		case markEOF:
 			pa.pop()
 			mu.Unlock()
@@ -330,12 +356,58 @@ func (c *conn) write(d Direction) {
 				return
 			}
 			c.p.notify()
-			if c.finished++; c.finished == 2 {
+			if c.finished++; c.finished == 2 || c.aborted {
+				// With aborted, the sender of d closed cleanly and
+				// then reset: its bytes are delivered, and the
+				// other direction will never finish.
 				c.teardown(endClose)
 			}
 			return
 		}
 	}
+}
+
+// toGone reports whether direction d's destination is a sender that reset
+// while its held bytes are delivered: what d carries is dropped. p.mu
+// must be held.
+func (c *conn) toGone(d Direction) bool { return c.aborted && c.abortDir == 1-d }
+
+// abort handles the reset of direction src's source, noticed by src's
+// reader (fromReader: a read of it failed) or by the writer to it, and
+// reports whether the connection goes on to deliver what the proxy holds
+// from it. With Drop, or once a Reset or a Cut is queued, the connection
+// is reset at once and what it holds is dropped. With Deliver, what it
+// holds for the other endpoint is delivered, with what src's reader still
+// reads from the socket (the bytes the sender's kernel had sent before
+// its RST), then that endpoint is reset; what it holds for the sender is
+// dropped. The reset is queued when src's reader ends: behind the last
+// byte it read. p.mu must be held.
+func (c *conn) abort(src Direction, fromReader bool) bool {
+	if c.dead {
+		return false
+	}
+	if c.aborted && c.abortDir != src {
+		// The other endpoint failed too: nothing is left to deliver to.
+		c.teardown(endReset)
+		return false
+	}
+	if !c.aborted {
+		c.p.stats.Aborts++
+		if c.held != Deliver || c.doomed {
+			c.teardown(endReset)
+			return false
+		}
+		c.aborted, c.abortDir = true, src
+		c.p.stats.Delivers++
+		back := &c.paths[1-src]
+		c.p.stats.HeldDropped += back.held - back.sending
+		clear(back.q)
+		back.q, back.held = nil, back.sending
+	}
+	if fromReader {
+		c.push(src, item{mark: markAbort})
+	}
+	return true
 }
 
 // drain waits until the bytes forwarded on c so far have reached both

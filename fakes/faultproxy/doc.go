@@ -34,22 +34,42 @@
 //     so it notices at once when an endpoint closes, but holds what it
 //     reads; when the stall ends it delivers the held bytes in order and
 //     forwards as usual again. What ends a stall early decides the fate of
-//     the held bytes, as with TCP, where they would sit unacknowledged in
-//     the sender's retransmission queue:
-//     a sender that resets its socket (a read of it fails with an error
-//     other than io.EOF) loses them: they are never delivered, and the
-//     other endpoint is reset too. A request stuck in a stalled path and
-//     abandoned never lands. A sender that closes cleanly (io.EOF) has
-//     them delivered when the stall ends, followed by a FIN (CloseWrite):
-//     a normal close still delivers what was sent.
+//     the held bytes. A sender that closes cleanly (io.EOF) has them
+//     delivered when the stall ends, followed by a FIN (CloseWrite): a
+//     normal close still delivers what was sent. A sender that resets its
+//     socket (a read of it, or a write to it, fails with an error other
+//     than io.EOF) has them dropped or delivered, as the proxy's [Held]
+//     says (see Held bytes below).
 //   - [Proxy.DropAll]: a middlebox that loses its connection table, such
 //     as a NAT rebooting: every current connection is reset, both ways.
 //
-// The rule that an endpoint's reset drops what the proxy holds from it
-// holds outside stalls too: the proxy reads ahead of what it has written
-// by up to 256 KiB per direction, the bytes in flight on a path, and a
-// reset, a cut or an endpoint's reset drops them. [Stats.HeldDropped]
-// counts them.
+// # Held bytes
+//
+// The proxy holds bytes it has read from one endpoint and not yet written
+// to the other: up to 256 KiB per direction read ahead while the path
+// flows (the bytes in flight on a path), and all it read during a stall.
+// A Reset, a Cut or DropAll drops them. When an endpoint (the sender)
+// resets its socket, two real paths differ, and [WithHeld] picks one:
+//
+//   - [Drop], the default: the bytes are lost, as bytes still
+//     unacknowledged in the sender's own TCP retransmission queue are,
+//     and the other endpoint is reset at once. A request stuck in a
+//     stalled path and abandoned never lands.
+//   - [Deliver]: the bytes are delivered all the same, in order, once
+//     the path flows (when a stall ends), with any the sender's kernel
+//     had sent before its RST, and then the other endpoint is reset. So
+//     does a network queue (the RST travels behind the data) or a front
+//     end that has already read the request (Google's front ends
+//     terminate the client's connection and forward each request as its
+//     own call): a client's reset does not withdraw what the path already
+//     took. The other endpoint reads every byte, then the reset, which
+//     Linux reports only after the bytes received before it. What it
+//     sends back meanwhile is dropped.
+//
+// [Random].Held draws one of the two per connection, so a random run
+// meets both. [Stats.HeldDropped] counts the bytes dropped;
+// [Stats.Delivers] the senders' resets whose bytes were delivered, and
+// [Stats.HeldDelivered] those bytes.
 //
 // A fault of direction d counts the bytes of d only, and fires in the
 // stream of d once After of them have been forwarded: the endpoint
@@ -72,5 +92,8 @@
 // does not read for a second fires anyway, losing what it had not read.
 // The proxy does not model latency, bandwidth, loss or reordering. Package
 // link (fakes/link) models delay and bandwidth; to have both, put the link
-// on the server's listener and the proxy in front of that server.
+// on the server's listener and the proxy in front of that server. Package
+// frontend (fakes/frontend) puts a real L7 front end, HAProxy, behind the
+// proxy: client, proxy, front end, server, as on the path to GCS, where
+// a client's reset ends only its own connection to the front end.
 package faultproxy

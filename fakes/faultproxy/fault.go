@@ -98,3 +98,35 @@ func (f Fault) check() {
 		panic(fmt.Sprintf("faultproxy: %v with a stall duration of %v", f.Kind, f.Stall))
 	}
 }
+
+// Held is what becomes of the bytes the proxy holds from a sender (the
+// bytes it read from one endpoint and has not written to the other yet:
+// read ahead, or held by a stall) when that sender resets its socket.
+type Held int
+
+const (
+	// Drop loses them, as TCP does with bytes still unacknowledged in
+	// the sender's own retransmission queue: they are never delivered,
+	// and the other endpoint is reset at once. A request stuck in a
+	// stalled path and abandoned never lands. This is the default.
+	Drop Held = iota
+	// Deliver delivers them all the same, in order, once the path flows
+	// (when a stall ends), and then resets the other endpoint, as a
+	// network queue or a front end that already read the bytes does: the
+	// sender's reset reaches the other side after what it sent. The
+	// other endpoint reads every byte, then the reset (Linux hands a
+	// reader the bytes it received before an RST). What the other
+	// endpoint sends back in the meantime is dropped: its sender is gone.
+	Deliver
+)
+
+// String returns "drop" or "deliver".
+func (h Held) String() string {
+	switch h {
+	case Drop:
+		return "drop"
+	case Deliver:
+		return "deliver"
+	}
+	return fmt.Sprintf("Held(%d)", int(h))
+}

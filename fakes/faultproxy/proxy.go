@@ -3,6 +3,7 @@ package faultproxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"sync"
@@ -17,6 +18,7 @@ type Proxy struct {
 	target string
 	random Random
 	seed   int64
+	held   Held // WithHeld
 
 	ctx    context.Context // ended by Close: ends dials and the drop timer
 	cancel context.CancelFunc
@@ -52,8 +54,13 @@ type Stats struct {
 	BytesUp, BytesDown int64
 	// HeldDropped is the bytes the proxy read and then dropped, never
 	// delivered, because their connection was reset, cut, dropped or
-	// closed while it held them.
+	// closed while it held them, or because their destination had reset.
 	HeldDropped int64
+	// Delivers is the number of senders that reset their socket on a
+	// connection that delivers what it held ([Deliver]), and
+	// HeldDelivered the bytes held from them that were delivered after
+	// their reset (those still being written when it came included).
+	Delivers, HeldDelivered int64
 }
 
 // New starts a proxy listening on 127.0.0.1 (on a port of the system's
@@ -70,6 +77,9 @@ func New(target string, opts ...Option) (*Proxy, error) {
 		o.apply(&cfg)
 	}
 	cfg.random = cfg.random.check()
+	if cfg.held != Drop && cfg.held != Deliver {
+		panic(fmt.Sprintf("faultproxy: invalid Held %d", int(cfg.held)))
+	}
 
 	ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
@@ -81,6 +91,7 @@ func New(target string, opts ...Option) (*Proxy, error) {
 		target: target,
 		random: cfg.random,
 		seed:   cfg.seed,
+		held:   cfg.held,
 		ctx:    ctx,
 		cancel: cancel,
 		conns:  make(map[*conn]struct{}),
@@ -268,6 +279,7 @@ func (p *Proxy) forward(client *net.TCPConn, rank uint64) {
 	}
 	p.stats.Conns++
 	c := newConn(p, client, server, rand.New(rand.NewPCG(uint64(p.seed), rank)))
+	c.held = p.random.held(rand.New(rand.NewPCG(uint64(p.seed)^heldSeed, rank)), p.held)
 	p.conns[c] = struct{}{}
 	p.wg.Add(4)
 	for _, d := range []Direction{Up, Down} {
@@ -275,6 +287,10 @@ func (p *Proxy) forward(client *net.TCPConn, rank uint64) {
 		go c.write(d)
 	}
 }
+
+// heldSeed derives the source of a connection's Held draw from the
+// proxy's seed, apart from the source of its faults.
+const heldSeed = 0x68656c64 // "held"
 
 // dropLoop calls DropAll at random intervals until Close.
 func (p *Proxy) dropLoop() {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"testing"
 	"time"
 
@@ -208,25 +209,32 @@ func TestStall(t *testing.T) {
 
 // TestSenderEndsDuringStall is the point of the package: a sender that
 // resets its socket while its bytes are held in a stalled path loses them
-// (the receiver gets none, and a reset), while one that closes cleanly has
-// them delivered when the stall ends, then io.EOF.
+// by default (the receiver gets none, and a reset), or has them delivered
+// when the stall ends, then the reset, with WithHeld(Deliver); one that
+// closes cleanly has them delivered when the stall ends, then io.EOF,
+// either way.
 func TestSenderEndsDuringStall(t *testing.T) {
 	tests := []struct {
 		name  string
+		held  faultproxy.Held
 		dir   faultproxy.Direction
 		stall time.Duration
 		reset bool // the sender resets its socket; else it closes cleanly
 	}{
-		{"client resets", faultproxy.Up, time.Hour, true},
-		{"server resets", faultproxy.Down, time.Hour, true},
-		{"client closes", faultproxy.Up, 200 * time.Millisecond, false},
-		{"server closes", faultproxy.Down, 200 * time.Millisecond, false},
+		{"client resets", faultproxy.Drop, faultproxy.Up, time.Hour, true},
+		{"server resets", faultproxy.Drop, faultproxy.Down, time.Hour, true},
+		{"client closes", faultproxy.Drop, faultproxy.Up, 200 * time.Millisecond, false},
+		{"server closes", faultproxy.Drop, faultproxy.Down, 200 * time.Millisecond, false},
+		{"deliver: client resets", faultproxy.Deliver, faultproxy.Up, 200 * time.Millisecond, true},
+		{"deliver: server resets", faultproxy.Deliver, faultproxy.Down, 200 * time.Millisecond, true},
+		{"deliver: client closes", faultproxy.Deliver, faultproxy.Up, 200 * time.Millisecond, false},
+		{"deliver: server closes", faultproxy.Deliver, faultproxy.Down, 200 * time.Millisecond, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			leakCheck(t)
 			ln := newTarget(t)
-			p := newProxy(t, ln.Addr().String())
+			p := newProxy(t, ln.Addr().String(), faultproxy.WithHeld(tt.held))
 			p.Inject(faultproxy.Fault{Kind: faultproxy.Stall, Dir: tt.dir, Stall: tt.stall})
 			client, server := dial(t, p, ln)
 			sender, receiver := client, server
@@ -247,29 +255,125 @@ func TestSenderEndsDuringStall(t *testing.T) {
 			sender.Close()
 			got := <-received
 
-			if tt.reset {
+			switch {
+			case tt.reset && tt.held == faultproxy.Drop:
 				if len(got.data) != 0 {
 					t.Errorf("receiver got %d bytes held when the sender reset, want none", len(got.data))
 				}
 				checkEnd(t, "receiver", got.err, "reset")
 				waitStats(t, p, func(s faultproxy.Stats) bool { return s.HeldDropped == int64(len(data)) })
-				if st := p.Stats(); st.Aborts != 1 {
-					t.Errorf("stats %+v, want 1 abort", st)
+				if st := p.Stats(); st.Aborts != 1 || st.Delivers != 0 || st.HeldDelivered != 0 {
+					t.Errorf("stats %+v, want 1 abort and nothing delivered", st)
 				}
 				return
+			case tt.reset:
+				if !bytes.Equal(got.data, data) {
+					t.Errorf("receiver got %d bytes, want the %d held when the sender reset", len(got.data), len(data))
+				}
+				checkEnd(t, "receiver", got.err, "reset")
+				waitStats(t, p, func(s faultproxy.Stats) bool { return s.Delivers == 1 })
+				if st := p.Stats(); st.Aborts != 1 || st.HeldDelivered != int64(len(data)) || st.HeldDropped != 0 {
+					t.Errorf("stats %+v, want 1 abort, %d bytes delivered after it, none dropped", st, len(data))
+				}
+			default:
+				if !bytes.Equal(got.data, data) {
+					t.Errorf("receiver got %d bytes, want the %d sent before the close", len(got.data), len(data))
+				}
+				checkEnd(t, "receiver", got.err, "eof")
+				if st := p.Stats(); st.HeldDropped != 0 || st.Aborts != 0 || st.Delivers != 0 {
+					t.Errorf("stats %+v, want nothing dropped", st)
+				}
 			}
-			if !bytes.Equal(got.data, data) {
-				t.Errorf("receiver got %d bytes, want the %d sent before the close", len(got.data), len(data))
-			}
-			checkEnd(t, "receiver", got.err, "eof")
 			if at := got.at.Sub(start); at < tt.stall {
 				t.Errorf("receiver got the bytes %v after the write, within the %v stall", at, tt.stall)
 			}
-			if st := p.Stats(); st.HeldDropped != 0 || st.Aborts != 0 {
-				t.Errorf("stats %+v, want nothing dropped", st)
-			}
 		})
 	}
+}
+
+// TestDeliverDropsReplies: with Deliver, what the receiver sent back to a
+// sender that reset is dropped, while what the sender sent is delivered.
+func TestDeliverDropsReplies(t *testing.T) {
+	leakCheck(t)
+	ln := newTarget(t)
+	p := newProxy(t, ln.Addr().String(), faultproxy.WithHeld(faultproxy.Deliver))
+	p.Inject(faultproxy.Fault{Kind: faultproxy.Stall, Dir: faultproxy.Up, Stall: 300 * time.Millisecond})
+	client, server := dial(t, p, ln)
+	data, reply := random(5000, 8), []byte("reply held by the stall")
+	if _, err := client.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	waitStats(t, p, func(s faultproxy.Stats) bool { return s.Stalls == 1 })
+	received := readAsync(server)
+	if _, err := server.Write(reply); err != nil { // held: the stall stops both ways
+		t.Fatal(err)
+	}
+	client.SetLinger(0)
+	client.Close()
+	got := <-received
+	if !bytes.Equal(got.data, data) {
+		t.Errorf("server got %d bytes, want the %d held when the client reset", len(got.data), len(data))
+	}
+	checkEnd(t, "server", got.err, "reset")
+	waitStats(t, p, func(s faultproxy.Stats) bool { return s.HeldDropped == int64(len(reply)) })
+	if st := p.Stats(); st.Delivers != 1 || st.HeldDelivered != int64(len(data)) || st.BytesDown != 0 {
+		t.Errorf("stats %+v: want the request delivered, the reply dropped", st)
+	}
+}
+
+// TestRandomHeld: Random.Held draws, per connection, whether the bytes held
+// from a sender that resets are dropped or delivered: both come up, in
+// the same order for the same seed.
+func TestRandomHeld(t *testing.T) {
+	leakCheck(t)
+	run := func(seed int64) []faultproxy.Held {
+		ln := newTarget(t)
+		p := newProxy(t, ln.Addr().String(), faultproxy.WithRandom(seed, faultproxy.Random{Held: [2]int{1, 1}}))
+		var got []faultproxy.Held
+		for i := range 12 {
+			p.Inject(faultproxy.Fault{Kind: faultproxy.Stall, Dir: faultproxy.Up, Stall: 20 * time.Millisecond})
+			client, server := dial(t, p, ln)
+			received := readAsync(server)
+			if _, err := client.Write([]byte("held")); err != nil {
+				t.Fatal(err)
+			}
+			waitStats(t, p, func(s faultproxy.Stats) bool { return s.Stalls == int64(i+1) })
+			client.SetLinger(0)
+			client.Close()
+			r := <-received
+			checkEnd(t, "server", r.err, "reset")
+			switch string(r.data) {
+			case "":
+				got = append(got, faultproxy.Drop)
+			case "held":
+				got = append(got, faultproxy.Deliver)
+			default:
+				t.Fatalf("server got %q", r.data)
+			}
+		}
+		st := p.Stats()
+		if st.Aborts != 12 || st.Delivers != int64(count(got, faultproxy.Deliver)) {
+			t.Errorf("stats %+v for %v", st, got)
+		}
+		return got
+	}
+	a, b := run(4), run(4)
+	if !slices.Equal(a, b) {
+		t.Errorf("seed 4 drew %v, then %v", a, b)
+	}
+	if count(a, faultproxy.Drop) == 0 || count(a, faultproxy.Deliver) == 0 {
+		t.Errorf("seed 4 drew %v: want both", a)
+	}
+}
+
+func count[T comparable](s []T, v T) int {
+	n := 0
+	for _, x := range s {
+		if x == v {
+			n++
+		}
+	}
+	return n
 }
 
 // TestScript: scripted faults go to connections in order, one at a time
@@ -545,6 +649,10 @@ func TestMisusePanics(t *testing.T) {
 		}},
 		{"random stalls without duration", func(*faultproxy.Proxy) {
 			faultproxy.New("127.0.0.1:1", faultproxy.WithRandom(1, faultproxy.Random{MeanBytes: 100}))
+		}},
+		{"bad held", func(*faultproxy.Proxy) { faultproxy.New("127.0.0.1:1", faultproxy.WithHeld(2)) }},
+		{"negative held weight", func(*faultproxy.Proxy) {
+			faultproxy.New("127.0.0.1:1", faultproxy.WithRandom(1, faultproxy.Random{Held: [2]int{-1, 1}}))
 		}},
 		{"negative mean", func(*faultproxy.Proxy) {
 			faultproxy.New("127.0.0.1:1", faultproxy.WithRandom(1, faultproxy.Random{MeanBytes: -1}))

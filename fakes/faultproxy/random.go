@@ -15,6 +15,7 @@ type Option interface {
 type config struct {
 	seed   int64
 	random Random
+	held   Held // WithHeld
 }
 
 type optionFunc func(*config)
@@ -38,6 +39,14 @@ type Random struct {
 	// as StallMin. One of them must be positive when MeanBytes is and
 	// stalls have a weight.
 	StallMin, StallMax time.Duration
+	// Held are the relative weights of Drop and Deliver, indexed by
+	// [Held]: each connection draws, when it opens, what becomes of the
+	// bytes the proxy holds from a sender that resets (see [WithHeld]).
+	// The draw comes from a source of its own, derived from the seed and
+	// the connection's rank, so it leaves the faults' offsets as they
+	// are without it. The zero value draws nothing: every connection
+	// follows WithHeld.
+	Held [2]int
 	// DropMin and DropMax bound the interval between two calls of DropAll,
 	// drawn uniformly in [DropMin, DropMax]; a DropMax below DropMin counts
 	// as DropMin. A DropMin of 0 never drops.
@@ -61,6 +70,25 @@ func WithRandom(seed int64, r Random) Option {
 	})
 }
 
+// WithHeld sets what becomes of the bytes the proxy holds from a sender
+// that resets its socket, on every connection ([Random].Held aside): Drop,
+// the default, or Deliver. New panics if h is neither.
+func WithHeld(h Held) Option {
+	return optionFunc(func(c *config) { c.held = h })
+}
+
+// held draws what becomes of a connection's held bytes, or returns def
+// when r draws nothing.
+func (r *Random) held(rng *rand.Rand, def Held) Held {
+	if r.Held[Drop]+r.Held[Deliver] == 0 {
+		return def
+	}
+	if rng.IntN(r.Held[Drop]+r.Held[Deliver]) < r.Held[Drop] {
+		return Drop
+	}
+	return Deliver
+}
+
 // check panics if r is not valid, and returns it with its defaults set.
 func (r Random) check() Random {
 	if r.MeanBytes < 0 || r.StallMin < 0 || r.StallMax < 0 || r.DropMin < 0 || r.DropMax < 0 {
@@ -75,6 +103,9 @@ func (r Random) check() Random {
 	}
 	if sum == 0 {
 		r.Weights = [3]int{1, 1, 1}
+	}
+	if r.Held[Drop] < 0 || r.Held[Deliver] < 0 {
+		panic(fmt.Sprintf("faultproxy: negative weight in Held %v", r.Held))
 	}
 	r.StallMax = max(r.StallMax, r.StallMin)
 	r.DropMax = max(r.DropMax, r.DropMin)

@@ -6,7 +6,8 @@
 // Usage:
 //
 //	fakegcs [-grpc 127.0.0.1:9090] [-http 127.0.0.1:4443] [-bucket NAME]... [-zonal-bucket NAME]...
-//	        [-call-log N]
+//	        [-call-log N] [-credential TOKEN=ROLE]...
+//	        [-commit-delay D] [-commit-delay-max D] [-commit-seed N] [-deadline-drop]
 //	        [-rtt 20ms] [-bandwidth 100MB/s] [-max-streams 100]
 //	        [-session-expiry 168h] [-max-sessions N]
 //	        [-write-rate 1000] [-write-burst N] [-object-rate 1] [-share-503 0.1]
@@ -46,6 +47,21 @@
 // account), and resumable uploads in every Content-Range form GCS takes,
 // as the Node.js client sends them. See package fakes for the instructions
 // and methods.
+//
+// -credential TOKEN=ROLE holds the requests that carry "authorization:
+// Bearer TOKEN" to ROLE (objectViewer, objectCreator, objectUser or
+// objectAdmin, or the full name such as roles/storage.objectCreator), as
+// fakes.WithCredential does: a request the role does not allow is refused
+// with 403 (gRPC PERMISSION_DENIED). It may be repeated; requests without
+// a known token keep full access.
+//
+// -commit-delay D makes every write that stores an object wait D before
+// it stores it, as a backend slow to commit (fakes.WithCommitDelay); with
+// -commit-delay-max, each write waits a delay drawn uniformly between the
+// two, from a source seeded with -commit-seed (fakes.CommitJitter).
+// -deadline-drop drops a gRPC write whose deadline passed before it was
+// applied (fakes.WithDeadlineDrop, an assumed behaviour for experiments;
+// by default such a write is applied).
 //
 // -rtt and -bandwidth put a simulated network path in front of both ports
 // (package fakes/link: the round-trip time, and the bandwidth of each
@@ -106,6 +122,23 @@ type buckets []string
 func (b *buckets) String() string     { return strings.Join(*b, ",") }
 func (b *buckets) Set(v string) error { *b = append(*b, v); return nil }
 
+// credentials is a repeatable -credential TOKEN=ROLE flag.
+type credentials []fakes.Option
+
+func (c *credentials) String() string { return "" }
+func (c *credentials) Set(v string) error {
+	tok, name, ok := strings.Cut(v, "=")
+	if !ok || tok == "" {
+		return fmt.Errorf("want TOKEN=ROLE, got %q", v)
+	}
+	r, err := fakes.ParseRole(name)
+	if err != nil {
+		return err
+	}
+	*c = append(*c, fakes.WithCredential(tok, r))
+	return nil
+}
+
 // run serves until ctx ends and returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("fakegcs", flag.ContinueOnError)
@@ -116,6 +149,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Var(&bs, "bucket", "create bucket `NAME` (repeatable)")
 	var zs api.NameList
 	fs.Var(&zs, "zonal-bucket", "create zonal bucket `NAME`, which takes appendable writes only (repeatable, or a comma-separated list)")
+	var creds credentials
+	fs.Var(&creds, "credential", "hold requests with bearer `TOKEN=ROLE` to the role (objectViewer, objectCreator, objectUser, objectAdmin; repeatable)")
+	commitDelay := fs.Duration("commit-delay", 0, "every write that stores an object waits this long first (a slow commit)")
+	commitMax := fs.Duration("commit-delay-max", 0, "with -commit-delay, draw each write's delay uniformly up to this")
+	commitSeed := fs.Uint64("commit-seed", 1, "seed of the commit delays drawn with -commit-delay-max")
+	deadlineDrop := fs.Bool("deadline-drop", false, "drop a gRPC write whose deadline passed before it was applied (assumed behaviour)")
 	callLog := fs.Int("call-log", fakes.DefaultCallLog, "keep the last `N` calls in the request log")
 	expiry := fs.Duration("session-expiry", fakes.DefaultSessionExpiry, "a resumable session unused for this long expires")
 	maxSessions := fs.Int("max-sessions", fakes.DefaultMaxSessions, "keep at most `N` resumable sessions; the one unused longest expires first")
@@ -143,6 +182,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	for _, b := range zs {
 		opts = append(opts, fakes.WithZonalBucket(b))
+	}
+	opts = append(opts, creds...)
+	switch {
+	case *commitMax != 0 && (*commitMax < *commitDelay || *commitDelay < 0):
+		fmt.Fprintf(stderr, "fakegcs: -commit-delay-max %v: want at least -commit-delay %v, which must not be negative\n", *commitMax, *commitDelay)
+		return 2
+	case *commitMax != 0:
+		opts = append(opts, fakes.WithCommitDelays(fakes.CommitJitter(*commitDelay, *commitMax, *commitSeed)))
+	default:
+		opts = append(opts, fakes.WithCommitDelay(*commitDelay))
+	}
+	if *deadlineDrop {
+		opts = append(opts, fakes.WithDeadlineDrop())
 	}
 	capCfg, capOn, err := capFlags.Config()
 	if err != nil {

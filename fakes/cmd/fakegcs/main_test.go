@@ -159,6 +159,10 @@ func TestRunErrors(t *testing.T) {
 		{Args: []string{"-grpc", "bad"}, Code: 1, Want: `gRPC address "bad"`},
 		{Args: []string{"-call-log", "-1"}, Code: 1, Want: "call log size -1 is negative"},
 		{Args: []string{"-bucket", "b", "-zonal-bucket", "b"}, Code: 1, Want: `bucket "b" is given both as a zonal bucket`},
+		{Args: []string{"-credential", "tok"}, Code: 2, Want: "want TOKEN=ROLE"},
+		{Args: []string{"-commit-delay", "2s", "-commit-delay-max", "1s"}, Code: 2, Want: "want at least -commit-delay"},
+		{Args: []string{"-commit-delay", "-1s"}, Code: 1, Want: "commit delay -1s is negative"},
+		{Args: []string{"-credential", "tok=owner"}, Code: 2, Want: `unknown role "owner"`},
 	})
 }
 
@@ -269,4 +273,55 @@ func TestRunZonal(t *testing.T) {
 	}
 	http.DefaultClient.CloseIdleConnections()
 	p.StopOK(t)
+}
+
+// TestRunCredential: -credential holds a token's requests to its role, over
+// both APIs; other requests keep full access.
+func TestRunCredential(t *testing.T) {
+	p := cmdtest.Start(t, run, "-bucket", "bkt", "-credential", "up=objectCreator", "-credential", "read=roles/storage.objectViewer")
+	grpcAddr, httpURL := addrs(t, scan(p.Stdout, nil))
+	exercise(t, grpcAddr, httpURL, "bkt") // no token: full access
+	for _, tc := range []struct {
+		token string
+		want  int
+	}{
+		{"", http.StatusOK},
+		{"up", http.StatusForbidden},
+		{"read", http.StatusOK},
+		{"unknown", http.StatusOK},
+	} {
+		req, err := http.NewRequest("GET", httpURL+"/storage/v1/b/bkt/o/hello", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.token != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("objects.get with token %q: %s, want %d", tc.token, resp.Status, tc.want)
+		}
+	}
+	http.DefaultClient.CloseIdleConnections()
+	p.StopOK(t)
+}
+
+// TestRunCommitFlags: with drawn commit delays and -deadline-drop, writes
+// with a long deadline are stored as usual.
+func TestRunCommitFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-commit-delay", "1ms"},
+		{"-commit-delay", "1ms", "-commit-delay-max", "3ms", "-commit-seed", "9", "-deadline-drop"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			p := cmdtest.Start(t, run, append([]string{"-bucket", "bkt"}, args...)...)
+			grpcAddr, httpURL := addrs(t, scan(p.Stdout, nil))
+			exercise(t, grpcAddr, httpURL, "bkt")
+			p.StopOK(t)
+		})
+	}
 }

@@ -3,6 +3,10 @@ package store
 // Conditions are a request's generation and metageneration preconditions.
 type Conditions struct {
 	GenMatch, GenNotMatch, MetaMatch, MetaNotMatch *int64
+	// NoOverwrite refuses, once the other conditions held, a write that
+	// would replace a live object: its caller lacks storage.objects.delete,
+	// which GCS requires to overwrite (KindForbidden, with GCS's message).
+	NoOverwrite bool
 }
 
 // Check evaluates the conditions against o, the live object or the
@@ -45,6 +49,15 @@ func (c *Conditions) CheckVersion(exists bool, gen, meta int64) error {
 			return NewPrecondition(true, "if_metageneration_not_match=%d but the object does not exist", *c.MetaNotMatch)
 		}
 		return NewPrecondition(true, "if_metageneration_not_match=%d is the metageneration", meta)
+	case c.NoOverwrite && exists:
+		return ErrPermission("storage.objects.delete", "object")
 	}
 	return nil
+}
+
+// ErrPermission is GCS's refusal of a request whose caller lacks
+// permission perm on a resource of the kind ("object" or "bucket"): HTTP
+// 403 with reason "forbidden", or codes.PermissionDenied.
+func ErrPermission(perm, resource string) *Error {
+	return Errorf(KindForbidden, "Caller does not have %s access to the Google Cloud Storage %s. Permission '%s' denied on resource (or it may not exist).", perm, resource, perm)
 }

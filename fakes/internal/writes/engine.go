@@ -115,10 +115,19 @@ func (e *Engine) Handle(m *api.WriteMsg, n int64, hasData bool) (*wire.Object, i
 		return nil, 0, ErrAppendSums
 	}
 	if result != nil {
-		// Finalized by an earlier stream: a retried finish_write, or a
-		// state lookup, gets the object; more data cannot fit (an
-		// appendable object's writer may resend bytes persisted).
-		if n > 0 && (a == nil || m.Offset+n > s.Size) {
+		// Finalized by an earlier stream. A resumable session answers
+		// any message with the object, its data dropped: storage.proto
+		// (WriteObject) says "Attempting to resume an already finalized
+		// object results in an OK status, with a WriteObjectResponse
+		// containing the finalized object's metadata", and Google's
+		// testbench answers a BidiWriteObject so at its first message. No
+		// second generation is ever stored. An appendable object's writer
+		// gets the object for a retried finish_write or a state lookup,
+		// and may resend bytes persisted; more data cannot fit.
+		if a == nil {
+			return result, s.Size, nil
+		}
+		if n > 0 && m.Offset+n > s.Size {
 			return nil, 0, status.Errorf(codes.FailedPrecondition, "upload of %q is already finalized", result.GetName())
 		}
 		if m.Finish || m.Lookup {

@@ -101,7 +101,7 @@ func TestEngine(t *testing.T) {
 		{name: "unknown session", up: &testUpload{id: "s2"}, msgs: []api.WriteMsg{session(data(0, "ab"))}, code: codes.NotFound},
 		{name: "session gone", up: &testUpload{id: "s1", gone: true}, msgs: []api.WriteMsg{session(data(0, "ab"))}, code: codes.NotFound},
 		{name: "session finalized: retried finish", up: &testUpload{id: "s1", State: State{Size: 4}, result: &wire.Object{Name: "o"}}, msgs: []api.WriteMsg{session(finish(api.WriteMsg{Offset: 4}))}, size: 4, finished: true},
-		{name: "session finalized: more data", up: &testUpload{id: "s1", State: State{Size: 4}, result: &wire.Object{Name: "o"}}, msgs: []api.WriteMsg{session(data(4, "e"))}, code: codes.FailedPrecondition},
+		{name: "session finalized: more data gets the object", up: &testUpload{id: "s1", State: State{Size: 4}, result: &wire.Object{Name: "o"}}, msgs: []api.WriteMsg{session(data(4, "e"))}, size: 4, finished: true},
 		{name: "session finalized: state lookup", up: &testUpload{id: "s1", State: State{Size: 4}, result: &wire.Object{Name: "o"}}, msgs: []api.WriteMsg{{First: true, UploadID: "s1", Lookup: true}}, size: 4, finished: true},
 		{name: "checksum mismatch drops the session", up: &testUpload{id: "s1"}, msgs: []api.WriteMsg{session(api.WriteMsg{Sums: &wire.ObjectChecksums{Crc32C: &badCRC}}), finish(data(0, "ab"))}, code: codes.DataLoss, dropped: true},
 		{name: "size mismatch keeps the session", up: &testUpload{id: "s1", State: State{Limit: new(int64(3))}}, msgs: []api.WriteMsg{session(finish(data(0, "ab")))}, code: codes.InvalidArgument},

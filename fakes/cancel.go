@@ -1,0 +1,109 @@
+package fakes
+
+import (
+	"net/http"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/objup/objup/fakes/internal/store"
+)
+
+// Cancelling a resumable session, over either API.
+//
+// Google's storage-testbench answers CancelResumableWrite with OK and the
+// JSON API's DELETE on a session URI with 499, for any session it knows,
+// finished or not, and NOT_FOUND (404) for an id it does not
+// (testbench/grpc_server.py CancelResumableWrite, rest_server.py
+// delete_resumable_upload, database.py delete_upload). storage.proto:
+// "Any attempts to write to the resumable upload after cancelling the
+// upload fail." After a cancel the testbench forgets the session, so a
+// later write, status query or cancel of it is NOT_FOUND over gRPC (404
+// over JSON); GCS itself answers a JSON session URI that was cancelled
+// with 499 to its PUTs and status queries (as observed and reported in
+// fsouza/fake-gcs-server#1813 and getsentry/objectstore#609). The fake
+// answers so: over gRPC NOT_FOUND, over JSON 499.
+//
+// A session already finalized is not changed by a cancel: the object
+// stays, and the session keeps answering with it (QueryWriteStatus, a
+// retried finish_write, a PUT), as storage.proto requires ("Attempting
+// to resume an already finalized object results in an OK status, with a
+// WriteObjectResponse containing the finalized object's metadata"); the
+// cancel is answered as the testbench answers it (OK, 499). Whatever
+// arrives late on a session, finalized or cancelled, never stores a
+// second generation. The method's name is MethodCancelResumableWrite.
+
+// kindCancelled is the JSON API's answer to a request to a cancelled
+// session: 499.
+var kindCancelled = store.Kind{Code: codes.Canceled, HTTP: 499, Reason: "clientClosedRequest"}
+
+// cancelSession cancels the session up, unless it is finalized, and
+// reports whether it was. A cancelled session stores nothing, drops its
+// content and stays known as cancelled among the finalized sessions the
+// server remembers. up.mu is held.
+func (s *Server) cancelSession(up *upload) (finalized bool) {
+	if up.stored != nil {
+		return true
+	}
+	if !up.cancelled {
+		up.gone, up.cancelled, up.chunks = true, true, nil
+		s.sessions.Retire(up.id, keepFinalized)
+	}
+	return false
+}
+
+// grpcCancelResumableWrite serves CancelResumableWrite: upload_id (1).
+func (s *Server) grpcCancelResumableWrite(ss grpc.ServerStream) error {
+	var id string
+	if err := unary(ss, MethodCancelResumableWrite, func(f field) error {
+		if f.num == 1 && f.typ == protowire.BytesType {
+			id = string(f.b)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	up, err := s.session(ss.Context(), id)
+	if err != nil {
+		return err
+	}
+	up.mu.Lock()
+	if up.gone {
+		up.mu.Unlock()
+		return status.Errorf(codes.NotFound, "upload %q not found", id)
+	}
+	s.cancelSession(up)
+	up.mu.Unlock()
+	return sendRaw(ss, nil) // CancelResumableWriteResponse: empty
+}
+
+// cancelUpload serves DELETE on a session URI: the session ends, nothing
+// is stored, and GCS's answer is 499, as it is for a session already
+// cancelled or finalized (which keeps its object); an unknown session, or
+// one that ended in a failure, is 404.
+func (s *Server) cancelUpload(w http.ResponseWriter, id string) error {
+	up, err := s.jsonSession(id)
+	if err != nil {
+		return err
+	}
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	if up.gone && !up.cancelled {
+		return store.Errorf(store.KindNotFound, "no such upload session %q", id)
+	}
+	s.cancelSession(up)
+	w.Header().Set("Content-Length", "0")
+	w.WriteHeader(499)
+	return nil
+}
+
+// errSessionGone is the JSON API's answer to a request to the session id
+// that is gone: 499 if it was cancelled, else 404. up.mu is held.
+func errSessionGone(up *upload, id string) error {
+	if up.cancelled {
+		return store.Errorf(kindCancelled, "upload session %q was cancelled", id)
+	}
+	return store.Errorf(store.KindNotFound, "no such upload session %q", id)
+}
