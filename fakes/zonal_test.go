@@ -17,7 +17,7 @@ import (
 // TestZonalBucket checks a bucket made with WithZonalBucket: it reports
 // location type "zone" and storage class RAPID, takes appendable writes
 // (whose objects are RAPID), and refuses every other write into it, over
-// gRPC with FailedPrecondition and over JSON with 400, storing nothing.
+// gRPC with InvalidArgument and over JSON with 400, storing nothing.
 func TestZonalBucket(t *testing.T) {
 	const plain = "plain-bucket"
 	srv := fakes.NewTest(t, fakes.WithZonalBucket(bucket), fakes.WithBucket(plain))
@@ -56,7 +56,7 @@ func TestZonalBucket(t *testing.T) {
 		if err == nil {
 			err = w.Close()
 		}
-		if want := map[bool]codes.Code{true: codes.OK, false: codes.FailedPrecondition}[appendable]; status.Code(err) != want {
+		if want := map[bool]codes.Code{true: codes.OK, false: codes.InvalidArgument}[appendable]; status.Code(err) != want {
 			t.Fatalf("official writer, appendable %v: %v, want %v", appendable, err, want)
 		}
 	}
@@ -85,7 +85,7 @@ func TestZonalBucket(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.grpc(ctx, cc)
-			wantCode(t, err, codes.FailedPrecondition)
+			wantCode(t, err, codes.InvalidArgument)
 			absent(t, cc, "w")
 		})
 	}
@@ -109,8 +109,8 @@ func TestZonalBucket(t *testing.T) {
 	} {
 		t.Run("JSON "+tc.name, func(t *testing.T) {
 			r := tc.send()
-			if reason, _ := r.errorReason(t, http.StatusBadRequest); reason != "failedPrecondition" {
-				t.Fatalf("reason %q, want failedPrecondition", reason)
+			if reason, _ := r.errorReason(t, http.StatusBadRequest); reason != "invalid" {
+				t.Fatalf("reason %q, want invalid", reason)
 			}
 			absent(t, cc, "w")
 		})

@@ -228,7 +228,7 @@ func TestBinary(t *testing.T) {
 
 // TestRunZonal checks -zonal-bucket, repeated and as a list: each bucket
 // reports location type "zone" and storage class RAPID, and refuses a
-// write that is not appendable with FailedPrecondition.
+// write that is not appendable with InvalidArgument.
 func TestRunZonal(t *testing.T) {
 	p := cmdtest.Start(t, run, "-bucket", "plain", "-zonal-bucket", "zone1,zone2", "-zonal-bucket", "zone3")
 	grpcAddr, httpURL := addrs(t, scan(p.Stdout, nil))
@@ -243,9 +243,9 @@ func TestRunZonal(t *testing.T) {
 		code                   codes.Code
 	}{
 		{"plain", "multi-region", "STANDARD", codes.OK},
-		{"zone1", "zone", "RAPID", codes.FailedPrecondition},
-		{"zone2", "zone", "RAPID", codes.FailedPrecondition},
-		{"zone3", "zone", "RAPID", codes.FailedPrecondition},
+		{"zone1", "zone", "RAPID", codes.InvalidArgument},
+		{"zone2", "zone", "RAPID", codes.InvalidArgument},
+		{"zone3", "zone", "RAPID", codes.InvalidArgument},
 	} {
 		resp, err := http.Get(httpURL + "/storage/v1/b/" + tc.bucket)
 		if err != nil {

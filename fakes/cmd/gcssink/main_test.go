@@ -202,9 +202,9 @@ func TestRunZonal(t *testing.T) {
 	}{
 		{"plain-bucket", false, codes.OK, "STANDARD"},
 		{"plain-bucket", true, codes.OK, "STANDARD"},
-		{"zone-a", false, codes.FailedPrecondition, ""},
+		{"zone-a", false, codes.InvalidArgument, ""},
 		{"zone-b", true, codes.OK, "RAPID"},
-		{"zone-c", false, codes.FailedPrecondition, ""},
+		{"zone-c", false, codes.InvalidArgument, ""},
 	} {
 		st, err := wire.NewBidiWriteObjectStream(t.Context(), cc)
 		if err != nil {
