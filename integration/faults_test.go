@@ -26,6 +26,7 @@ import (
 
 	"github.com/objup/objup/fakes"
 	"github.com/objup/objup/fakes/faultproxy"
+	"github.com/objup/objup/fakes/frontend"
 	"github.com/objup/objup/pool"
 	"github.com/objup/objup/uploader"
 )
@@ -93,27 +94,61 @@ type faultResult struct {
 //     counted.
 //
 // It logs the outcomes by code, and fails on any violation.
+//
+// The service it runs against is as wide as GCS: commits take from 0 to
+// twice the short attempt timeout (a fifth of them over 100 ms), and the
+// fault proxies draw, per connection, whether the bytes they hold from a
+// sender that resets are dropped or still delivered (a network queue, a
+// front end that read them). It runs twice: straight to the fake, and
+// through HAProxy as an L7 front end between the faults and the fake
+// (skipped where HAProxy is missing; OBJUP_FAULT_VIA=direct or frontend
+// runs one).
 func TestRandomFaults(t *testing.T) {
+	for _, via := range []string{"direct", "frontend"} {
+		t.Run(via, func(t *testing.T) {
+			if v := os.Getenv("OBJUP_FAULT_VIA"); v != "" && v != via {
+				t.Skipf("OBJUP_FAULT_VIA=%s", v)
+			}
+			randomFaults(t, via == "frontend")
+		})
+	}
+}
+
+// randomFaults is one run of TestRandomFaults, through a front end if
+// frontEnd.
+func randomFaults(t *testing.T, frontEnd bool) {
 	n, seed := faultCount(t, faultUploadsEnv, 120), faultSeed(t)
 	t.Logf("%d uploads, seed %d (%s, %s)", n, seed, faultUploadsEnv, faultSeedEnv)
 
-	srv, err := fakes.New(fakes.WithBucket(testBucket))
+	commits := rand.New(rand.NewPCG(seed, 0xc0))
+	srv, err := fakes.New(fakes.WithBucket(testBucket), fakes.WithCommitDelays(func() time.Duration {
+		if commits.IntN(5) > 0 {
+			return time.Duration(commits.Int64N(int64(100 * time.Millisecond)))
+		}
+		return time.Duration(commits.Int64N(int64(2 * time.Second)))
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
+	grpcTarget, httpTarget := srv.GRPCAddr(), strings.TrimPrefix(srv.HTTPURL(), "http://")
+	if frontEnd {
+		grpcTarget = frontend.StartTest(t, grpcTarget, frontend.GRPC)
+		httpTarget = frontend.StartTest(t, httpTarget, frontend.HTTP1)
+	}
 	random := faultproxy.Random{
 		MeanBytes: 3 << 20,
 		Weights:   [3]int{2, 1, 2},
 		StallMin:  200 * time.Millisecond, StallMax: 3 * time.Second,
 		DropMin: 4 * time.Second, DropMax: 12 * time.Second,
+		Held: [2]int{1, 1},
 	}
-	gp, err := faultproxy.New(srv.GRPCAddr(), faultproxy.WithRandom(int64(seed), random))
+	gp, err := faultproxy.New(grpcTarget, faultproxy.WithRandom(int64(seed), random))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer gp.Close()
-	hp, err := faultproxy.New(strings.TrimPrefix(srv.HTTPURL(), "http://"), faultproxy.WithRandom(int64(seed)+1, random))
+	hp, err := faultproxy.New(httpTarget, faultproxy.WithRandom(int64(seed)+1, random))
 	if err != nil {
 		t.Fatal(err)
 	}
