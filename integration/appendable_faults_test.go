@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/objup/objup/fakes"
 	"github.com/objup/objup/fakes/faultproxy"
+	"github.com/objup/objup/fakes/frontend"
 	"github.com/objup/objup/uploader"
 )
 
@@ -41,20 +43,48 @@ const faultAppendsEnv = "OBJUP_FAULT_APPENDS"
 //     unfinalized;
 //   - no call returns more than faultOverrun after its context's
 //     deadline, and no goroutine leaks.
+//
+// As TestRandomFaults, finalizes take from 0 to twice the attempt timeout,
+// the proxy draws per connection whether it drops or delivers what it held
+// from a sender that reset, and a second run goes through HAProxy as an L7
+// front end.
 func TestAppendableRandomFaults(t *testing.T) {
+	for _, via := range []string{"direct", "frontend"} {
+		t.Run(via, func(t *testing.T) {
+			if v := os.Getenv("OBJUP_FAULT_VIA"); v != "" && v != via {
+				t.Skipf("OBJUP_FAULT_VIA=%s", v)
+			}
+			appendableRandomFaults(t, via == "frontend")
+		})
+	}
+}
+
+// appendableRandomFaults is one run of TestAppendableRandomFaults.
+func appendableRandomFaults(t *testing.T, frontEnd bool) {
 	n, seed := faultCount(t, faultAppendsEnv, 24), faultSeed(t)
 	t.Logf("%d appendable writers, seed %d (%s, %s)", n, seed, faultAppendsEnv, faultSeedEnv)
 	const zonal = "zonal-faults"
-	srv, err := fakes.New(fakes.WithZonalBucket(zonal))
+	commits := rand.New(rand.NewPCG(seed, 0xc1))
+	srv, err := fakes.New(fakes.WithZonalBucket(zonal), fakes.WithCommitDelays(func() time.Duration {
+		if commits.IntN(5) > 0 {
+			return time.Duration(commits.Int64N(int64(100 * time.Millisecond)))
+		}
+		return time.Duration(commits.Int64N(int64(2 * time.Second)))
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	gp, err := faultproxy.New(srv.GRPCAddr(), faultproxy.WithRandom(int64(seed), faultproxy.Random{
+	target := srv.GRPCAddr()
+	if frontEnd {
+		target = frontend.StartTest(t, target, frontend.GRPC)
+	}
+	gp, err := faultproxy.New(target, faultproxy.WithRandom(int64(seed), faultproxy.Random{
 		MeanBytes: 2 << 20,
 		Weights:   [3]int{2, 1, 2},
 		StallMin:  200 * time.Millisecond, StallMax: 3 * time.Second,
 		DropMin: 4 * time.Second, DropMax: 12 * time.Second,
+		Held: [2]int{1, 1},
 	}))
 	if err != nil {
 		t.Fatal(err)
