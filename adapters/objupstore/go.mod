@@ -8,6 +8,7 @@ require (
 	github.com/objup/objup v0.0.0-00010101000000-000000000000
 	github.com/objup/objup/fakes v0.0.0-00010101000000-000000000000
 	github.com/thanos-io/objstore v0.0.0-20250804093838-71d60dfee488
+	golang.org/x/sync v0.24.0
 	google.golang.org/api v0.307.0
 	google.golang.org/grpc v1.85.0
 	gopkg.in/yaml.v2 v2.4.0
@@ -69,7 +70,6 @@ require (
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/net v0.61.0 // indirect
 	golang.org/x/oauth2 v0.37.0 // indirect
-	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
