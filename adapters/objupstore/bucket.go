@@ -22,12 +22,11 @@ import (
 // concurrent use; Close releases both clients (not a client passed with
 // WithClient).
 type Bucket struct {
-	reads   *gcs.Bucket
-	up      *uploader.Client
-	ownsUp  bool
-	name    string
-	tenant  func(context.Context) (string, bool)
-	attrsOf func(contentType string) uploader.WriterOption
+	reads  *gcs.Bucket
+	up     *uploader.Client
+	ownsUp bool
+	name   string
+	tenant func(context.Context) (string, bool)
 }
 
 var _ objstore.Bucket = (*Bucket)(nil)

@@ -131,3 +131,38 @@ func TestUploadReaderFails(t *testing.T) {
 		}
 	}
 }
+
+// TestNewBucketFromYAML: objstore's YAML, as gcs.NewBucket takes it, and
+// what it refuses.
+func TestNewBucketFromYAML(t *testing.T) {
+	s := startFake(t)
+	t.Setenv("STORAGE_EMULATOR_HOST_GRPC", s.grpc)
+	tests := []struct {
+		name, yaml, wantErr string
+	}{
+		{"grpc", "bucket: " + testBucket + "\nuse_grpc: true\nchunk_size_bytes: 1048576\nmax_retries: 3\n", ""},
+		{"unknown field", "bucket: " + testBucket + "\nno_such_field: 1\n", "no_such_field"},
+		{"no bucket", "use_grpc: true\n", "bucket"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := objupstore.NewBucket(context.Background(), log.NewNopLogger(), []byte(tc.yaml), "test")
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want one naming %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			if err := b.Upload(context.Background(), "yaml", strings.NewReader("y")); err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := b.Exists(context.Background(), "yaml"); !ok || err != nil {
+				t.Fatalf("Exists = %v, %v", ok, err)
+			}
+		})
+	}
+}
