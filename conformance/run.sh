@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the official Go storage client's retry conformance suite
-# (TestRetryConformance in cloud.google.com/go/storage, the version this
-# module requires) against fakegcs on loopback, over HTTP and over gRPC,
+# (TestRetryConformance in cloud.google.com/go/storage, the version the
+# integration module requires) against fakegcs on loopback, over HTTP and over gRPC,
 # and prints pass, fail and skip per transport with the methods behind the
 # skips and the failures.
 #
@@ -53,7 +53,7 @@ cleanup() {
 trap cleanup EXIT
 
 cd "$root"
-version=$(go list -m -f '{{.Version}}' cloud.google.com/go/storage)
+version=$(cd integration && GOWORK=off go list -m -f '{{.Version}}' cloud.google.com/go/storage)
 src=$(go mod download -json "cloud.google.com/go/storage@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
 if [ ! -f "$src/retry_conformance_test.go" ]; then
   echo "$0: no retry_conformance_test.go in cloud.google.com/go/storage@$version ($src)" >&2

@@ -7,133 +7,13 @@ import (
 	"errors"
 	"hash/crc32"
 	"io/fs"
-	"maps"
 	"testing"
 	"time"
 
-	"cloud.google.com/go/storage"
-	"google.golang.org/api/option"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/objup/objup/uploader"
 )
-
-// officialClients returns the official client over gRPC and over JSON, both
-// on e's fake.
-func officialClients(t *testing.T, e *env) (grpcClient, jsonClient *storage.Client) {
-	t.Helper()
-	ctx := context.Background()
-	g, err := storage.NewGRPCClient(ctx,
-		option.WithEndpoint(e.srv.GRPCAddr()),
-		option.WithoutAuthentication(),
-		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
-		storage.WithDisabledClientMetrics())
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := storage.NewClient(ctx, option.WithEndpoint(e.srv.HTTPURL()+"/storage/v1/"), option.WithoutAuthentication())
-	if err != nil {
-		g.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Close(); j.Close() })
-	return g, j
-}
-
-// TestAttributesRoundTrip writes each attribute with objup, one-shot and
-// resumable, and reads it back with objup's Attrs and with the official
-// client over gRPC and over JSON.
-func TestAttributesRoundTrip(t *testing.T) {
-	e := newEnv(t)
-	g, j := officialClients(t, e)
-	custom := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
-	until := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second)
-	const kms = "projects/p/locations/us/keyRings/r/cryptoKeys/k"
-	tests := []struct {
-		name  string
-		opt   uploader.WriterOption
-		check func(a *storage.ObjectAttrs) bool
-		ours  func(a *uploader.ObjectAttrs) bool
-	}{
-		{"custom time", uploader.WithAttrs(uploader.ObjectAttrs{CustomTime: custom}),
-			func(a *storage.ObjectAttrs) bool { return a.CustomTime.Equal(custom) },
-			func(a *uploader.ObjectAttrs) bool { return a.CustomTime.Equal(custom) }},
-		{"kms key", uploader.WithAttrs(uploader.ObjectAttrs{KMSKeyName: kms}),
-			func(a *storage.ObjectAttrs) bool { return a.KMSKeyName == kms },
-			func(a *uploader.ObjectAttrs) bool { return a.KMSKeyName == kms }},
-		{"predefined acl", uploader.WithAttrs(uploader.ObjectAttrs{PredefinedACL: uploader.ACLPublicRead}),
-			func(a *storage.ObjectAttrs) bool { return hasRule(a.ACL, "allUsers", "READER") },
-			func(a *uploader.ObjectAttrs) bool { return len(a.ACL) == 1 && a.ACL[0].Entity == "allUsers" }},
-		{"acl", uploader.WithAttrs(uploader.ObjectAttrs{ACL: []uploader.ACLRule{{Entity: "user-a@example.com", Role: "OWNER"}, {Entity: "allAuthenticatedUsers", Role: "READER"}}}),
-			func(a *storage.ObjectAttrs) bool {
-				return hasRule(a.ACL, "user-a@example.com", "OWNER") && hasRule(a.ACL, "allAuthenticatedUsers", "READER")
-			},
-			func(a *uploader.ObjectAttrs) bool { return len(a.ACL) == 2 }},
-		{"retention", uploader.WithAttrs(uploader.ObjectAttrs{Retention: &uploader.Retention{Mode: "Unlocked", RetainUntil: until}}),
-			func(a *storage.ObjectAttrs) bool {
-				return a.Retention != nil && a.Retention.Mode == "Unlocked" && a.Retention.RetainUntil.Equal(until)
-			},
-			func(a *uploader.ObjectAttrs) bool {
-				return a.Retention != nil && a.Retention.Mode == "Unlocked" && a.Retention.RetainUntil.Equal(until)
-			}},
-		{"temporary hold", uploader.WithAttrs(uploader.ObjectAttrs{TemporaryHold: true}),
-			func(a *storage.ObjectAttrs) bool { return a.TemporaryHold },
-			func(a *uploader.ObjectAttrs) bool { return a.TemporaryHold }},
-		{"event-based hold", uploader.WithAttrs(uploader.ObjectAttrs{EventBasedHold: true}),
-			func(a *storage.ObjectAttrs) bool { return a.EventBasedHold },
-			func(a *uploader.ObjectAttrs) bool { return a.EventBasedHold }},
-		{"contexts", uploader.WithAttrs(uploader.ObjectAttrs{Contexts: map[string]string{"team": "storage", "tier": "hot"}}),
-			func(a *storage.ObjectAttrs) bool {
-				return a.Contexts != nil && a.Contexts.Custom["team"].Value == "storage" && a.Contexts.Custom["tier"].Value == "hot"
-			},
-			func(a *uploader.ObjectAttrs) bool {
-				return maps.Equal(a.Contexts, map[string]string{"team": "storage", "tier": "hot"})
-			}},
-	}
-	for _, tc := range tests {
-		for _, size := range []int{kib, q + 1} {
-			name := "attrs/" + tc.name + "/" + sizeName(size)
-			t.Run(tc.name+"/"+sizeName(size), func(t *testing.T) {
-				data := payload(size, 3)
-				ours, err := e.c.Upload(context.Background(), bucket, name, bytes.NewReader(data), tc.opt)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !tc.ours(ours) {
-					t.Errorf("objup's Attrs: %+v", ours)
-				}
-				sameBytes(t, name, e.content(name), data)
-				for peer, c := range map[string]*storage.Client{"grpc": g, "json": j} {
-					if peer == "grpc" && tc.name == "retention" {
-						// The official client v1.70.0 does not read
-						// Object.retention from gRPC (newObjectFromProto
-						// leaves Retention out); objup's Attrs and JSON
-						// show it.
-						continue
-					}
-					a, err := c.Bucket(bucket).Object(name).Attrs(context.Background())
-					if err != nil {
-						t.Fatalf("%s Attrs: %v", peer, err)
-					}
-					if !tc.check(a) {
-						t.Errorf("%s reads %+v", peer, a)
-					}
-				}
-			})
-		}
-	}
-}
-
-func hasRule(acl []storage.ACLRule, entity, role string) bool {
-	for _, r := range acl {
-		if string(r.Entity) == entity && string(r.Role) == role {
-			return true
-		}
-	}
-	return false
-}
 
 // TestInvalidAttributesRejectedBeforeAnyRPC: bad attribute values are
 // InvalidArgument at NewWriter, with no call made.
