@@ -78,3 +78,36 @@ func TestFinishRecoveryRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestLostAnswersCostNoLookups: an UploadMany of 16 small objects at once
+// whose context ends while the service holds every write. Each write went
+// out whole and its answer is lost, so each outcome is unknown; finding
+// that out costs no call: no object is looked up (a look-up could not tell
+// this upload's object from another's), and no connection is probed.
+func TestLostAnswersCostNoLookups(t *testing.T) {
+	e := newEnv(t)
+	e.srv.Delay(fakes.MethodWriteObject, 2*time.Second)
+	items := make([]uploader.Item, 16)
+	for i := range items {
+		items[i] = uploader.Item{Name: "many/" + string(rune('a'+i)), Data: payload(kib, uint64(i))}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	res, err := e.c.UploadMany(ctx, bucket, items, uploader.WithConcurrency(16))
+	if err == nil {
+		t.Fatal("UploadMany succeeded while the service held every write")
+	}
+	for i, r := range res {
+		if r.Err == nil || !uploader.IsOutcomeUnknown(r.Err) {
+			t.Errorf("item %d: %v, want an unknown outcome", i, r.Err)
+		}
+	}
+	if err := e.c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{fakes.MethodGetObject, fakes.MethodQueryWriteStatus} {
+		if n := e.countCalls(m); n != 0 {
+			t.Errorf("%d calls of %s to settle lost answers, want 0", n, m)
+		}
+	}
+}
