@@ -53,6 +53,7 @@ type faultCase struct {
 	ifNew    bool
 	parallel bool
 	session  bool // WithResumable: a small object through a session
+	always   bool // RetryAlways, without a precondition
 	deadline time.Duration
 }
 
@@ -86,7 +87,8 @@ type faultResult struct {
 //     after every stall ended and every commit finished;
 //   - every error is an *uploader.Error, and a network failure is never
 //     reported as Internal;
-//   - no call returns more than faultOverrun after its context's deadline;
+//   - no call returns more than faultOverrun after its context's deadline
+//     (some uploads retry always, without a precondition);
 //   - a parallel upload without a precondition never fails with
 //     FailedPrecondition (its parts' retries meeting their own writes);
 //   - no buffer is held, no goroutine leaks; temporary objects left (a
@@ -163,6 +165,12 @@ func randomFaults(t *testing.T, frontEnd bool) {
 		uploader.WithRetryDeadline(20 * time.Second),
 	}
 	short := append(retry[:len(retry):len(retry)], uploader.WithAttemptTimeout(time.Second))
+	retryOf := func(isShort bool) []uploader.RetryOption {
+		if isShort {
+			return short
+		}
+		return retry
+	}
 	// Warnings (a temporary object that could not be deleted, say) are
 	// kept for the report.
 	var warnings struct {
@@ -221,6 +229,7 @@ func randomFaults(t *testing.T, frontEnd bool) {
 		}
 		fc.ifNew = rng.IntN(2) == 0
 		fc.session = !fc.parallel && fc.size <= 256<<10 && rng.IntN(3) == 0
+		fc.always = !fc.ifNew && rng.IntN(3) == 0
 		if rng.IntN(4) == 0 {
 			fc.deadline = 200*time.Millisecond + time.Duration(rng.Int64N(int64(1800*time.Millisecond)))
 		}
@@ -254,6 +263,9 @@ func randomFaults(t *testing.T, frontEnd bool) {
 				}
 				if fc.session {
 					opts = append(opts, uploader.WithResumable())
+				}
+				if fc.always {
+					opts = append(opts, uploader.WithRetry(append(retryOf(fc.short), uploader.WithPolicy(uploader.RetryAlways))...))
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), fc.deadline)
 				_, err := clients[name].Upload(ctx, testBucket, fc.name, bytes.NewReader(data), opts...)
