@@ -1,9 +1,7 @@
 package uploader
 
 import (
-	"cmp"
 	"context"
-	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -77,23 +75,6 @@ func (g *grpcTransport) writeUnary(u *upload, r *chunkRef, timeout time.Duration
 func (g *grpcTransport) writeStream(u *upload, rs []*chunkRef, timeout time.Duration) (o *wire.Object, sent bool, err error) {
 	ctx, cancel := context.WithTimeout(u.attemptCtx(), timeout)
 	defer cancel()
-	// A settled stream (see attemptCtx) is cancelled with the upload only
-	// until its last message is handed to gRPC; the lock orders the two.
-	var fin struct {
-		sync.Mutex
-		final, cancelled bool
-	}
-	if u.scratch.settle {
-		stop := context.AfterFunc(u.ctx, func() {
-			fin.Lock()
-			if !fin.final {
-				fin.cancelled = true
-				cancel()
-			}
-			fin.Unlock()
-		})
-		defer stop()
-	}
 	st, end, err := attemptStream(g, u, ctx, timeout, wire.NewWriteObjectStream)
 	defer func() { end(err) }()
 	if err != nil {
@@ -111,14 +92,6 @@ func (g *grpcTransport) writeStream(u *upload, rs []*chunkRef, timeout time.Dura
 		crc, i, rel = u.fill(msg, rs, i, rel)
 		if i == len(rs) {
 			req.FinishWrite, req.ObjectChecksums = true, u.checksums()
-			fin.Lock()
-			fin.final = !fin.cancelled
-			fin.Unlock()
-			if !fin.final {
-				u.life.sent(msg)
-				_, err = st.CloseAndRecv()
-				return nil, sent, cmp.Or(u.ctx.Err(), err)
-			}
 		}
 		msg.CRC32C, msg.HasCRC = crc, !u.noCRC()
 		err = st.SendMsg(&msg.WriteMsg)

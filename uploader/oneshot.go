@@ -27,11 +27,11 @@ func (w *Writer) writeOnce(r *chunkRef) (*wire.Object, error) {
 		var sent bool
 		var err error
 		o, sent, err = tr.writeObject(&w.upload, w.one[:], w.retry.attemptTimeout())
-		o, err = cr.judge(&w.upload, tr, w.cfg.retry, o, sent, err)
+		o, err = cr.judge(o, sent, err)
 		return "", sent, err
 	})
 	if err != nil {
-		return w.settled(tr, &cr, w.cfg.retry, err)
+		return w.settled(tr, &cr, err)
 	}
 	return o, nil
 }

@@ -38,32 +38,21 @@ func answerLost(err error) bool {
 }
 
 // creation follows the attempts of a write that creates an object (a
-// one-shot write, a parallel upload's part, a compose), whose answer may be
-// lost. No look-up can tell whose an object is from its attributes: a
-// generation is the only identity the service gives, and a lost answer
-// took it along. So once an answer was lost the outcome is decided only
-// by a later attempt's answer (a success is the object), or, for a name
-// only the upload writes (own: a parallel upload's part, under a prefix
-// of its own), by looking the name up: any object there is the upload's.
-// Otherwise a later refusal (a precondition that the lost attempt's own
-// object may have failed) leaves the outcome unknown (see settled).
+// one-shot write, a compose), whose answer may be lost. No look-up can tell
+// whose an object is from its attributes: a generation is the only
+// identity the service gives, and a lost answer took it along. So once an
+// answer was lost, the outcome is what a later attempt's answer says (a
+// success is the object); a later refusal (a precondition that the lost
+// attempt's own object may have failed) or failure leaves it unknown (see
+// settled).
 type creation struct {
 	lost bool // an attempt's answer was lost
-	own  bool // the name is the upload's alone
 }
 
 // judge takes an attempt's outcome, o or err, sent saying whether its
-// request may have left. It returns the object and no error when the
-// attempt, or an earlier one whose answer was lost, stored it; otherwise
-// what it was given.
-func (c *creation) judge(u *upload, tr transport, cfg *retryConfig, o *wire.Object, sent bool, err error) (*wire.Object, error) {
-	switch {
-	case err == nil:
-	case c.lost && c.own && IsPreconditionFailed(err):
-		if stored := u.lookup(tr, cfg); stored != nil {
-			return stored, nil
-		}
-	case sent && answerLost(err):
+// request may have left, and returns it.
+func (c *creation) judge(o *wire.Object, sent bool, err error) (*wire.Object, error) {
+	if err != nil && sent && answerLost(err) {
 		c.lost = true
 	}
 	return o, err
@@ -108,19 +97,13 @@ func (u *upload) settling(cfg *retryConfig) (*upload, *retrier, func()) {
 }
 
 // settled is the end of a call of a write that creates an object and
-// failed with err, after c followed its attempts. It returns the object
-// when the upload's own name holds one (see creation); otherwise err,
-// marked IsOutcomeUnknown when an answer was lost: the object may have
-// been stored, and may still be (the service may apply a request it read
-// whole long after its answer was lost).
-func (u *upload) settled(tr transport, c *creation, cfg *retryConfig, err error) (*wire.Object, error) {
+// failed with err, after c followed its attempts: err, marked
+// IsOutcomeUnknown when an answer was lost: the object may have been
+// stored, and may still be (the service may apply a request it read whole
+// long after its answer was lost).
+func (u *upload) settled(tr transport, c *creation, err error) (*wire.Object, error) {
 	if err == nil || !c.lost {
 		return nil, err
-	}
-	if c.own {
-		if o := u.lookup(tr, cfg); o != nil {
-			return o, nil
-		}
 	}
 	oe := u.err(tr.names().write, err)
 	oe.unknown = true

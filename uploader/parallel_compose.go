@@ -47,11 +47,11 @@ func (p *parallel) finish(last chunker.Chunk) (*wire.Object, error) {
 	err := w.retry.do(&w.target, names.compose, w.idempotent(), nil, func() (string, bool, error) {
 		var err error
 		o, err = p.tr.composeObject(&w.upload, srcs, w.retry.attemptTimeout())
-		o, err = cr.judge(&w.upload, p.tr, w.cfg.retry, o, true, err)
+		o, err = cr.judge(o, true, err)
 		return "", true, err
 	})
 	if err != nil {
-		return w.settled(p.tr, &cr, w.cfg.retry, err)
+		return w.settled(p.tr, &cr, err)
 	}
 	return o, nil
 }
@@ -69,6 +69,10 @@ func (p *parallel) composeRound(round int, srcs []source) ([]source, error) {
 		us[i].ctx = p.w.ctx
 		us[i].object = p.prefix + "compose-" + strconv.Itoa(round) + "-" + strconv.Itoa(i)
 		us[i].initSpec(p.w)
+		// Once its request may have left, an intermediate compose runs
+		// to its answer (see attemptCtx), so that the cleanup finds what
+		// it made.
+		us[i].scratch.settle = true
 		next[i].name = us[i].object
 	}
 	var g errgroup.Group

@@ -85,13 +85,14 @@ func (w *Writer) checksums() *wire.ObjectChecksums {
 }
 
 // attemptCtx is the context of one attempt's call: the upload's, except
-// for a parallel upload's temporary objects. Once the request that would
-// finish one of those (the finish_write, or the whole request) may have
-// left, the call is not cancelled with the upload: it runs to its answer,
-// bounded by its timeout, so the upload knows whether the object exists
-// and deletes it. Cancelled, the service could still store the object
-// after the upload's delete had found nothing. The upload's call does not
-// wait for it: its parts finish in the background (see parallel.cleanup).
+// for a parallel upload's intermediate composes. Once such a request may
+// have left, the call is not cancelled with the upload: it runs to its
+// answer, bounded by its timeout, so the upload knows whether the object
+// exists and deletes it. Cancelled, the service could still store the
+// object after the upload's delete had found nothing. (The parts are
+// sessions, which a cancel settles: see parallel.send.) The upload's call
+// does not wait for it: the cleanup runs in the background (see
+// parallel.close).
 func (u *upload) attemptCtx() context.Context {
 	if u.scratch.settle {
 		return context.WithoutCancel(u.ctx)
@@ -109,7 +110,7 @@ type scratch struct {
 	crc       uint32
 	noCRC     bool // messages carry no CRC32C (WithoutCRC32C); here, where it costs no room
 	hasSums   bool // checksums holds the whole-object checksums the finish carries (see upload.checksums)
-	settle    bool // a parallel upload's temporary object: see upload.attemptCtx
+	settle    bool // a parallel upload's intermediate compose: see upload.attemptCtx
 	refused   bool // the service refused a write of the upload for load: its retries wait for their turn
 	size      int64
 	// The one-shot call's request and response.
