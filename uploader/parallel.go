@@ -185,6 +185,9 @@ type part struct {
 	base  int64       // the offset of its first byte in the object
 	gen   int64       // the generation stored; 0 until then
 	sent  atomic.Bool // its outcome is unknown: the service may store it
+	// session is the id of the part's session when its outcome is
+	// unknown, for the cleanup to settle (see parallel.close).
+	session string
 	retry retrier
 	ev    uploadEvents
 }

@@ -8,6 +8,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // close ends a parallel upload, in the background: it stops the parts
@@ -33,6 +35,21 @@ func (p *parallel) close() {
 			}
 			p.cur = nil
 		}
+		ctx, cancel := context.WithTimeout(base.ctx, cleanupTimeout)
+		defer cancel()
+		// A part whose session's outcome is unknown is settled now, with
+		// the cleanup's time: cancelled, or its object found.
+		var sg errgroup.Group
+		sg.SetLimit(maxDeletes)
+		for _, pt := range p.parts {
+			if pt.session != "" {
+				sg.Go(func() error {
+					p.settlePart(ctx, pt)
+					return nil
+				})
+			}
+		}
+		_ = sg.Wait()
 		var doomed []source
 		for _, pt := range p.parts {
 			if pt.gen != 0 || pt.sent.Load() {
@@ -40,8 +57,6 @@ func (p *parallel) close() {
 			}
 		}
 		doomed = append(doomed, p.temps...)
-		ctx, cancel := context.WithTimeout(base.ctx, cleanupTimeout)
-		defer cancel()
 		del := func(d source) {
 			u := &part{}
 			u.target = target{c: base.c, ctx: ctx, bucket: base.bucket, object: d.name, params: base.params}
@@ -106,3 +121,35 @@ func (p *parallel) leftBehind(name string, err error) {
 		l.LogAttrs(context.WithoutCancel(w.ctx), slog.LevelWarn, "objup: could not delete a temporary object", w.ev.LogAttrs(slog.String("temporary", name), slog.Any("error", err))...)
 	}
 }
+
+// settlePart settles the session of part pt, whose outcome was unknown
+// when its upload ended, in ctx (the cleanup's), retried as the upload's
+// retries are: the session's object, whose generation is then deleted, or
+// a cancelled session, of which nothing is left to delete. A session that
+// stays unknown leaves the part to a delete by name.
+func (p *parallel) settlePart(ctx context.Context, pt *part) {
+	w := p.w
+	u := &part{}
+	u.target = target{c: w.c, ctx: ctx, bucket: w.bucket, object: pt.object, params: w.params}
+	u.ev = newEvents(&u.target, w.ev.Span())
+	u.retry.init(w.cfg.retry, &u.ev)
+	err := u.retry.do(&u.target, p.tr.names().query, true, nil, func() (string, bool, error) {
+		o, known := settleSession(&u.upload, p.tr, pt.session, pt.size, u.retry.attemptTimeout)
+		switch {
+		case o != nil:
+			pt.gen = o.GetGeneration()
+		case !known:
+			return "", true, errUnsettled
+		default:
+			pt.sent.Store(false)
+		}
+		return "", true, nil
+	})
+	if err == nil {
+		pt.session = ""
+	}
+}
+
+// errUnsettled is the failure of a pass that could not settle a session:
+// retried.
+var errUnsettled = status.Error(codes.Unavailable, "the session's outcome is not settled yet")

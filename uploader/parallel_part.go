@@ -154,7 +154,12 @@ func (p *parallel) sendSession(pt *part) (*wire.Object, error) {
 	}
 	o, err := s.finish(refs[len(refs)-1])
 	if err != nil {
-		if o, err = s.settle(err); err != nil {
+		o, err = s.settle(err)
+		switch {
+		case IsOutcomeUnknown(err):
+			// The cleanup settles the session, with time of its own.
+			pt.session = s.id
+		case err != nil:
 			s.abort(err)
 		}
 	}

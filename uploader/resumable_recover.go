@@ -124,38 +124,50 @@ func (s *resumable) settle(err error) (*wire.Object, error) {
 	}
 	u, r, done := s.u.settling(s.retry.cfg)
 	defer done()
-	timeout := func() time.Duration {
+	o, known := settleSession(u, s.tr, s.id, s.last, func() time.Duration {
 		t := r.attemptTimeout()
 		if dl, ok := u.ctx.Deadline(); ok {
 			t = max(min(t, time.Until(dl)), time.Millisecond)
 		}
 		return t
-	}
-	query := func() (*wire.Object, error) {
-		_, o, qerr := s.tr.queryStatus(u, s.id, nil, s.last, timeout())
-		if qerr == nil && o != nil {
-			s.mu.Lock()
-			s.resource = o
-			s.mu.Unlock()
-		}
-		return o, qerr
-	}
-	if o, qerr := query(); o != nil {
+	})
+	switch {
+	case o != nil:
+		s.mu.Lock()
+		s.resource = o
+		s.mu.Unlock()
 		return o, nil
-	} else if qerr == nil && s.tr.cancelUpload(u, s.id, timeout()) == nil {
-		o, qerr := query()
-		switch {
-		case o != nil:
-			return o, nil
-		case qerr == nil, status.Code(qerr) == codes.NotFound, status.Code(qerr) == codes.Canceled:
-			// The session is cancelled (gRPC: NOT_FOUND; JSON: 499).
-			s.id = ""
-			return nil, err
-		}
+	case known:
+		s.id = ""
+		return nil, err
 	}
 	oe := s.u.err(s.names.stream, err)
 	oe.unknown = true
 	return nil, oe
+}
+
+// settleSession makes one pass of resumable.settle's calls on session id
+// of u (size bytes, once finished), each bounded by timeout(): it returns
+// the session's object if it was finalized, or known when the session is
+// cancelled and nothing of it can be finalized; neither when a call
+// failed.
+func settleSession(u *upload, tr transport, id string, size int64, timeout func() time.Duration) (o *wire.Object, known bool) {
+	_, o, err := tr.queryStatus(u, id, nil, size, timeout())
+	if o != nil || err != nil {
+		return o, false
+	}
+	if tr.cancelUpload(u, id, timeout()) != nil {
+		return nil, false
+	}
+	_, o, err = tr.queryStatus(u, id, nil, size, timeout())
+	switch {
+	case o != nil:
+		return o, false
+	case err == nil, status.Code(err) == codes.NotFound, status.Code(err) == codes.Canceled:
+		// The session is cancelled (gRPC: NOT_FOUND; JSON: 499).
+		return nil, true
+	}
+	return nil, false
 }
 
 // errPersistedMoved is the cause of a recovery whose stream the service

@@ -51,7 +51,7 @@ func TestLostAnswerIsResolved(t *testing.T) {
 		{"small, resumable, does not exist", fakes.MethodBidiWriteObject, kib, []uploader.WriterOption{uploader.WithResumable(), uploader.WithDoesNotExist()}, false},
 		{"resumable", fakes.MethodBidiWriteObject, 3 * mib, nil, false},
 		{"resumable, does not exist", fakes.MethodBidiWriteObject, 3 * mib, []uploader.WriterOption{uploader.WithDoesNotExist()}, false},
-		{"parallel, a part's answer", fakes.MethodWriteObject, 5*part + 7, []uploader.WriterOption{uploader.WithParallelUpload(uploader.ParallelUpload{PartSize: part, Parts: 1})}, false},
+		{"parallel, a part's answer", fakes.MethodBidiWriteObject, 5*part + 7, []uploader.WriterOption{uploader.WithParallelUpload(uploader.ParallelUpload{PartSize: part, Parts: 1})}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
