@@ -111,3 +111,26 @@ func TestLostAnswersCostNoLookups(t *testing.T) {
 		}
 	}
 }
+
+// TestIdenticalObjectIsNotOurs: an object of the same name, size and
+// CRC32C was stored a moment before; then an upload of the same bytes is
+// sent, and its context ends while the service holds it. Nothing tells
+// the earlier object from one this upload may have stored, so the upload
+// must not report success: its outcome is unknown.
+func TestIdenticalObjectIsNotOurs(t *testing.T) {
+	e := newEnv(t)
+	data := payload(kib, 54)
+	if _, err := e.c.Upload(context.Background(), bucket, "dup", bytes.NewReader(data)); err != nil {
+		t.Fatal(err)
+	}
+	e.srv.Delay(fakes.MethodWriteObject, 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	res, err := e.c.UploadMany(ctx, bucket, []uploader.Item{{Name: "dup", Data: data}})
+	if err == nil || res[0].Err == nil {
+		t.Fatalf("UploadMany: %v: an identical object taken for this upload's", err)
+	}
+	if !uploader.IsOutcomeUnknown(res[0].Err) {
+		t.Fatalf("UploadMany item: %v, want an unknown outcome", res[0].Err)
+	}
+}
