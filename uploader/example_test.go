@@ -360,3 +360,29 @@ func ExampleClient_TakeOver() {
 	// appending at 8
 	// 16 bytes, CRC32C checked: true
 }
+
+// Exactly once: a session (WithResumable) and a precondition
+// (WithDoesNotExist). The service stores the object and the answer is
+// lost; the upload asks its session and knows. A second upload of the
+// same name cannot make a second object.
+func ExampleWithResumable() {
+	srv, c := startFake()
+	defer srv.Close()
+	defer c.Close()
+	ctx := context.Background()
+
+	srv.LoseAnswer(fakes.MethodBidiWriteObject)
+	attrs, err := c.Upload(ctx, "demo", "invoice-42.json", strings.NewReader(`{"total":42}`),
+		uploader.WithResumable(), uploader.WithDoesNotExist())
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("stored, generation known:", attrs.Generation != 0)
+
+	_, err = c.Upload(ctx, "demo", "invoice-42.json", strings.NewReader(`{"total":42}`),
+		uploader.WithResumable(), uploader.WithDoesNotExist())
+	fmt.Println("a second upload:", uploader.IsPreconditionFailed(err))
+	// Output:
+	// stored, generation known: true
+	// a second upload: true
+}
