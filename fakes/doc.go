@@ -231,7 +231,10 @@
 //     projects.serviceAccount.get;
 //   - objects.insert with uploadType=media (the body is the content),
 //     multipart (a multipart/related body: the object resource, then the
-//     content) and resumable: the first POST answers with the session URI
+//     content; its boundary parameter in any form RFC 2046 allows, and
+//     single-quoted as Python's HTTP stack writes it) and resumable, on
+//     the upload path or on /resumable/upload/storage/v1/ (where gcloud
+//     and gsutil start sessions): the first POST answers with the session URI
 //     in Location; chunks go to it by PUT or POST with
 //     Content-Range "bytes A-B/T" or "bytes A-B/*", or "bytes A-*/T" and
 //     "bytes A-*/*" for the rest of the object to the end of the body (the
@@ -265,7 +268,12 @@
 //     x-goog-metageneration, x-goog-stored-content-length and -encoding;
 //   - objects.list: prefix, delimiter, includeTrailingDelimiter,
 //     startOffset, endOffset, versions, maxResults (at most 1000, objects
-//     and prefixes counted together) and pageToken;
+//     and prefixes counted together) and pageToken, and
+//     includeFoldersAsPrefixes with the delimiter "/" (the fake has no
+//     folders, so it changes nothing);
+//   - buckets.getStorageLayout (location, locationType, and
+//     hierarchicalNamespace when the bucket was given it enabled), and
+//     managedFolders.list, always empty: the fake keeps no managed folders;
 //   - objects.delete, objects.patch (merge: absent fields are kept, null
 //     ones cleared, metadata keys merged) and objects.update (replace);
 //     both bump the metageneration, and customTime cannot move back or be

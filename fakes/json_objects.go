@@ -283,10 +283,17 @@ func (s *Server) listObjects(w http.ResponseWriter, r *http.Request, bkt string)
 	if q.Get("matchGlob") != "" {
 		return store.Errorf(store.KindUnimplemented, "fakes: objects.list with matchGlob is not implemented by the fake")
 	}
-	for _, p := range []string{"softDeleted", "includeFoldersAsPrefixes"} {
-		if v, err := queryBool(q, p); err != nil || v {
-			return store.Errorf(store.KindUnimplemented, "fakes: objects.list with %s is not implemented by the fake", p)
-		}
+	if v, err := queryBool(q, "softDeleted"); err != nil || v {
+		return store.Errorf(store.KindUnimplemented, "fakes: objects.list with softDeleted is not implemented by the fake")
+	}
+	// includeFoldersAsPrefixes adds folders and managed folders to the
+	// prefixes; the fake has neither, so the listing is the same. GCS
+	// takes it only with the delimiter "/".
+	switch v, err := queryBool(q, "includeFoldersAsPrefixes"); {
+	case err != nil:
+		return err
+	case v && q.Get("delimiter") != "/":
+		return store.Errorf(store.KindInvalid, "includeFoldersAsPrefixes is only supported with the delimiter \"/\", not %q", q.Get("delimiter"))
 	}
 	size, err := queryInt(q, "maxResults")
 	switch {
