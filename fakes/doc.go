@@ -9,6 +9,14 @@
 //     path-style reads (GET /BUCKET/OBJECT) as the official Go client sends
 //     them.
 //
+// With [WithHTTPSAddr] the JSON API is also served over HTTPS
+// ([Server.HTTPSURL]), with a certificate the server makes
+// ([Server.CertPEM]), for clients that speak only HTTPS: gsutil's JSON
+// mode. gcloud storage and gsutil both work against the fake (cp of files,
+// directories and large files through resumable and parallel composite
+// uploads, ls, cat, rm): conformance/gcloud.sh runs their sessions, and
+// TestToolSessions replays the requests they send.
+//
 // An object written over one API is at once visible over the other.
 //
 // # The store

@@ -426,5 +426,8 @@ func queryBool(q url.Values, key string) (bool, error) {
 // baseURL is the scheme and host a client used to reach the server, for the
 // links and session URIs the server hands out.
 func baseURL(r *http.Request) string {
+	if r.TLS != nil {
+		return "https://" + r.Host
+	}
 	return "http://" + r.Host
 }

@@ -28,6 +28,8 @@ type Server struct {
 	http     *http.Server
 	grpcAddr string
 	httpURL  string
+	httpsURL string // WithHTTPSAddr; "" without
+	certPEM  []byte // the HTTPS certificate; nil without
 
 	mu       sync.Mutex
 	sessions store.Sessions[*upload] // resumable sessions, of both APIs
@@ -75,6 +77,14 @@ func New(opts ...Option) (*Server, error) {
 		grpcAddr: api.DialAddr(grpcLis.Addr()),
 		httpURL:  "http://" + api.DialAddr(httpLis.Addr()),
 	}
+	var httpsLis net.Listener
+	if cfg.httpsAddr != "" {
+		if httpsLis, err = s.listenHTTPS(cfg.httpsAddr, cfg.link); err != nil {
+			grpcLis.Close()
+			httpLis.Close()
+			return nil, err
+		}
+	}
 	s.commitDelay = cfg.commitDelay
 	s.limiter = limiter
 	s.calls.init(cfg.callLog)
@@ -120,6 +130,9 @@ func New(opts ...Option) (*Server, error) {
 			s.noteServeErr(err)
 		}
 	}()
+	if httpsLis != nil {
+		s.serveHTTPS(httpsLis)
+	}
 	return s, nil
 }
 

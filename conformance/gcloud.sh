@@ -1,0 +1,238 @@
+#!/usr/bin/env bash
+# Runs sessions of Google's own command-line tools against fakegcs on
+# loopback and checks every answer: `gcloud storage` over plain HTTP (the
+# fake's -http port), and gsutil over HTTPS (its JSON mode speaks only
+# HTTPS: the fake's -https port, with the certificate fakegcs makes).
+# Each session copies a file, a directory with -r, a 20 MB file through a
+# resumable upload and again through a parallel composite upload (the
+# components uploaded, composed and deleted), a stream from standard input
+# (gcloud), lists, cats, downloads and compares, removes, and (gcloud)
+# creates and removes a bucket.
+#
+# Usage: conformance/gcloud.sh [-keep]
+#
+#   -keep  keep the work directory (fakegcs's log, each command's output)
+#          and print its path
+#
+# gcloud is the Cloud SDK's (Debian package google-cloud-cli; gsutil is the
+# one bundled with it, or $GSUTIL). Where gcloud is not on PATH the script
+# says it skipped and exits 0, so CI runs it everywhere; GSUTIL=none skips
+# the gsutil session alone. Nothing reaches Google: the SDK's
+# configuration is a throwaway directory, credentials are off
+# (CLOUDSDK_AUTH_DISABLE_CREDENTIALS), and the storage endpoints point at
+# the fake. It exits with status 1 if a command failed or an answer was
+# wrong. Every command runs in its own process group, killed after
+# $OBJUP_TOOL_TIMEOUT seconds (default 120).
+set -euo pipefail
+
+keep=false
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -keep) keep=true ;;
+    *) echo "usage: $0 [-keep]" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+if ! command -v gcloud >/dev/null; then
+  echo "$0: skipped: gcloud (the Cloud SDK) is not on PATH"
+  exit 0
+fi
+gsutil_bin=${GSUTIL:-gsutil}
+tool_timeout=${OBJUP_TOOL_TIMEOUT:-120}
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/objup-gcloud.XXXXXX")
+fake_pid=""
+cleanup() {
+  if [ -n "$fake_pid" ]; then
+    kill "$fake_pid" 2>/dev/null || true
+    wait "$fake_pid" 2>/dev/null || true
+  fi
+  if $keep; then
+    echo "work directory: $work" >&2
+  else
+    rm -rf "$work"
+  fi
+}
+trap cleanup EXIT
+
+cd "$root"
+go build -o "$work/fakegcs" ./fakes/cmd/fakegcs
+# fakegcs prints "grpc ADDR", "http URL" and "https URL" once it listens,
+# having written its certificate.
+: >"$work/addrs"
+"$work/fakegcs" -bucket gcloud-bucket -bucket gsutil-bucket -https 127.0.0.1:0 -cert "$work/cert.pem" \
+  >"$work/addrs" 2>"$work/fakegcs.log" &
+fake_pid=$!
+for _ in $(seq 1 100); do
+  [ "$(wc -l <"$work/addrs")" -ge 3 ] && break
+  kill -0 "$fake_pid" 2>/dev/null || { cat "$work/fakegcs.log" >&2; exit 1; }
+  sleep 0.1
+done
+http_url=$(sed -n 's/^http //p' "$work/addrs")
+https_url=$(sed -n 's/^https //p' "$work/addrs")
+if [ -z "$http_url" ] || [ -z "$https_url" ]; then
+  echo "$0: fakegcs did not start" >&2; cat "$work/fakegcs.log" >&2; exit 1
+fi
+
+# The data: a small file, a tree, and a file large enough for resumable
+# and parallel composite uploads.
+data=$work/data
+mkdir -p "$data/tree/sub" "$work/out"
+echo "hello from objup" >"$data/small.txt"
+for i in 1 2 3; do echo "file $i" >"$data/tree/f$i.txt"; done
+echo "nested" >"$data/tree/sub/n.txt"
+head -c 20000000 /dev/urandom >"$data/big.bin"
+
+failures=0 n=0
+# tool NAME CMD...: runs CMD in its own process group with the output in
+# $work/out/NAME, killing the group after $tool_timeout seconds; on failure
+# it prints the output and counts a failure.
+tool() {
+  local name=$1; shift
+  n=$((n + 1))
+  local out=$work/out/$(printf '%02d' "$n")-$name
+  setsid "$@" 0<&0 >"$out" 2>"$out.err" &
+  local pid=$!
+  (sleep "$tool_timeout"; kill -KILL -- "-$pid" 2>/dev/null) &
+  local watch=$!
+  local rc=0
+  wait "$pid" || rc=$?
+  kill "$watch" 2>/dev/null || true
+  wait "$watch" 2>/dev/null || true
+  if [ "$rc" != 0 ]; then
+    echo "FAIL $name: exit status $rc: $*"
+    sed 's/^/    /' "$out.err" | tail -20
+    failures=$((failures + 1))
+    return 1
+  fi
+  echo "ok   $name"
+}
+# expect NAME WANT: the output of the last command (NAME) is WANT.
+expect() {
+  local got
+  got=$(cat "$work/out/$(printf '%02d' "$n")-$1")
+  if [ "$got" != "$2" ]; then
+    echo "FAIL $1: got:"; echo "$got" | sed 's/^/    /'
+    echo "  want:"; echo "$2" | sed 's/^/    /'
+    failures=$((failures + 1))
+  fi
+}
+# same NAME A B: files A and B hold the same bytes.
+same() {
+  if ! cmp -s "$2" "$3"; then
+    echo "FAIL $1: $2 and $3 differ"; failures=$((failures + 1))
+  fi
+}
+
+echo "== gcloud storage over HTTP ($http_url)"
+export CLOUDSDK_CONFIG=$work/gcloud-config
+export CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE=$http_url/
+export CLOUDSDK_AUTH_DISABLE_CREDENTIALS=True
+export CLOUDSDK_CORE_PROJECT=p
+export CLOUDSDK_CORE_DISABLE_PROMPTS=1
+export CLOUDSDK_CORE_DISABLE_USAGE_REPORTING=true
+export CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK=true
+export CLOUDSDK_STORAGE_MAX_RETRIES=2 CLOUDSDK_STORAGE_MAX_RETRY_DELAY=1
+gc="gcloud storage"
+tool gc-cp-file $gc cp "$data/small.txt" gs://gcloud-bucket/small.txt || true
+tool gc-cat $gc cat gs://gcloud-bucket/small.txt && expect gc-cat "hello from objup"
+tool gc-cp-r $gc cp -r "$data/tree" gs://gcloud-bucket/ || true
+tool gc-ls-r $gc ls -r gs://gcloud-bucket/tree && expect gc-ls-r "gs://gcloud-bucket/tree/:
+gs://gcloud-bucket/tree/f1.txt
+gs://gcloud-bucket/tree/f2.txt
+gs://gcloud-bucket/tree/f3.txt
+
+gs://gcloud-bucket/tree/sub/:
+gs://gcloud-bucket/tree/sub/n.txt"
+tool gc-cat-nested $gc cat gs://gcloud-bucket/tree/sub/n.txt && expect gc-cat-nested "nested"
+# Above its resumable threshold (8 MiB), without a composite upload.
+CLOUDSDK_STORAGE_PARALLEL_COMPOSITE_UPLOAD_ENABLED=False \
+  tool gc-cp-resumable $gc cp "$data/big.bin" gs://gcloud-bucket/resumable.bin || true
+# A parallel composite upload: four 5 MB components, each above the
+# resumable threshold so that gcloud tracks and deletes them after the
+# compose.
+CLOUDSDK_STORAGE_PARALLEL_COMPOSITE_UPLOAD_ENABLED=True \
+  CLOUDSDK_STORAGE_PARALLEL_COMPOSITE_UPLOAD_THRESHOLD=10M \
+  CLOUDSDK_STORAGE_PARALLEL_COMPOSITE_UPLOAD_COMPONENT_SIZE=5M \
+  CLOUDSDK_STORAGE_RESUMABLE_THRESHOLD=1M \
+  tool gc-cp-composite $gc cp "$data/big.bin" gs://gcloud-bucket/composite.bin || true
+tool gc-cp-stdin $gc cp - gs://gcloud-bucket/stdin.bin <"$data/big.bin" || true
+for o in resumable composite stdin; do
+  tool "gc-download-$o" $gc cp "gs://gcloud-bucket/$o.bin" "$work/gc-$o.bin" && same "gc-download-$o" "$data/big.bin" "$work/gc-$o.bin"
+done
+tool gc-describe $gc objects describe gs://gcloud-bucket/composite.bin --format='value(component_count,size)' &&
+  expect gc-describe "4	20000000"
+tool gc-ls $gc ls gs://gcloud-bucket && expect gc-ls "gs://gcloud-bucket/composite.bin
+gs://gcloud-bucket/resumable.bin
+gs://gcloud-bucket/small.txt
+gs://gcloud-bucket/stdin.bin
+gs://gcloud-bucket/tree/"
+tool gc-rm $gc rm gs://gcloud-bucket/small.txt || true
+tool gc-rm-r $gc rm -r gs://gcloud-bucket/tree || true
+tool gc-ls-after $gc ls gs://gcloud-bucket && expect gc-ls-after "gs://gcloud-bucket/composite.bin
+gs://gcloud-bucket/resumable.bin
+gs://gcloud-bucket/stdin.bin"
+tool gc-bucket-create $gc buckets create gs://gcloud-new || true
+tool gc-cp-new $gc cp "$data/small.txt" gs://gcloud-new/x || true
+tool gc-bucket-rm $gc rm -r gs://gcloud-new || true
+tool gc-buckets-list $gc buckets list --format='value(name)' && expect gc-buckets-list "gcloud-bucket
+gsutil-bucket"
+
+if [ "$gsutil_bin" = none ]; then
+  echo "== gsutil: skipped (GSUTIL=none)"
+elif ! command -v "$gsutil_bin" >/dev/null; then
+  echo "== gsutil: skipped: $gsutil_bin is not on PATH"
+else
+  echo "== gsutil over HTTPS ($https_url)"
+  port=${https_url##*:}
+  # The boto config that points gsutil at the fake: its JSON API host and
+  # port, and the fake's certificate as the CA file. The Cloud SDK's
+  # wrapper passes its own CA file and credentials to gsutil unless told
+  # otherwise, hence the two CLOUDSDK_ variables.
+  cat >"$work/boto" <<EOF
+[Credentials]
+gs_json_host = 127.0.0.1
+gs_json_port = $port
+[Boto]
+ca_certificates_file = $work/cert.pem
+num_retries = 2
+max_retry_delay = 1
+[GSUtil]
+default_project_id = p
+sliced_object_download_threshold = 0
+EOF
+  export BOTO_CONFIG=$work/boto BOTO_PATH=$work/boto
+  export CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE=$work/cert.pem
+  export CLOUDSDK_CORE_PASS_CREDENTIALS_TO_GSUTIL=false
+  gs="$gsutil_bin -q"
+  tool gs-cp-file $gs cp "$data/small.txt" gs://gsutil-bucket/small.txt || true
+  tool gs-cat $gs cat gs://gsutil-bucket/small.txt && expect gs-cat "hello from objup"
+  tool gs-cp-r $gs cp -r "$data/tree" gs://gsutil-bucket/ || true
+  tool gs-ls-r $gs ls -r gs://gsutil-bucket/tree && expect gs-ls-r "gs://gsutil-bucket/tree/:
+gs://gsutil-bucket/tree/f1.txt
+gs://gsutil-bucket/tree/f2.txt
+gs://gsutil-bucket/tree/f3.txt
+
+gs://gsutil-bucket/tree/sub/:
+gs://gsutil-bucket/tree/sub/n.txt"
+  # Above its resumable threshold (8 MiB), without a composite upload.
+  tool gs-cp-resumable $gs -o GSUtil:parallel_composite_upload_threshold=0 cp "$data/big.bin" gs://gsutil-bucket/resumable.bin || true
+  tool gs-cp-composite $gs -o GSUtil:parallel_composite_upload_threshold=10M \
+    -o GSUtil:parallel_composite_upload_component_size=5M cp "$data/big.bin" gs://gsutil-bucket/composite.bin || true
+  for o in resumable composite; do
+    tool "gs-download-$o" $gs cp "gs://gsutil-bucket/$o.bin" "$work/gs-$o.bin" && same "gs-download-$o" "$data/big.bin" "$work/gs-$o.bin"
+  done
+  tool gs-ls $gs ls gs://gsutil-bucket && expect gs-ls "gs://gsutil-bucket/composite.bin
+gs://gsutil-bucket/resumable.bin
+gs://gsutil-bucket/small.txt
+gs://gsutil-bucket/tree/"
+  tool gs-rm $gs rm gs://gsutil-bucket/small.txt || true
+  tool gs-rm-r $gs rm -r gs://gsutil-bucket/tree || true
+  tool gs-ls-after $gs ls gs://gsutil-bucket && expect gs-ls-after "gs://gsutil-bucket/composite.bin
+gs://gsutil-bucket/resumable.bin"
+fi
+
+echo "$n commands, $failures failed"
+[ "$failures" = 0 ]
