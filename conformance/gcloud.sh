@@ -3,16 +3,21 @@
 # loopback and checks every answer: `gcloud storage` over plain HTTP (the
 # fake's -http port), and gsutil over HTTPS (its JSON mode speaks only
 # HTTPS: the fake's -https port, with the certificate fakegcs makes).
-# Each session copies a file, a directory with -r, a 20 MB file through a
+# Each session copies a file, a directory with -r, a 3 MB file through a
 # resumable upload and again through a parallel composite upload (the
-# components uploaded, composed and deleted), a stream from standard input
+# components uploaded, composed and deleted; the tools' thresholds are
+# lowered so that 3 MB takes both paths), a stream from standard input
 # (gcloud), lists, cats, downloads and compares, removes, and (gcloud)
 # creates and removes a bucket.
 #
-# Usage: conformance/gcloud.sh [-keep]
+# Usage: conformance/gcloud.sh [-keep] [-capture DIR]
 #
-#   -keep  keep the work directory (fakegcs's log, each command's output)
-#          and print its path
+#   -keep     keep the work directory (fakegcs's log, each command's
+#             output) and print its path
+#   -capture  record every exchange of the sessions through
+#             fakes/internal/toolcapture into DIR/gcloud.jsonl.gz and
+#             DIR/gsutil.jsonl.gz, the files the fakes package's
+#             TestToolSessions replays (fakes/testdata/tools)
 #
 # gcloud is the Cloud SDK's (Debian package google-cloud-cli; gsutil is the
 # one bundled with it, or $GSUTIL). Where gcloud is not on PATH the script
@@ -25,11 +30,12 @@
 # $OBJUP_TOOL_TIMEOUT seconds (default 120).
 set -euo pipefail
 
-keep=false
+keep=false capture=""
 while [ $# -gt 0 ]; do
   case "$1" in
     -keep) keep=true ;;
-    *) echo "usage: $0 [-keep]" >&2; exit 2 ;;
+    -capture) shift; capture="${1:-}"; [ -n "$capture" ] || { echo "$0: -capture takes a directory" >&2; exit 2; } ;;
+    *) echo "usage: $0 [-keep] [-capture DIR]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -43,12 +49,12 @@ tool_timeout=${OBJUP_TOOL_TIMEOUT:-120}
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/objup-gcloud.XXXXXX")
-fake_pid=""
+fake_pid="" capture_pids=()
 cleanup() {
-  if [ -n "$fake_pid" ]; then
-    kill "$fake_pid" 2>/dev/null || true
-    wait "$fake_pid" 2>/dev/null || true
-  fi
+  for pid in "${capture_pids[@]}" $fake_pid; do
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
   if $keep; then
     echo "work directory: $work" >&2
   else
@@ -75,15 +81,40 @@ https_url=$(sed -n 's/^https //p' "$work/addrs")
 if [ -z "$http_url" ] || [ -z "$https_url" ]; then
   echo "$0: fakegcs did not start" >&2; cat "$work/fakegcs.log" >&2; exit 1
 fi
+ca=$work/cert.pem
+
+# startcapture NAME ARGS...: puts a recording proxy in front of the fake
+# and prints its URL.
+startcapture() {
+  local name=$1; shift
+  : >"$work/$name.addr"
+  "$work/toolcapture" -out "$work/$name.jsonl" "$@" >"$work/$name.addr" 2>"$work/$name.log" &
+  capture_pids+=($!)
+  for _ in $(seq 1 100); do
+    [ -s "$work/$name.addr" ] && break
+    sleep 0.1
+  done
+  sed -n 's/^listen //p' "$work/$name.addr"
+}
+if [ -n "$capture" ]; then
+  mkdir -p "$capture"
+  go build -o "$work/toolcapture" ./fakes/internal/toolcapture
+  http_url=$(startcapture gcloud -target "$http_url")
+  https_url=$(startcapture gsutil -target "$https_url" -tls -cert "$work/capture.pem" -target-ca "$ca")
+  ca=$work/capture.pem
+  [ -n "$http_url" ] && [ -n "$https_url" ] || { echo "$0: toolcapture did not start" >&2; exit 1; }
+fi
 
 # The data: a small file, a tree, and a file large enough for resumable
-# and parallel composite uploads.
+# and parallel composite uploads (a random 4 KiB block repeated, so that
+# a capture compresses).
 data=$work/data
 mkdir -p "$data/tree/sub" "$work/out"
 echo "hello from objup" >"$data/small.txt"
 for i in 1 2 3; do echo "file $i" >"$data/tree/f$i.txt"; done
 echo "nested" >"$data/tree/sub/n.txt"
-head -c 20000000 /dev/urandom >"$data/big.bin"
+head -c 4096 /dev/urandom >"$work/block"
+for _ in $(seq 1 733); do cat "$work/block"; done | head -c 3000000 >"$data/big.bin"
 
 failures=0 n=0
 # tool NAME CMD...: runs CMD in its own process group with the output in
@@ -147,23 +178,23 @@ gs://gcloud-bucket/tree/f3.txt
 gs://gcloud-bucket/tree/sub/:
 gs://gcloud-bucket/tree/sub/n.txt"
 tool gc-cat-nested $gc cat gs://gcloud-bucket/tree/sub/n.txt && expect gc-cat-nested "nested"
-# Above its resumable threshold (8 MiB), without a composite upload.
-CLOUDSDK_STORAGE_PARALLEL_COMPOSITE_UPLOAD_ENABLED=False \
+# Above its resumable threshold, without a composite upload.
+CLOUDSDK_STORAGE_PARALLEL_COMPOSITE_UPLOAD_ENABLED=False CLOUDSDK_STORAGE_RESUMABLE_THRESHOLD=1M \
   tool gc-cp-resumable $gc cp "$data/big.bin" gs://gcloud-bucket/resumable.bin || true
-# A parallel composite upload: four 5 MB components, each above the
-# resumable threshold so that gcloud tracks and deletes them after the
-# compose.
+# A parallel composite upload: three components of at most 1 MiB, each
+# above the resumable threshold so that gcloud tracks and deletes them
+# after the compose.
 CLOUDSDK_STORAGE_PARALLEL_COMPOSITE_UPLOAD_ENABLED=True \
-  CLOUDSDK_STORAGE_PARALLEL_COMPOSITE_UPLOAD_THRESHOLD=10M \
-  CLOUDSDK_STORAGE_PARALLEL_COMPOSITE_UPLOAD_COMPONENT_SIZE=5M \
-  CLOUDSDK_STORAGE_RESUMABLE_THRESHOLD=1M \
+  CLOUDSDK_STORAGE_PARALLEL_COMPOSITE_UPLOAD_THRESHOLD=2M \
+  CLOUDSDK_STORAGE_PARALLEL_COMPOSITE_UPLOAD_COMPONENT_SIZE=1M \
+  CLOUDSDK_STORAGE_RESUMABLE_THRESHOLD=256K \
   tool gc-cp-composite $gc cp "$data/big.bin" gs://gcloud-bucket/composite.bin || true
 tool gc-cp-stdin $gc cp - gs://gcloud-bucket/stdin.bin <"$data/big.bin" || true
 for o in resumable composite stdin; do
   tool "gc-download-$o" $gc cp "gs://gcloud-bucket/$o.bin" "$work/gc-$o.bin" && same "gc-download-$o" "$data/big.bin" "$work/gc-$o.bin"
 done
 tool gc-describe $gc objects describe gs://gcloud-bucket/composite.bin --format='value(component_count,size)' &&
-  expect gc-describe "4	20000000"
+  expect gc-describe "3	3000000"
 tool gc-ls $gc ls gs://gcloud-bucket && expect gc-ls "gs://gcloud-bucket/composite.bin
 gs://gcloud-bucket/resumable.bin
 gs://gcloud-bucket/small.txt
@@ -196,7 +227,7 @@ else
 gs_json_host = 127.0.0.1
 gs_json_port = $port
 [Boto]
-ca_certificates_file = $work/cert.pem
+ca_certificates_file = $ca
 num_retries = 2
 max_retry_delay = 1
 [GSUtil]
@@ -204,7 +235,7 @@ default_project_id = p
 sliced_object_download_threshold = 0
 EOF
   export BOTO_CONFIG=$work/boto BOTO_PATH=$work/boto
-  export CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE=$work/cert.pem
+  export CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE=$ca
   export CLOUDSDK_CORE_PASS_CREDENTIALS_TO_GSUTIL=false
   gs="$gsutil_bin -q"
   tool gs-cp-file $gs cp "$data/small.txt" gs://gsutil-bucket/small.txt || true
@@ -217,10 +248,12 @@ gs://gsutil-bucket/tree/f3.txt
 
 gs://gsutil-bucket/tree/sub/:
 gs://gsutil-bucket/tree/sub/n.txt"
-  # Above its resumable threshold (8 MiB), without a composite upload.
-  tool gs-cp-resumable $gs -o GSUtil:parallel_composite_upload_threshold=0 cp "$data/big.bin" gs://gsutil-bucket/resumable.bin || true
-  tool gs-cp-composite $gs -o GSUtil:parallel_composite_upload_threshold=10M \
-    -o GSUtil:parallel_composite_upload_component_size=5M cp "$data/big.bin" gs://gsutil-bucket/composite.bin || true
+  # Above its resumable threshold, without a composite upload; then
+  # three components of at most 1 MiB, composed and deleted.
+  tool gs-cp-resumable $gs -o GSUtil:resumable_threshold=1048576 -o GSUtil:parallel_composite_upload_threshold=0 \
+    cp "$data/big.bin" gs://gsutil-bucket/resumable.bin || true
+  tool gs-cp-composite $gs -o GSUtil:resumable_threshold=262144 -o GSUtil:parallel_composite_upload_threshold=2M \
+    -o GSUtil:parallel_composite_upload_component_size=1M cp "$data/big.bin" gs://gsutil-bucket/composite.bin || true
   for o in resumable composite; do
     tool "gs-download-$o" $gs cp "gs://gsutil-bucket/$o.bin" "$work/gs-$o.bin" && same "gs-download-$o" "$data/big.bin" "$work/gs-$o.bin"
   done
@@ -235,4 +268,12 @@ gs://gsutil-bucket/resumable.bin"
 fi
 
 echo "$n commands, $failures failed"
+if [ -n "$capture" ]; then
+  for pid in "${capture_pids[@]}"; do kill "$pid"; wait "$pid" || true; done
+  capture_pids=()
+  for name in gcloud gsutil; do
+    [ -s "$work/$name.jsonl" ] && gzip -9 -c "$work/$name.jsonl" >"$capture/$name.jsonl.gz"
+  done
+  echo "captured: $(ls "$capture")"
+fi
 [ "$failures" = 0 ]
