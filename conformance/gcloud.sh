@@ -10,10 +10,14 @@
 # (gcloud), lists, cats, downloads and compares, removes, and (gcloud)
 # creates and removes a bucket.
 #
-# Usage: conformance/gcloud.sh [-keep] [-capture DIR]
+# Usage: conformance/gcloud.sh [-keep] [-pypi] [-capture DIR]
 #
 #   -keep     keep the work directory (fakegcs's log, each command's
 #             output) and print its path
+#   -pypi     also run the gsutil session with gsutil from PyPI (the
+#             version pinned below), installed into a virtualenv kept in
+#             $OBJUP_CACHE (default ~/.cache/objup); as root it installs
+#             Debian's python3-venv if that is missing
 #   -capture  record every exchange of the sessions through
 #             fakes/internal/toolcapture into DIR/gcloud.jsonl.gz and
 #             DIR/gsutil.jsonl.gz, the files the fakes package's
@@ -30,15 +34,20 @@
 # $OBJUP_TOOL_TIMEOUT seconds (default 120).
 set -euo pipefail
 
-keep=false capture=""
+keep=false capture="" pypi=false
+pypi_version=5.38 # gsutil on PyPI, for -pypi
 while [ $# -gt 0 ]; do
   case "$1" in
     -keep) keep=true ;;
+    -pypi) pypi=true ;;
     -capture) shift; capture="${1:-}"; [ -n "$capture" ] || { echo "$0: -capture takes a directory" >&2; exit 2; } ;;
-    *) echo "usage: $0 [-keep] [-capture DIR]" >&2; exit 2 ;;
+    *) echo "usage: $0 [-keep] [-pypi] [-capture DIR]" >&2; exit 2 ;;
   esac
   shift
 done
+if $pypi && [ -n "$capture" ]; then
+  echo "$0: -capture records the bundled gsutil: no -pypi" >&2; exit 2
+fi
 
 if ! command -v gcloud >/dev/null; then
   echo "$0: skipped: gcloud (the Cloud SDK) is not on PATH"
@@ -68,7 +77,7 @@ go build -o "$work/fakegcs" ./fakes/cmd/fakegcs
 # fakegcs prints "grpc ADDR", "http URL" and "https URL" once it listens,
 # having written its certificate.
 : >"$work/addrs"
-"$work/fakegcs" -bucket gcloud-bucket -bucket gsutil-bucket -https 127.0.0.1:0 -cert "$work/cert.pem" \
+"$work/fakegcs" -bucket gcloud-bucket -bucket gsutil-bucket -bucket gsutil-pypi-bucket -https 127.0.0.1:0 -cert "$work/cert.pem" \
   >"$work/addrs" 2>"$work/fakegcs.log" &
 fake_pid=$!
 for _ in $(seq 1 100); do
@@ -209,23 +218,51 @@ tool gc-bucket-create $gc buckets create gs://gcloud-new || true
 tool gc-cp-new $gc cp "$data/small.txt" gs://gcloud-new/x || true
 tool gc-bucket-rm $gc rm -r gs://gcloud-new || true
 tool gc-buckets-list $gc buckets list --format='value(name)' && expect gc-buckets-list "gcloud-bucket
-gsutil-bucket"
+gsutil-bucket
+gsutil-pypi-bucket"
 
-if [ "$gsutil_bin" = none ]; then
-  echo "== gsutil: skipped (GSUTIL=none)"
-elif ! command -v "$gsutil_bin" >/dev/null; then
-  echo "== gsutil: skipped: $gsutil_bin is not on PATH"
-else
-  echo "== gsutil over HTTPS ($https_url)"
-  port=${https_url##*:}
-  # The boto config that points gsutil at the fake: its JSON API host and
-  # port, and the fake's certificate as the CA file. The Cloud SDK's
-  # wrapper passes its own CA file and credentials to gsutil unless told
-  # otherwise, hence the two CLOUDSDK_ variables.
-  cat >"$work/boto" <<EOF
+# gsutil_session LABEL BIN BUCKET: the gsutil session, with gsutil BIN,
+# in BUCKET; its commands are named LABEL-....
+gsutil_session() {
+  local l=$1 gs="$2 -q" b=gs://$3
+  tool $l-cp-file $gs cp "$data/small.txt" $b/small.txt || true
+  tool $l-cat $gs cat $b/small.txt && expect $l-cat "hello from objup"
+  tool $l-cp-r $gs cp -r "$data/tree" $b/ || true
+  tool $l-ls-r $gs ls -r $b/tree && expect $l-ls-r "$b/tree/:
+$b/tree/f1.txt
+$b/tree/f2.txt
+$b/tree/f3.txt
+
+$b/tree/sub/:
+$b/tree/sub/n.txt"
+  # Above its resumable threshold, without a composite upload; then
+  # three components of at most 1 MiB, composed and deleted.
+  tool $l-cp-resumable $gs -o GSUtil:resumable_threshold=1048576 -o GSUtil:parallel_composite_upload_threshold=0 \
+    cp "$data/big.bin" $b/resumable.bin || true
+  tool $l-cp-composite $gs -o GSUtil:resumable_threshold=262144 -o GSUtil:parallel_composite_upload_threshold=2M \
+    -o GSUtil:parallel_composite_upload_component_size=1M cp "$data/big.bin" $b/composite.bin || true
+  for o in resumable composite; do
+    tool "$l-download-$o" $gs cp "$b/$o.bin" "$work/$l-$o.bin" && same "$l-download-$o" "$data/big.bin" "$work/$l-$o.bin"
+  done
+  tool $l-ls $gs ls $b && expect $l-ls "$b/composite.bin
+$b/resumable.bin
+$b/small.txt
+$b/tree/"
+  tool $l-rm $gs rm $b/small.txt || true
+  tool $l-rm-r $gs rm -r $b/tree || true
+  tool $l-ls-after $gs ls $b && expect $l-ls-after "$b/composite.bin
+$b/resumable.bin"
+}
+
+# The boto config that points gsutil at the fake: its JSON API host and
+# port, and the fake's certificate as the CA file. The Cloud SDK's wrapper
+# passes its own CA file and credentials to gsutil unless told otherwise,
+# hence the two CLOUDSDK_ variables; gsutil from PyPI reads the boto config
+# alone.
+cat >"$work/boto" <<EOF
 [Credentials]
 gs_json_host = 127.0.0.1
-gs_json_port = $port
+gs_json_port = ${https_url##*:}
 [Boto]
 ca_certificates_file = $ca
 num_retries = 2
@@ -234,37 +271,38 @@ max_retry_delay = 1
 default_project_id = p
 sliced_object_download_threshold = 0
 EOF
-  export BOTO_CONFIG=$work/boto BOTO_PATH=$work/boto
-  export CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE=$ca
-  export CLOUDSDK_CORE_PASS_CREDENTIALS_TO_GSUTIL=false
-  gs="$gsutil_bin -q"
-  tool gs-cp-file $gs cp "$data/small.txt" gs://gsutil-bucket/small.txt || true
-  tool gs-cat $gs cat gs://gsutil-bucket/small.txt && expect gs-cat "hello from objup"
-  tool gs-cp-r $gs cp -r "$data/tree" gs://gsutil-bucket/ || true
-  tool gs-ls-r $gs ls -r gs://gsutil-bucket/tree && expect gs-ls-r "gs://gsutil-bucket/tree/:
-gs://gsutil-bucket/tree/f1.txt
-gs://gsutil-bucket/tree/f2.txt
-gs://gsutil-bucket/tree/f3.txt
-
-gs://gsutil-bucket/tree/sub/:
-gs://gsutil-bucket/tree/sub/n.txt"
-  # Above its resumable threshold, without a composite upload; then
-  # three components of at most 1 MiB, composed and deleted.
-  tool gs-cp-resumable $gs -o GSUtil:resumable_threshold=1048576 -o GSUtil:parallel_composite_upload_threshold=0 \
-    cp "$data/big.bin" gs://gsutil-bucket/resumable.bin || true
-  tool gs-cp-composite $gs -o GSUtil:resumable_threshold=262144 -o GSUtil:parallel_composite_upload_threshold=2M \
-    -o GSUtil:parallel_composite_upload_component_size=1M cp "$data/big.bin" gs://gsutil-bucket/composite.bin || true
-  for o in resumable composite; do
-    tool "gs-download-$o" $gs cp "gs://gsutil-bucket/$o.bin" "$work/gs-$o.bin" && same "gs-download-$o" "$data/big.bin" "$work/gs-$o.bin"
-  done
-  tool gs-ls $gs ls gs://gsutil-bucket && expect gs-ls "gs://gsutil-bucket/composite.bin
-gs://gsutil-bucket/resumable.bin
-gs://gsutil-bucket/small.txt
-gs://gsutil-bucket/tree/"
-  tool gs-rm $gs rm gs://gsutil-bucket/small.txt || true
-  tool gs-rm-r $gs rm -r gs://gsutil-bucket/tree || true
-  tool gs-ls-after $gs ls gs://gsutil-bucket && expect gs-ls-after "gs://gsutil-bucket/composite.bin
-gs://gsutil-bucket/resumable.bin"
+export BOTO_CONFIG=$work/boto BOTO_PATH=$work/boto
+export CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE=$ca
+export CLOUDSDK_CORE_PASS_CREDENTIALS_TO_GSUTIL=false
+if [ "$gsutil_bin" = none ]; then
+  echo "== gsutil: skipped (GSUTIL=none)"
+elif ! command -v "$gsutil_bin" >/dev/null; then
+  echo "== gsutil: skipped: $gsutil_bin is not on PATH"
+else
+  echo "== gsutil ($gsutil_bin) over HTTPS ($https_url)"
+  gsutil_session gs "$gsutil_bin" gsutil-bucket
+fi
+if $pypi; then
+  # gsutil from PyPI, in a virtualenv kept in $OBJUP_CACHE for the next run.
+  venv=${OBJUP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/objup}/gsutil-$pypi_version
+  if [ "$(cat "$venv/ready" 2>/dev/null)" != "gsutil==$pypi_version" ]; then
+    if ! python3 -c 'import venv, ensurepip' 2>/dev/null; then
+      if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "installing python3-venv"
+        apt-get install -y -qq python3-venv >/dev/null 2>&1 ||
+          { apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null; }
+      else
+        echo "$0: python3 has no venv module: install python3-venv" >&2; exit 1
+      fi
+    fi
+    rm -rf "$venv"
+    echo "installing gsutil==$pypi_version into $venv"
+    python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check "gsutil==$pypi_version"
+    echo "gsutil==$pypi_version" >"$venv/ready"
+  fi
+  echo "== gsutil $pypi_version from PyPI over HTTPS ($https_url)"
+  gsutil_session pypi "$venv/bin/gsutil" gsutil-pypi-bucket
 fi
 
 echo "$n commands, $failures failed"
