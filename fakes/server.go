@@ -40,7 +40,7 @@ type Server struct {
 	retry  *retrytest.Tests
 	svc    service // the handlers of rpcs
 
-	httpConns   atomic.Int64  // TCP connections the JSON API port accepted
+	httpConns   atomic.Int64  // TCP connections the JSON API ports accepted
 	commitDelay time.Duration // WithCommitDelay
 
 	limiter *capacity.Limiter // the buckets' write capacity; nil: none (see admit.go)
