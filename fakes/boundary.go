@@ -14,9 +14,10 @@ const maxBoundary = 70
 // choose between two readings of an ambiguous boundary parameter.
 const boundaryPeek = 4 << 10
 
-// multipartBoundary returns the boundary of a multipart Content-Type and the
-// body to read the parts from (body, or a reader over it that has looked
-// ahead). It takes every form GCS does:
+// multipartBoundary returns the boundary of a multipart Content-Type, whose
+// parts the caller then reads from body: only for an ambiguous value does
+// it look ahead in body, up to boundaryPeek bytes, consuming nothing. It
+// takes every form RFC 2046 allows, and those clients send:
 //
 //   - a quoted string, boundary="a b=c", and a token, boundary=abc (RFC 2045);
 //   - a value in single quotes, boundary='===1234==', as Python's HTTP stack
