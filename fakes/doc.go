@@ -308,8 +308,9 @@
 // many bytes, each answered with a rewrite token that carries its state,
 // and one without it completes in one call. Anything else (soft delete,
 // objects.restore and move, matchGlob, batch, KMS keys, object retention
-// and contexts over JSON, XML writes) answers 501 with a message that
-// names the method. The fields
+// and contexts over JSON, XML writes, folders and the managed folder
+// methods but list, anywhere caches, long-running operations) answers 501
+// with a message that names the method. The fields
 // parameter is ignored (responses carry every field), as are projection and
 // userProject; objects are served as stored (no decompressive transcoding
 // of gzip content).
