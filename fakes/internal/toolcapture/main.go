@@ -84,7 +84,6 @@ func run(target, out string, useTLS bool, certFile, targetCA string) error {
 		return err
 	}
 	defer f.Close()
-	rp := httputil.NewSingleHostReverseProxy(u)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if targetCA != "" {
 		pem, err := os.ReadFile(targetCA)
@@ -95,31 +94,7 @@ func run(target, out string, useTLS bool, certFile, targetCA string) error {
 		pool.AppendCertsFromPEM(pem)
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool}
 	}
-	rp.Transport = tr
-	var mu sync.Mutex
-	enc := json.NewEncoder(f)
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		x := &Exchange{Method: r.Method, URI: scrubKey(r.URL), Header: r.Header.Clone(), Body: body}
-		rec := &recorder{ResponseWriter: w, sum: sha256.New()}
-		rp.ServeHTTP(rec, r)
-		x.Status, x.RespHeader, x.RespLen = rec.status, w.Header().Clone(), rec.n
-		if x.Status == 0 {
-			x.Status = http.StatusOK
-		}
-		if rec.n <= maxBody {
-			x.RespBody = rec.buf.Bytes()
-		}
-		x.RespSHA256 = hex.EncodeToString(rec.sum.Sum(nil))
-		mu.Lock()
-		enc.Encode(x)
-		mu.Unlock()
-	})
+	h := newRecorder(u, tr, f)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -150,6 +125,38 @@ func run(target, out string, useTLS bool, certFile, targetCA string) error {
 		return err
 	}
 	return nil
+}
+
+// newRecorder returns the proxy: it forwards each request to target
+// through tr and writes the exchange to out as one JSON line, once the
+// response is complete. It is safe for concurrent use.
+func newRecorder(target *url.URL, tr http.RoundTripper, out io.Writer) http.Handler {
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = tr
+	var mu sync.Mutex
+	enc := json.NewEncoder(out)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		x := &Exchange{Method: r.Method, URI: scrubKey(r.URL), Header: r.Header.Clone(), Body: body}
+		rec := &recorder{ResponseWriter: w, sum: sha256.New()}
+		rp.ServeHTTP(rec, r)
+		x.Status, x.RespHeader, x.RespLen = rec.status, w.Header().Clone(), rec.n
+		if x.Status == 0 {
+			x.Status = http.StatusOK
+		}
+		if rec.n <= maxBody {
+			x.RespBody = rec.buf.Bytes()
+		}
+		x.RespSHA256 = hex.EncodeToString(rec.sum.Sum(nil))
+		mu.Lock()
+		enc.Encode(x)
+		mu.Unlock()
+	})
 }
 
 // scrubKey returns u's request URI with the value of its key parameter
