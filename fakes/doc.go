@@ -277,8 +277,8 @@
 //   - objects.list: prefix, delimiter, includeTrailingDelimiter,
 //     startOffset, endOffset, versions, maxResults (at most 1000, objects
 //     and prefixes counted together) and pageToken, and
-//     includeFoldersAsPrefixes with the delimiter "/" (the fake has no
-//     folders, so it changes nothing);
+//     includeFoldersAsPrefixes (the fake has no folders, so it changes
+//     nothing);
 //   - buckets.getStorageLayout (location, locationType, and
 //     hierarchicalNamespace when the bucket was given it enabled), and
 //     managedFolders.list, always empty: the fake keeps no managed folders;

@@ -287,13 +287,10 @@ func (s *Server) listObjects(w http.ResponseWriter, r *http.Request, bkt string)
 		return store.Errorf(store.KindUnimplemented, "fakes: objects.list with softDeleted is not implemented by the fake")
 	}
 	// includeFoldersAsPrefixes adds folders and managed folders to the
-	// prefixes; the fake has neither, so the listing is the same. GCS
-	// takes it only with the delimiter "/".
-	switch v, err := queryBool(q, "includeFoldersAsPrefixes"); {
-	case err != nil:
+	// prefixes (it applies with the delimiter "/" only); the fake has
+	// neither, so the listing is the same.
+	if _, err := queryBool(q, "includeFoldersAsPrefixes"); err != nil {
 		return err
-	case v && q.Get("delimiter") != "/":
-		return store.Errorf(store.KindInvalid, "includeFoldersAsPrefixes is only supported with the delimiter \"/\", not %q", q.Get("delimiter"))
 	}
 	size, err := queryInt(q, "maxResults")
 	switch {

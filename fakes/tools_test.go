@@ -122,8 +122,9 @@ func TestStorageLayout(t *testing.T) {
 }
 
 // TestListIncludeFoldersAsPrefixes lists with includeFoldersAsPrefixes,
-// which gcloud storage always sets: the fake has no folders, so the answer
-// is the listing without it; GCS takes it with the delimiter "/" only.
+// which gcloud storage sets with the delimiter "/": the fake has no
+// folders, so the answer is the listing without it (without the delimiter
+// "/" the parameter does not apply).
 func TestListIncludeFoldersAsPrefixes(t *testing.T) {
 	srv := fakes.NewTest(t, fakes.WithBucket(bucket))
 	for _, n := range []string{"a/1", "a/b/2", "c"} {
@@ -139,8 +140,8 @@ func TestListIncludeFoldersAsPrefixes(t *testing.T) {
 	}{
 		{"&delimiter=%2F&includeFoldersAsPrefixes=True", http.StatusOK, `{"items":["c"],"prefixes":["a/"]}`},
 		{"&delimiter=%2F&includeFoldersAsPrefixes=false&prefix=a/", http.StatusOK, `{"items":["a/1"],"prefixes":["a/b/"]}`},
-		{"&includeFoldersAsPrefixes=true", http.StatusBadRequest, ""},
-		{"&delimiter=-&includeFoldersAsPrefixes=true", http.StatusBadRequest, ""},
+		{"&includeFoldersAsPrefixes=true&prefix=a/", http.StatusOK, `{"items":["a/1","a/b/2"],"prefixes":null}`},
+		{"&delimiter=b&includeFoldersAsPrefixes=true&prefix=a/", http.StatusOK, `{"items":["a/1"],"prefixes":["a/b"]}`},
 		{"&delimiter=%2F&includeFoldersAsPrefixes=maybe", http.StatusBadRequest, ""},
 	} {
 		t.Run(tc.query, func(t *testing.T) {
