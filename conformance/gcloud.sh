@@ -93,7 +93,8 @@ fi
 ca=$work/cert.pem
 
 # startcapture NAME ARGS...: puts a recording proxy in front of the fake
-# and prints its URL.
+# and sets capture_url to its URL. (Not in a command substitution: the
+# proxy's pid must reach capture_pids, for the clean-up.)
 startcapture() {
   local name=$1; shift
   : >"$work/$name.addr"
@@ -103,13 +104,15 @@ startcapture() {
     [ -s "$work/$name.addr" ] && break
     sleep 0.1
   done
-  sed -n 's/^listen //p' "$work/$name.addr"
+  capture_url=$(sed -n 's/^listen //p' "$work/$name.addr")
 }
 if [ -n "$capture" ]; then
   mkdir -p "$capture"
   go build -o "$work/toolcapture" ./fakes/internal/toolcapture
-  http_url=$(startcapture gcloud -target "$http_url")
-  https_url=$(startcapture gsutil -target "$https_url" -tls -cert "$work/capture.pem" -target-ca "$ca")
+  startcapture gcloud -target "$http_url"
+  http_url=$capture_url
+  startcapture gsutil -target "$https_url" -tls -cert "$work/capture.pem" -target-ca "$ca"
+  https_url=$capture_url
   ca=$work/capture.pem
   [ -n "$http_url" ] && [ -n "$https_url" ] || { echo "$0: toolcapture did not start" >&2; exit 1; }
 fi

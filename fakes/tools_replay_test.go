@@ -58,8 +58,9 @@ func TestToolSessions(t *testing.T) {
 		tool := strings.TrimSuffix(filepath.Base(file), ".jsonl.gz")
 		t.Run(tool, func(t *testing.T) {
 			xs := readExchanges(t, file)
+			// The buckets conformance/gcloud.sh has fakegcs create.
 			srv := fakes.NewTest(t, fakes.WithBucket("gcloud-bucket"), fakes.WithBucket("gsutil-bucket"),
-				fakes.WithHTTPSAddr(fakes.DefaultAddr))
+				fakes.WithBucket("gsutil-pypi-bucket"), fakes.WithHTTPSAddr(fakes.DefaultAddr))
 			base, client := srv.HTTPURL(), &http.Client{}
 			if tool == "gsutil" { // gsutil's JSON mode speaks only HTTPS
 				pool := x509.NewCertPool()
