@@ -22,9 +22,10 @@ type ConnStats struct {
 	Open bool
 }
 
-// HTTPConns returns how many TCP connections the JSON API port has accepted
-// since the server started: a client that reuses its connections opens
-// about as many as it has requests in flight at once.
+// HTTPConns returns how many TCP connections the JSON API port (and the
+// HTTPS one of [WithHTTPSAddr]) has accepted since the server started: a
+// client that reuses its connections opens about as many as it has
+// requests in flight at once.
 func (s *Server) HTTPConns() int64 { return s.httpConns.Load() }
 
 // conns counts the calls of each gRPC connection, through a stats handler:

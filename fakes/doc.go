@@ -9,6 +9,14 @@
 //     path-style reads (GET /BUCKET/OBJECT) as the official Go client sends
 //     them.
 //
+// With [WithHTTPSAddr] the JSON API is also served over HTTPS
+// ([Server.HTTPSURL]), with a certificate the server makes
+// ([Server.CertPEM]), for clients that speak only HTTPS: gsutil's JSON
+// mode. gcloud storage and gsutil both work against the fake (cp of files,
+// directories and large files through resumable and parallel composite
+// uploads, ls, cat, rm): conformance/gcloud.sh runs their sessions, and
+// TestToolSessions replays the requests they send.
+//
 // An object written over one API is at once visible over the other.
 //
 // # The store
@@ -239,7 +247,10 @@
 //     projects.serviceAccount.get;
 //   - objects.insert with uploadType=media (the body is the content),
 //     multipart (a multipart/related body: the object resource, then the
-//     content) and resumable: the first POST answers with the session URI
+//     content; its boundary parameter in any form RFC 2046 allows, and
+//     single-quoted as Python's HTTP stack writes it) and resumable, on
+//     the upload path or on /resumable/upload/storage/v1/ (where gcloud
+//     and gsutil start sessions): the first POST answers with the session URI
 //     in Location; chunks go to it by PUT or POST with
 //     Content-Range "bytes A-B/T" or "bytes A-B/*", or "bytes A-*/T" and
 //     "bytes A-*/*" for the rest of the object to the end of the body (the
@@ -276,7 +287,12 @@
 //     x-goog-metageneration, x-goog-stored-content-length and -encoding;
 //   - objects.list: prefix, delimiter, includeTrailingDelimiter,
 //     startOffset, endOffset, versions, maxResults (at most 1000, objects
-//     and prefixes counted together) and pageToken;
+//     and prefixes counted together) and pageToken, and
+//     includeFoldersAsPrefixes (the fake has no folders, so it changes
+//     nothing);
+//   - buckets.getStorageLayout (location, locationType, and
+//     hierarchicalNamespace when the bucket was given it enabled), and
+//     managedFolders.list, always empty: the fake keeps no managed folders;
 //   - objects.delete, objects.patch (merge: absent fields are kept, null
 //     ones cleared, metadata keys merged) and objects.update (replace);
 //     both bump the metageneration, and customTime cannot move back or be
@@ -303,8 +319,9 @@
 // many bytes, each answered with a rewrite token that carries its state,
 // and one without it completes in one call. Anything else (soft delete,
 // objects.restore and move, matchGlob, batch, KMS keys, object retention
-// and contexts over JSON, XML writes) answers 501 with a message that
-// names the method. The fields
+// and contexts over JSON, XML writes, folders and the managed folder
+// methods but list, anywhere caches, long-running operations) answers 501
+// with a message that names the method. The fields
 // parameter is ignored (responses carry every field), as are projection and
 // userProject; objects are served as stored (no decompressive transcoding
 // of gzip content).

@@ -96,6 +96,11 @@ func (s *Server) route(r *http.Request, path string) *httpRoute {
 		return s.routeJSON(r, strings.TrimPrefix(path, "/download/storage/v1/"), true)
 	case strings.HasPrefix(path, "/upload/storage/v1/"):
 		return s.routeUpload(r, strings.TrimPrefix(path, "/upload/storage/v1/"))
+	case strings.HasPrefix(path, "/resumable/upload/storage/v1/"):
+		// The resumable upload path of the API's discovery document
+		// (apitools, under gcloud and gsutil, starts sessions there);
+		// the same method as the upload path.
+		return s.routeUpload(r, strings.TrimPrefix(path, "/resumable/upload/storage/v1/"))
 	case strings.HasPrefix(path, "/batch/"):
 		return unimplemented("batch", m+" "+path)
 	}
@@ -121,9 +126,9 @@ var objectActions = map[string]string{
 	"acl":       "objectAccessControls",
 }
 
-// bucketMethods are the bucket sub-resources the fake does not implement.
+// bucketMethods are the bucket sub-resources the fake does not implement
+// (of managedFolders, it serves the list, always empty).
 var bucketMethods = map[string]string{
-	"storageLayout":  "buckets.getStorageLayout",
 	"operations":     "operations",
 	"anywhereCaches": "anywhereCaches",
 	"managedFolders": "managedFolders",
@@ -196,6 +201,14 @@ func (s *Server) routeJSON(r *http.Request, path string, download bool) *httpRou
 		}
 	case "o":
 		return s.routeObjects(r, bkt, subPath, hasSub, download)
+	case "managedFolders":
+		if m == http.MethodGet && !hasSub {
+			return to("managedFolders.list", bkt, "", func(w http.ResponseWriter, r *http.Request) error { return s.listManagedFolders(w, r, bkt) })
+		}
+	case "storageLayout":
+		if m == http.MethodGet && !hasSub {
+			return to("buckets.getStorageLayout", bkt, "", func(w http.ResponseWriter, r *http.Request) error { return s.getStorageLayout(w, r, bkt) })
+		}
 	default:
 		if name := bucketMethods[sub]; name != "" {
 			rt := unimplemented(name, whole(r))
@@ -416,5 +429,8 @@ func queryBool(q url.Values, key string) (bool, error) {
 // baseURL is the scheme and host a client used to reach the server, for the
 // links and session URIs the server hands out.
 func baseURL(r *http.Request) string {
+	if r.TLS != nil {
+		return "https://" + r.Host
+	}
 	return "http://" + r.Host
 }

@@ -108,6 +108,57 @@ func (s *Server) getBucket(w http.ResponseWriter, r *http.Request, name string) 
 	return nil
 }
 
+// storageLayout is the JSON API's buckets.getStorageLayout response.
+// HierarchicalNamespace and CustomPlacementConfig are there only when the
+// bucket has them, as on GCS.
+type storageLayout struct {
+	Kind                  string          `json:"kind"`
+	Bucket                string          `json:"bucket"`
+	Location              string          `json:"location"`
+	LocationType          string          `json:"locationType"`
+	CustomPlacementConfig json.RawMessage `json:"customPlacementConfig,omitempty"`
+	HierarchicalNamespace json.RawMessage `json:"hierarchicalNamespace,omitempty"`
+}
+
+// getStorageLayout serves buckets.getStorageLayout: where the bucket is,
+// and whether its namespace is hierarchical (the hierarchicalNamespace the
+// bucket was created or updated with, when enabled). Its prefix parameter
+// only scopes the permission check on GCS, which the fake does not make.
+func (s *Server) getStorageLayout(w http.ResponseWriter, r *http.Request, name string) error {
+	b, err := s.store.Bucket(name)
+	if err != nil {
+		return err
+	}
+	a := b.Attrs()
+	loc, locType := b.Location()
+	l := &storageLayout{Kind: "storage#storageLayout", Bucket: b.Name(), Location: loc, LocationType: locType}
+	if v := a.Other["customPlacementConfig"]; v != "" && v != "null" {
+		l.CustomPlacementConfig = json.RawMessage(v)
+	}
+	if v := a.Other["hierarchicalNamespace"]; v != "" {
+		var hns struct {
+			Enabled bool `json:"enabled"`
+		}
+		if json.Unmarshal([]byte(v), &hns) == nil && hns.Enabled {
+			l.HierarchicalNamespace = json.RawMessage(`{"enabled":true}`)
+		}
+	}
+	writeJSON(w, http.StatusOK, l)
+	return nil
+}
+
+// listManagedFolders serves managedFolders.list: the fake keeps no managed
+// folders (it does not implement their insert), so a bucket's list is
+// empty, as a new bucket's is on GCS. gcloud storage lists them before it
+// deletes a bucket.
+func (s *Server) listManagedFolders(w http.ResponseWriter, r *http.Request, name string) error {
+	if _, err := s.store.Bucket(name); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"kind": "storage#managedFolders"})
+	return nil
+}
+
 // deleteBucket serves buckets.delete: only an empty bucket can go.
 func (s *Server) deleteBucket(w http.ResponseWriter, r *http.Request, name string) error {
 	if _, _, err := s.bucketAttrs(r, name); err != nil {

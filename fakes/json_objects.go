@@ -283,10 +283,14 @@ func (s *Server) listObjects(w http.ResponseWriter, r *http.Request, bkt string)
 	if q.Get("matchGlob") != "" {
 		return store.Errorf(store.KindUnimplemented, "fakes: objects.list with matchGlob is not implemented by the fake")
 	}
-	for _, p := range []string{"softDeleted", "includeFoldersAsPrefixes"} {
-		if v, err := queryBool(q, p); err != nil || v {
-			return store.Errorf(store.KindUnimplemented, "fakes: objects.list with %s is not implemented by the fake", p)
-		}
+	if v, err := queryBool(q, "softDeleted"); err != nil || v {
+		return store.Errorf(store.KindUnimplemented, "fakes: objects.list with softDeleted is not implemented by the fake")
+	}
+	// includeFoldersAsPrefixes adds folders and managed folders to the
+	// prefixes (it applies with the delimiter "/" only); the fake has
+	// neither, so the listing is the same.
+	if _, err := queryBool(q, "includeFoldersAsPrefixes"); err != nil {
+		return err
 	}
 	size, err := queryInt(q, "maxResults")
 	switch {

@@ -725,7 +725,7 @@ func TestJSONUnimplemented(t *testing.T) {
 	}{
 		{"POST", objPath("src") + "/restore?generation=1", "objects.restore"},
 		{"POST", objPath("src") + "/moveTo/o/dst", "objects.move"},
-		{"GET", "/storage/v1/b/" + bucket + "/storageLayout", "buckets.getStorageLayout"},
+		{"GET", "/storage/v1/b/" + bucket + "/managedFolders/m", "managedFolders"},
 		{"GET", "/storage/v1/projects/p/other", "GET projects"},
 		{"POST", "/batch/storage/v1", "batch"},
 		{"POST", "/storage/v1/b/" + bucket + "/o/watch", "objects.watchAll"},

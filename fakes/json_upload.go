@@ -1,13 +1,13 @@
 package fakes
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"mime/multipart"
 	"net/http"
 	"net/url"
@@ -286,11 +286,12 @@ func (s *Server) insertMedia(w http.ResponseWriter, r *http.Request, bkt string)
 // the object resource (JSON) and the content, whose part's Content-Type is
 // the content type unless the resource sets one.
 func (s *Server) insertMultipart(w http.ResponseWriter, r *http.Request, rt *httpRoute) error {
-	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || !strings.HasPrefix(mt, "multipart/") || params["boundary"] == "" {
+	body := bufio.NewReaderSize(r.Body, boundaryPeek)
+	boundary, ok := multipartBoundary(r.Header.Get("Content-Type"), body)
+	if !ok {
 		return store.Errorf(store.KindInvalid, "a multipart upload needs a multipart/related body with a boundary, not %q", r.Header.Get("Content-Type"))
 	}
-	mr := multipart.NewReader(r.Body, params["boundary"])
+	mr := multipart.NewReader(body, boundary)
 	part, err := mr.NextPart()
 	if err != nil {
 		return store.Errorf(store.KindInvalid, "multipart upload: reading the metadata part: %v", err)
@@ -332,7 +333,7 @@ func (s *Server) insertMultipart(w http.ResponseWriter, r *http.Request, rt *htt
 	// epilogue, is ignored): a body that ends before its Content-Length, or
 	// a chunked one cut before its last chunk, was cut short, even after
 	// its closing delimiter came.
-	if _, err := io.Copy(io.Discard, r.Body); err != nil {
+	if _, err := io.Copy(io.Discard, body); err != nil {
 		return store.Errorf(store.KindInvalid, "multipart upload: the request body ended early, after its closing delimiter: %v", err)
 	}
 	return s.finish(w, r, up)

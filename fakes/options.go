@@ -36,6 +36,7 @@ type config struct {
 	zonal         []string // WithZonalBucket
 	grpcAddr      string
 	httpAddr      string
+	httpsAddr     string // WithHTTPSAddr; "": no HTTPS server
 	callLog       int
 	sessionExpiry time.Duration
 	maxSessions   int

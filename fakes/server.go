@@ -28,6 +28,8 @@ type Server struct {
 	http     *http.Server
 	grpcAddr string
 	httpURL  string
+	httpsURL string // WithHTTPSAddr; "" without
+	certPEM  []byte // the HTTPS certificate; nil without
 
 	mu       sync.Mutex
 	sessions store.Sessions[*upload] // resumable sessions, of both APIs
@@ -38,7 +40,7 @@ type Server struct {
 	retry  *retrytest.Tests
 	svc    service // the handlers of rpcs
 
-	httpConns atomic.Int64 // TCP connections the JSON API port accepted
+	httpConns atomic.Int64 // TCP connections the JSON API ports accepted
 	commits   commits      // WithCommitDelay, WithCommitDelays, WithDeadlineDrop
 
 	limiter *capacity.Limiter // the buckets' write capacity; nil: none (see admit.go)
@@ -75,6 +77,14 @@ func New(opts ...Option) (*Server, error) {
 		store:    store.New(),
 		grpcAddr: api.DialAddr(grpcLis.Addr()),
 		httpURL:  "http://" + api.DialAddr(httpLis.Addr()),
+	}
+	var httpsLis net.Listener
+	if cfg.httpsAddr != "" {
+		if httpsLis, err = s.listenHTTPS(cfg.httpsAddr, cfg.link); err != nil {
+			grpcLis.Close()
+			httpLis.Close()
+			return nil, err
+		}
 	}
 	s.commits.fixed, s.commits.draw, s.commits.drop = cfg.commitDelay, cfg.commitDraw, cfg.deadlineDrop
 	s.commits.wait = cfg.commitWait
@@ -123,6 +133,9 @@ func New(opts ...Option) (*Server, error) {
 			s.noteServeErr(err)
 		}
 	}()
+	if httpsLis != nil {
+		s.serveHTTPS(httpsLis)
+	}
 	return s, nil
 }
 

@@ -6,6 +6,7 @@
 // Usage:
 //
 //	fakegcs [-grpc 127.0.0.1:9090] [-http 127.0.0.1:4443] [-bucket NAME]... [-zonal-bucket NAME]...
+//	        [-https 127.0.0.1:4444 [-cert FILE]]
 //	        [-call-log N] [-credential TOKEN=ROLE]...
 //	        [-commit-delay D] [-commit-delay-max D] [-commit-seed N] [-deadline-drop]
 //	        [-rtt 20ms] [-bandwidth 100MB/s] [-max-streams 100]
@@ -25,6 +26,25 @@
 //
 //	grpc 127.0.0.1:PORT
 //	http http://127.0.0.1:PORT
+//
+// -https also serves the JSON and XML APIs over HTTPS on that address (as
+// fakes.WithHTTPSAddr does), with a self-signed certificate made at start,
+// which -cert writes to a file (PEM) before the addresses are printed;
+// fakegcs then prints a third line, "https https://127.0.0.1:PORT". That
+// is the port for gsutil, whose JSON mode speaks only HTTPS; a boto
+// config points it there:
+//
+//	[Credentials]
+//	gs_json_host = 127.0.0.1
+//	gs_json_port = PORT
+//	[Boto]
+//	ca_certificates_file = FILE
+//
+// (gsutil run through the Cloud SDK's wrapper takes its CA file from the
+// SDK instead: CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE=FILE, with
+// CLOUDSDK_CORE_PASS_CREDENTIALS_TO_GSUTIL=false for no credentials;
+// conformance/gcloud.sh runs such sessions.) gcloud storage speaks plain
+// HTTP to the -http port: CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE=URL/.
 //
 // While it runs, GET http://ADDR/_objup/stats answers with the objects and
 // bytes stored per tenant (the x-scope-orgid of the writes) and the calls
@@ -145,6 +165,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	grpcAddr := fs.String("grpc", fakes.DefaultAddr, "`address` of the storage v2 gRPC server")
 	httpAddr := fs.String("http", fakes.DefaultAddr, "`address` of the JSON/XML API server")
+	httpsAddr := fs.String("https", "", "also serve the JSON/XML API over HTTPS on `address`, with a certificate made at start (empty: no HTTPS)")
+	certFile := fs.String("cert", "", "with -https, write the HTTPS certificate (PEM) to `file`, for clients to trust")
 	var bs buckets
 	fs.Var(&bs, "bucket", "create bucket `NAME` (repeatable)")
 	var zs api.NameList
@@ -177,6 +199,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	opts := []fakes.Option{fakes.WithGRPCAddr(*grpcAddr), fakes.WithHTTPAddr(*httpAddr), fakes.WithCallLog(*callLog),
 		fakes.WithSessionExpiry(*expiry), fakes.WithMaxSessions(*maxSessions),
 		fakes.WithLink(link.Config{RTT: *rtt, Bandwidth: bw}), fakes.WithMaxStreams(*maxStreams)}
+	if *certFile != "" && *httpsAddr == "" {
+		fmt.Fprintln(stderr, "fakegcs: -cert needs -https")
+		return 2
+	}
+	if *httpsAddr != "" {
+		opts = append(opts, fakes.WithHTTPSAddr(*httpsAddr))
+	}
 	for _, b := range bs {
 		opts = append(opts, fakes.WithBucket(b))
 	}
@@ -209,7 +238,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fakegcs: %v\n", err)
 		return 1
 	}
+	if *certFile != "" {
+		if err := os.WriteFile(*certFile, srv.CertPEM(), 0o644); err != nil {
+			fmt.Fprintf(stderr, "fakegcs: -cert: %v\n", err)
+			srv.Close()
+			return 1
+		}
+	}
 	fmt.Fprintf(stdout, "grpc %s\nhttp %s\n", srv.GRPCAddr(), srv.HTTPURL())
+	if u := srv.HTTPSURL(); u != "" {
+		fmt.Fprintf(stdout, "https %s\n", u)
+	}
 	<-ctx.Done()
 	err = srv.Close()
 	printUsage(stderr, srv.Usage())

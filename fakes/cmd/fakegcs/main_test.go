@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -163,6 +166,8 @@ func TestRunErrors(t *testing.T) {
 		{Args: []string{"-commit-delay", "2s", "-commit-delay-max", "1s"}, Code: 2, Want: "want at least -commit-delay"},
 		{Args: []string{"-commit-delay", "-1s"}, Code: 1, Want: "commit delay -1s is negative"},
 		{Args: []string{"-credential", "tok=owner"}, Code: 2, Want: `unknown role "owner"`},
+		{Args: []string{"-cert", "x.pem"}, Code: 2, Want: "-cert needs -https"},
+		{Args: []string{"-https", "bad"}, Code: 1, Want: `HTTPS address "bad"`},
 	})
 }
 
@@ -324,4 +329,48 @@ func TestRunCommitFlags(t *testing.T) {
 			p.StopOK(t)
 		})
 	}
+}
+
+// TestRunHTTPS runs fakegcs with -https and -cert: it prints the HTTPS URL
+// as a third line, and the certificate it wrote lets a client read over
+// HTTPS what was written over gRPC.
+func TestRunHTTPS(t *testing.T) {
+	cert := filepath.Join(t.TempDir(), "cert.pem")
+	p := cmdtest.Start(t, run, "-bucket", "one", "-https", "127.0.0.1:0", "-cert", cert)
+	sc := bufio.NewScanner(p.Stdout)
+	var got []string
+	for len(got) < 3 && sc.Scan() {
+		got = append(got, sc.Text())
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	if len(got) != 3 || !strings.HasPrefix(got[2], "https https://127.0.0.1:") {
+		t.Fatalf("fakegcs printed %q", got)
+	}
+	lines := make(chan []string, 1)
+	lines <- got[:2]
+	grpcAddr, httpURL := addrs(t, lines)
+	exercise(t, grpcAddr, httpURL, "one")
+	pemBytes, err := os.ReadFile(cert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pemBytes) {
+		t.Fatalf("%s holds no certificate: %q", cert, pemBytes)
+	}
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
+	resp, err := (&http.Client{Transport: tr}).Get(strings.TrimPrefix(got[2], "https ") + "/storage/v1/b/one/o/hello?alt=media")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	tr.CloseIdleConnections()
+	if string(body) != "hi there" {
+		t.Fatalf("over HTTPS: %s %q", resp.Status, body)
+	}
+	p.StopOK(t)
 }
