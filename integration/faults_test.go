@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -265,7 +266,7 @@ func randomFaults(t *testing.T, frontEnd bool) {
 					opts = append(opts, uploader.WithResumable())
 				}
 				if fc.always {
-					opts = append(opts, uploader.WithRetry(append(retryOf(fc.short), uploader.WithPolicy(uploader.RetryAlways))...))
+					opts = append(opts, uploader.WithRetry(append(slices.Clip(retryOf(fc.short)), uploader.WithPolicy(uploader.RetryAlways))...))
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), fc.deadline)
 				_, err := clients[name].Upload(ctx, testBucket, fc.name, bytes.NewReader(data), opts...)
