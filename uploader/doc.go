@@ -148,9 +148,9 @@
 //   - An appendable object: its generation, in the first answer, is its
 //     identity; a finish whose answer was lost is settled by looking that
 //     generation up (storage.objects.get). A first stream whose answer was
-//     lost is opened again, which replaces the empty object it may have
-//     made, unless a precondition forbids that: then the outcome is
-//     unknown.
+//     lost ends the upload with an unknown outcome: it may have created
+//     the object, and a late copy of it would replace any generation the
+//     Writer went on with, flushed bytes and all.
 //
 // Exactly once: pass WithResumable and WithDoesNotExist. Close then
 // returns nil for the one object this upload stored; an error that is not

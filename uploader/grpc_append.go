@@ -235,15 +235,8 @@ func (g *grpcTransport) appendStatus(u *upload, size int64, timeout time.Duratio
 	lost := a.opened && !a.created && !a.takeover
 	a.mu.Unlock()
 	if lost {
-		// The first open went out and got no answer: it may have created
-		// the object, empty (it carries no data). Without a
-		// precondition, the next open creates the object anew and
-		// replaces that one, as a write does; its answer names the
-		// generation. A precondition would fail on it, and nothing tells
-		// it from another writer's (see errFirstOpenLost).
-		if u.idempotent() {
-			return 0, nil, &Error{Op: grpcNames.stream, Bucket: u.bucket, Object: u.object, Code: codes.Aborted, unknown: true, Err: errFirstOpenLost}
-		}
+		// The first open went out and got no answer (see errFirstOpenLost).
+		return 0, nil, &Error{Op: grpcNames.stream, Bucket: u.bucket, Object: u.object, Code: codes.Aborted, unknown: true, Err: errFirstOpenLost}
 	}
 	gs, err := g.openAppend(u, timeout)
 	if err != nil {
@@ -275,10 +268,13 @@ func (g *grpcTransport) appendStatus(u *upload, size int64, timeout time.Duratio
 
 // errFirstOpenLost is the failure of an appendable upload whose first
 // stream, the one that creates the object, lost its answer: the service
-// may have created the object, and only the generation that answer
-// carried would tell it from another writer's object of the name, so the
-// upload stops with an unknown outcome rather than append to an object
-// it cannot call its own.
+// may have created the object, or may still (a front end that read the
+// stream passes it on). Opening the object again would not help: that
+// stream, arriving late, creates a new generation that replaces the one
+// the upload goes on with, and every byte flushed there is lost. Nor can
+// the object be taken up: only the generation the lost answer carried
+// would tell it from another writer's. So the upload stops with an
+// unknown outcome; a Writer made anew creates the object again.
 var errFirstOpenLost = errors.New("the answer to the stream that creates the object was lost: the object may exist, and nothing tells it from another writer's")
 
 // openAppendStream is openStream for an appendable object: it goes on with
