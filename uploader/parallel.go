@@ -188,8 +188,8 @@ type part struct {
 	// session is the id of the part's session when its outcome is
 	// unknown, for the cleanup to settle (see parallel.close).
 	session string
-	retry retrier
-	ev    uploadEvents
+	retry   retrier
+	ev      uploadEvents
 }
 
 // start starts p as w's parallel upload.
