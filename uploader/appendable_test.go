@@ -478,6 +478,12 @@ func TestAppendableFinishAnswerLost(t *testing.T) {
 				w.Write([]byte("more"))
 				all = append(append([]byte(nil), first...), "more"...)
 			}
+			if takeover {
+				// The first writer's stream, which the takeover ended,
+				// may still be ending at the service: it is counted
+				// before the calls to finish are.
+				waitCalls(t, e, "BidiWriteObject", 1)
+			}
 			e.srv.LoseAnswer("BidiWriteObject")
 			before := e.countCalls("BidiWriteObject")
 			if err := w.Close(); err != nil {
@@ -586,4 +592,17 @@ func TestAppendableFirstOpenLost(t *testing.T) {
 		t.Fatalf("a new upload: %v", err)
 	}
 	sameBytes(t, "log", e.content("log"), data)
+}
+
+// waitCalls waits, for at most ten seconds, until n calls of method have
+// ended at the service.
+func waitCalls(t *testing.T, e *env, method string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for e.countCalls(method) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls of %s ended at the service, want %d", e.countCalls(method), method, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
