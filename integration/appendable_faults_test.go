@@ -92,8 +92,7 @@ func appendableRandomFaults(t *testing.T, frontEnd bool) {
 	defer gp.Close()
 	c, err := uploader.NewClient(context.Background(), option.WithEndpoint(gp.Addr()), option.WithoutAuthentication(),
 		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
-		uploader.WithRetry(uploader.WithBackoff(gax.Backoff{Initial: 10 * time.Millisecond, Max: 500 * time.Millisecond}),
-			uploader.WithRetryDeadline(20*time.Second), uploader.WithAttemptTimeout(time.Second)))
+		uploader.WithRetry(uploader.Retry{Backoff: gax.Backoff{Initial: 10 * time.Millisecond, Max: 500 * time.Millisecond}, Deadline: 20 * time.Second, AttemptTimeout: time.Second}))
 	if err != nil {
 		t.Fatal(err)
 	}

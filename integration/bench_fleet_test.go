@@ -26,7 +26,7 @@ package integration
 // 1+1/D (1.04 at 25 s) with no capacity lost.
 //
 // The clients: objup with its admission stage, objup without it
-// (uploader.WithoutAdmission), and the official client's gRPC writer: with
+// (experimental.WithoutAdmission), and the official client's gRPC writer: with
 // ChunkSize 0 ("official": each object in one request, with no copy kept,
 // so that a retry carries no data and fails) and, under a precondition,
 // with 256 KiB chunks ("official-256KiB": still one request for 4 KiB, and

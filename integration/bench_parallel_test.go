@@ -32,6 +32,7 @@ import (
 
 	"github.com/objup/objup/pool"
 	"github.com/objup/objup/uploader"
+	"github.com/objup/objup/uploader/experimental"
 )
 
 func BenchmarkParallelUpload(b *testing.B) {
@@ -72,7 +73,7 @@ func BenchmarkParallelUpload(b *testing.B) {
 		// its parallel upload spreads parts over them too.
 		official4, err := storage.NewGRPCClient(context.Background(), option.WithEndpoint(addr), option.WithoutAuthentication(),
 			option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
-			option.WithGRPCConnectionPool(uploader.DefaultConnectionPool), storage.WithDisabledClientMetrics())
+			option.WithGRPCConnectionPool(experimental.DefaultConnectionPool), storage.WithDisabledClientMetrics())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -103,7 +104,7 @@ func BenchmarkParallelUpload(b *testing.B) {
 						// objup's buffers are the pool's, which the warm-up
 						// filled: the memory it needs is the pool's peak in
 						// use, beside the heap's.
-						if p, ok := ours.Allocator().(*pool.Pool); ok {
+						if p, ok := experimental.Allocator(ours).(*pool.Pool); ok {
 							stop := startPeakPool(p)
 							defer func() { b.ReportMetric(float64(stop()), "peak-pool-B") }()
 						}

@@ -81,10 +81,10 @@ func BenchmarkTelemetry(b *testing.B) {
 		name string
 		up   uploadFunc
 	}{
-		{"client=objup/telemetry=off", objupWith(uploader.WithMeterProvider(metricnoop.NewMeterProvider()), uploader.WithTracerProvider(tracenoop.NewTracerProvider()))},
+		{"client=objup/telemetry=off", objupWith(uploader.WithTelemetry(uploader.Telemetry{MeterProvider: metricnoop.NewMeterProvider()}), uploader.WithTelemetry(uploader.Telemetry{TracerProvider: tracenoop.NewTracerProvider()}))},
 		{"client=objup/telemetry=default", objupWith()},
-		{"client=objup/telemetry=metrics", objupWith(uploader.WithMeterProvider(sdkMeter()))},
-		{"client=objup/telemetry=metrics+traces", objupWith(uploader.WithMeterProvider(sdkMeter()), uploader.WithTracerProvider(sdkTracer()))},
+		{"client=objup/telemetry=metrics", objupWith(uploader.WithTelemetry(uploader.Telemetry{MeterProvider: sdkMeter()}))},
+		{"client=objup/telemetry=metrics+traces", objupWith(uploader.WithTelemetry(uploader.Telemetry{MeterProvider: sdkMeter()}), uploader.WithTelemetry(uploader.Telemetry{TracerProvider: sdkTracer()}))},
 		{"client=official-0/telemetry=off", officialWith(storage.WithDisabledClientMetrics())},
 	}
 	for _, size := range []int{1 << 10, 16 << 10} {

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,6 +29,7 @@ import (
 	"github.com/objup/objup/fakes/frontend"
 	"github.com/objup/objup/pool"
 	"github.com/objup/objup/uploader"
+	"github.com/objup/objup/uploader/experimental"
 )
 
 // The size of TestRandomFaults: OBJUP_FAULT_UPLOADS uploads (CI runs the
@@ -40,9 +40,9 @@ const (
 )
 
 // faultOverrun is how long past its context's deadline an upload may
-// return: uploader.AfterContext, and room for a loaded machine running
+// return: experimental.AfterContext, and room for a loaded machine running
 // the race detector. The stalls last up to several times longer.
-const faultOverrun = uploader.AfterContext + 1500*time.Millisecond
+const faultOverrun = experimental.AfterContext + 1500*time.Millisecond
 
 // faultCase is one upload of TestRandomFaults.
 type faultCase struct {
@@ -75,7 +75,7 @@ type faultResult struct {
 // fake's gRPC and JSON ports that reset, cut and stall connections at
 // random byte offsets and drop them all now and then; 0 B to 16 MiB, some
 // as parallel uploads, some small ones WithResumable, gRPC and JSON, with
-// and without WithDoesNotExist, short and long deadlines, default and
+// and without DoesNotExist, short and long deadlines, default and
 // short attempt timeouts. Every outcome is checked against the fake
 // itself, against what the package doc promises:
 //
@@ -161,17 +161,12 @@ func randomFaults(t *testing.T, frontEnd bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	retry := []uploader.RetryOption{
-		uploader.WithBackoff(gax.Backoff{Initial: 10 * time.Millisecond, Max: 500 * time.Millisecond}),
-		uploader.WithRetryDeadline(20 * time.Second),
+	retry := uploader.Retry{
+		Backoff:  gax.Backoff{Initial: 10 * time.Millisecond, Max: 500 * time.Millisecond},
+		Deadline: 20 * time.Second,
 	}
-	short := append(retry[:len(retry):len(retry)], uploader.WithAttemptTimeout(time.Second))
-	retryOf := func(isShort bool) []uploader.RetryOption {
-		if isShort {
-			return short
-		}
-		return retry
-	}
+	short := retry
+	short.AttemptTimeout = time.Second
 	// Warnings (a temporary object that could not be deleted, say) are
 	// kept for the report.
 	var warnings struct {
@@ -183,22 +178,22 @@ func randomFaults(t *testing.T, frontEnd bool) {
 		level = slog.LevelDebug // every part and every temporary deleted
 	}
 	logger := slog.New(slog.NewTextHandler(&lockedWriter{mu: &warnings.Mutex, w: &warnings.Buffer}, &slog.HandlerOptions{Level: level}))
-	common := []option.ClientOption{uploader.WithPool(buffers), option.WithoutAuthentication(), uploader.WithLogger(logger)}
+	common := []option.ClientOption{uploader.WithPool(buffers), option.WithoutAuthentication(), uploader.WithTelemetry(uploader.Telemetry{Logger: logger})}
 	grpcOpts := append(common[:len(common):len(common)], option.WithEndpoint(gp.Addr()),
 		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())))
 	// The JSON clients find the emulator through STORAGE_EMULATOR_HOST, as
 	// users do: its HTTP/1.1 connections are cut when a request is
 	// abandoned.
-	t.Setenv(uploader.HTTPEmulatorEnv, hp.Addr())
+	t.Setenv("STORAGE_EMULATOR_HOST", hp.Addr())
 	clients := map[string]*uploader.Client{}
 	for _, v := range []struct {
 		name string
 		opts []option.ClientOption
 	}{
-		{"gRPC", append(grpcOpts, uploader.WithRetry(retry...))},
-		{"gRPC/short", append(grpcOpts, uploader.WithRetry(short...), uploader.WithKeepalive(10*time.Second, time.Second))},
-		{"JSON", append(common, uploader.WithHTTP(), uploader.WithRetry(retry...))},
-		{"JSON/short", append(common, uploader.WithHTTP(), uploader.WithRetry(short...))},
+		{"gRPC", append(grpcOpts, uploader.WithRetry(retry))},
+		{"gRPC/short", append(grpcOpts, uploader.WithRetry(short), experimental.WithKeepalive(10*time.Second, time.Second))},
+		{"JSON", append(common, uploader.WithHTTP(), uploader.WithRetry(retry))},
+		{"JSON/short", append(common, uploader.WithHTTP(), uploader.WithRetry(short))},
 	} {
 		c, err := uploader.NewClient(context.Background(), v.opts...)
 		if err != nil {
@@ -257,7 +252,7 @@ func randomFaults(t *testing.T, frontEnd bool) {
 				data := faultPayload(fc.size, fc.seed)
 				var opts []uploader.WriterOption
 				if fc.ifNew {
-					opts = append(opts, uploader.WithDoesNotExist())
+					opts = append(opts, uploader.WithConditions(uploader.Conditions{DoesNotExist: true}))
 				}
 				if fc.parallel {
 					opts = append(opts, uploader.WithParallelUpload(uploader.ParallelUpload{PartSize: 2 << 20}))
@@ -266,7 +261,7 @@ func randomFaults(t *testing.T, frontEnd bool) {
 					opts = append(opts, uploader.WithResumable())
 				}
 				if fc.always {
-					opts = append(opts, uploader.WithRetry(append(slices.Clip(retryOf(fc.short)), uploader.WithPolicy(uploader.RetryAlways))...))
+					opts = append(opts, uploader.WithRetry(uploader.Retry{Policy: uploader.RetryAlways}))
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), fc.deadline)
 				_, err := clients[name].Upload(ctx, testBucket, fc.name, bytes.NewReader(data), opts...)
@@ -370,11 +365,11 @@ func randomFaults(t *testing.T, frontEnd bool) {
 		if uploader.CodeOf(r.err) == codes.Internal {
 			internal = append(internal, fmt.Sprintf("%s: %v", r.name, r.err))
 		}
-		if r.parallel && !r.ifNew && uploader.IsPreconditionFailed(r.err) {
+		if r.parallel && !r.ifNew && uploader.CodeOf(r.err) == codes.FailedPrecondition {
 			parallel412 = append(parallel412, fmt.Sprintf("%s: %v", r.name, r.err))
 		}
 	}
-	temps, err := srv.ListObjects(testBucket, uploader.DefaultTempPrefix)
+	temps, err := srv.ListObjects(testBucket, "objup-tmp/")
 	if err != nil {
 		t.Fatal(err)
 	}

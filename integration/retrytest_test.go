@@ -149,11 +149,7 @@ func objupClient(t *testing.T, srv *fakes.Server) *uploader.Client {
 		option.WithEndpoint(srv.GRPCAddr()),
 		option.WithoutAuthentication(),
 		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
-		uploader.WithRetry(
-			uploader.WithBackoff(gax.Backoff{Initial: time.Millisecond, Max: 20 * time.Millisecond}),
-			uploader.WithRetryDeadline(retryDeadline),
-			uploader.WithAttemptTimeout(10*time.Second),
-		),
+		uploader.WithRetry(uploader.Retry{Backoff: gax.Backoff{Initial: time.Millisecond, Max: 20 * time.Millisecond}, Deadline: retryDeadline, AttemptTimeout: 10 * time.Second}),
 	)
 	if err != nil {
 		t.Fatalf("uploader.NewClient: %v", err)
@@ -174,7 +170,7 @@ func upload(t *testing.T, c *uploader.Client, id, object string, data []byte, ch
 		opts = append(opts, uploader.WithChunkSize(chunk))
 	}
 	if pre {
-		opts = append(opts, uploader.WithDoesNotExist())
+		opts = append(opts, uploader.WithConditions(uploader.Conditions{DoesNotExist: true}))
 	}
 	_, err := c.Upload(ctx, testBucket, object, bytes.NewReader(data), opts...)
 	if ctx.Err() != nil {

@@ -128,7 +128,7 @@ func TestAttributesRoundTrip(t *testing.T) {
 		{"kms key", uploader.WithAttrs(uploader.ObjectAttrs{KMSKeyName: kms}),
 			func(a *storage.ObjectAttrs) bool { return a.KMSKeyName == kms },
 			func(a *uploader.ObjectAttrs) bool { return a.KMSKeyName == kms }},
-		{"predefined acl", uploader.WithAttrs(uploader.ObjectAttrs{PredefinedACL: uploader.ACLPublicRead}),
+		{"predefined acl", uploader.WithAttrs(uploader.ObjectAttrs{PredefinedACL: "publicRead"}),
 			func(a *storage.ObjectAttrs) bool { return hasRule(a.ACL, "allUsers", "READER") },
 			func(a *uploader.ObjectAttrs) bool { return len(a.ACL) == 1 && a.ACL[0].Entity == "allUsers" }},
 		{"acl", uploader.WithAttrs(uploader.ObjectAttrs{ACL: []uploader.ACLRule{{Entity: "user-a@example.com", Role: "OWNER"}, {Entity: "allAuthenticatedUsers", Role: "READER"}}}),

@@ -2,59 +2,17 @@ package uploader
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
-	"google.golang.org/api/option"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/objup/objup/internal/wire"
 	"github.com/objup/objup/uploader/internal/admit"
 )
-
-// WithoutAdmission turns the client's admission stage off: every write goes
-// out at once, and a write the service refuses for load (429,
-// RESOURCE_EXHAUSTED, 503) is only retried with the backoff, as with the
-// official client. Use it when the application paces its writes itself.
-//
-// By default every object write of a client (a one-shot upload, a
-// resumable session's start, a parallel upload's parts, composes and
-// deletes; not the data of a session) passes one admission stage per
-// bucket. It costs an atomic load per write until the service first
-// pushes back; from then on it admits writes at a rate it learns from the
-// service's answers: cut to a share of what was answered when pushed
-// back, grown again along a cubic curve while writes succeed. Writes wait
-// for their turn as their context allows, never failing for it, a tenant
-// at a time (the tenant of header.WithTenant or Item.Tenant) and within a
-// tenant oldest first, so an upload that lost a few rounds is not passed
-// by newer ones. Since retries pass the same stage, they cannot multiply
-// the load, and several processes writing to one bucket each settle at a
-// share of it without talking to each other. A refusal for one object
-// name's own rate (about one write a second per name) does not slow the
-// bucket.
-func WithoutAdmission() option.ClientOption {
-	return newClientOption(func(c *clientConfig) { c.noAdmission = true })
-}
-
-// WithWriteRamp makes the client start each bucket's writes at from a
-// second and at most double that rate every every, as GCS asks of a new
-// bucket or a new prefix (about 1,000 writes a second at first, doubling no
-// faster than every 20 minutes: WithWriteRamp(1000, 20*time.Minute)), so
-// that a fleet coming up does not meet the bucket's limit all at once.
-// Pushback still cuts the rate below the ramp. Both must be positive; it
-// has no effect WithoutAdmission.
-func WithWriteRamp(from float64, every time.Duration) option.ClientOption {
-	return newClientOption(func(c *clientConfig) {
-		if (from <= 0 || every <= 0) && c.err == nil {
-			c.err = fmt.Errorf("write ramp from %v writes a second, doubling every %v: both must be positive", from, every)
-		}
-		c.rampFrom, c.rampEvery = from, every
-	})
-}
 
 // admitted is a transport whose object writes pass the client's admission
 // stage: each attempt waits for its turn in its bucket, and its answer

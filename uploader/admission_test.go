@@ -18,6 +18,7 @@ import (
 	"github.com/objup/objup/fakes/capacity"
 	"github.com/objup/objup/header"
 	"github.com/objup/objup/uploader"
+	"github.com/objup/objup/uploader/experimental"
 )
 
 // TestRefusedWriteIsRetried: a write the service refuses for load
@@ -44,7 +45,7 @@ func TestRefusedWriteIsRetried(t *testing.T) {
 				if admission {
 					e = newEnv(t)
 				} else {
-					e = newEnv(t, uploader.WithoutAdmission())
+					e = newEnv(t, experimental.WithoutAdmission())
 				}
 				e.srv.FailCall(tc.method, 1, codes.ResourceExhausted)
 				e.srv.FailCall(tc.method, 2, codes.ResourceExhausted)
@@ -248,7 +249,7 @@ func TestAdmissionWaitCancelled(t *testing.T) {
 // from the start, before any pushback: 40 uploads at 20 writes a second,
 // doubling every second, take over a second; a bad ramp is refused.
 func TestWriteRamp(t *testing.T) {
-	e := newEnv(t, uploader.WithWriteRamp(20, time.Second))
+	e := newEnv(t, experimental.WithWriteRamp(20, time.Second))
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i := range 40 {
@@ -262,8 +263,8 @@ func TestWriteRamp(t *testing.T) {
 	if d := time.Since(start); d < time.Second {
 		t.Fatalf("40 uploads took %v at a ramp of 20 writes a second", d)
 	}
-	for _, bad := range []option.ClientOption{uploader.WithWriteRamp(0, time.Second), uploader.WithWriteRamp(10, 0)} {
-		if _, err := uploader.NewClient(context.Background(), append(dialOptions(e.srv), bad)...); !uploader.IsInvalidArgument(err) {
+	for _, bad := range []option.ClientOption{experimental.WithWriteRamp(0, time.Second), experimental.WithWriteRamp(10, 0)} {
+		if _, err := uploader.NewClient(context.Background(), append(dialOptions(e.srv), bad)...); uploader.CodeOf(err) != codes.InvalidArgument {
 			t.Fatalf("NewClient with a bad ramp: %v, want InvalidArgument", err)
 		}
 	}

@@ -1,7 +1,12 @@
 package uploader
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -47,4 +52,60 @@ func TestAPIHidesInternalTypes(t *testing.T) {
 			t.Errorf("Writer has a method %s, promoted from its target", name)
 		}
 	}
+}
+
+// maxExported bounds the package's surface: its exported top-level names
+// plus the exported methods of its exported types. The machinery's knobs
+// live in package experimental.
+const maxExported = 60
+
+// TestSurfaceIsSmall counts the package's exported names, from its source.
+func TestSurfaceIsSmall(t *testing.T) {
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range pkgs["uploader"].Files {
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if !d.Name.IsExported() {
+					continue
+				}
+				if d.Recv == nil {
+					names = append(names, d.Name.Name)
+					continue
+				}
+				recv := d.Recv.List[0].Type
+				if s, ok := recv.(*ast.StarExpr); ok {
+					recv = s.X
+				}
+				if id, ok := recv.(*ast.Ident); ok && id.IsExported() {
+					names = append(names, id.Name+"."+d.Name.Name)
+				}
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.TypeSpec:
+						if s.Name.IsExported() {
+							names = append(names, s.Name.Name)
+						}
+					case *ast.ValueSpec:
+						for _, n := range s.Names {
+							if n.IsExported() {
+								names = append(names, n.Name)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	slices.Sort(names)
+	if len(names) > maxExported {
+		t.Errorf("%d exported names, at most %d: %v", len(names), maxExported, names)
+	}
+	t.Logf("%d exported names", len(names))
 }

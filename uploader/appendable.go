@@ -38,10 +38,7 @@ const pathAppendable = "appendable"
 // A Writer with nothing unflushed holds no chunk buffer, and no goroutine
 // beyond its stream's receiver.
 func WithAppendable() WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error {
-		c.appending = true
-		return nil
-	})
+	return writerOptionFunc(func(c *writerConfig) { c.appending = true })
 }
 
 // WithoutFinalize makes Close of an appendable Writer (WithAppendable,
@@ -49,34 +46,35 @@ func WithAppendable() WriterOption {
 // that a later writer can take it over; Attrs then reports the object as
 // persisted. Without WithAppendable it is an InvalidArgument error.
 func WithoutFinalize() WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error {
-		c.keepOpen = true
-		return nil
-	})
+	return writerOptionFunc(func(c *writerConfig) { c.keepOpen = true })
 }
 
-// checkAppendable checks the options of an appendable Writer and sets up
-// its state.
-func (w *Writer) checkAppendable() error {
-	cfg := &w.cfg
+// checkAppendable checks the options of an appendable Writer on a client
+// that uploads over gRPC or not.
+func (cfg *writerConfig) checkAppendable(grpc bool) error {
 	switch {
-	case !cfg.appending && cfg.keepOpen:
-		return errors.New("WithoutFinalize needs WithAppendable")
 	case !cfg.appending:
 		return nil
-	case !w.c.grpc():
+	case !grpc:
 		return errors.New("appendable objects are written over gRPC only, not the JSON API (WithHTTP)")
 	case cfg.parallel != nil:
 		return errors.New("WithAppendable and WithParallelUpload exclude each other")
-	case cfg.md5 || cfg.sendMD5 != nil:
+	case cfg.knob.MD5 || cfg.sendMD5 != nil:
 		// The service keeps no MD5 of an appendable object and refuses a
 		// finish that carries one.
 		return errors.New("an appendable object has no MD5: WithMD5 and WithSendMD5 exclude WithAppendable")
 	}
+	return nil
+}
+
+// startAppendable sets up the state of an appendable Writer.
+func (w *Writer) startAppendable() {
+	if !w.cfg.appending {
+		return
+	}
 	yes := true
 	w.scratch.spec.Appendable = &yes
-	w.app = &appendState{unfinalized: cfg.keepOpen}
-	return nil
+	w.app = &appendState{unfinalized: w.cfg.keepOpen}
 }
 
 // grpc reports whether the client uploads over gRPC.
@@ -100,7 +98,7 @@ func (c *Client) grpc() bool {
 // new ones), unless WithoutFinalize.
 //
 // Only options a takeover can honour are accepted: attributes
-// (WithAttrs), preconditions, WithMD5, WithSendMD5 and WithParallelUpload
+// (WithAttrs), preconditions, experimental.WithMD5, WithSendMD5 and WithParallelUpload
 // are InvalidArgument errors, since the object exists.
 func (c *Client) TakeOver(ctx context.Context, bucket, object string, gen int64, opts ...WriterOption) (*Writer, int64, error) {
 	w := &Writer{c: c}
@@ -111,10 +109,6 @@ func (c *Client) TakeOver(ctx context.Context, bucket, object string, gen int64,
 		return nil, 0, err
 	}
 	if err := w.takeoverOptions(gen); err != nil {
-		w.end()
-		return nil, 0, invalid("TakeOver", bucket, object, "%w", err)
-	}
-	if err := w.checkAppendable(); err != nil {
 		w.end()
 		return nil, 0, invalid("TakeOver", bucket, object, "%w", err)
 	}
@@ -137,7 +131,7 @@ func (c *Client) TakeOver(ctx context.Context, bucket, object string, gen int64,
 	if !hasCRC {
 		// No checksum of the persisted bytes: the whole object's
 		// CRC32C is unknown, and the finish goes without it.
-		w.cfg.noCRC32C = true
+		w.cfg.knob.NoCRC32C = true
 	}
 	if err := w.ch.Reset(w.ch.ChunkSize(), chOpts...); err != nil {
 		panic(err) // the size was accepted by init
@@ -154,7 +148,7 @@ func (w *Writer) takeoverOptions(gen int64) error {
 	switch {
 	case gen <= 0:
 		return fmt.Errorf("generation %d: a takeover names the object's generation", gen)
-	case cfg.md5 || cfg.sendMD5 != nil:
+	case cfg.knob.MD5 || cfg.sendMD5 != nil:
 		return errors.New("an MD5 of the whole object cannot be computed after a takeover")
 	case s.IfGenerationMatch != nil || s.IfGenerationNotMatch != nil || s.IfMetagenerationMatch != nil || s.IfMetagenerationNotMatch != nil:
 		return errors.New("a takeover takes no preconditions: the generation names the object")
@@ -165,7 +159,6 @@ func (w *Writer) takeoverOptions(gen int64) error {
 		len(o.Acl) > 0 || s.PredefinedAcl != "" || o.Retention != nil || o.TemporaryHold || o.EventBasedHold != nil || len(o.Contexts.GetCustom()) > 0:
 		return errors.New("a takeover cannot set the object's attributes: they were set when it was created")
 	}
-	w.cfg.appending = true
 	return nil
 }
 
@@ -330,7 +323,7 @@ func (m *session) finishAppendable(last chunker.Chunk) (*wire.Object, error) {
 // if a flush created it, stays unfinalized.
 func (w *Writer) sentCRCMismatch() error {
 	cfg := &w.cfg
-	if w.app == nil || !cfg.hasCRC || cfg.noCRC32C || w.ch.CRC32C() == cfg.sendCRC {
+	if w.app == nil || !cfg.hasCRC || cfg.knob.NoCRC32C || w.ch.CRC32C() == cfg.sendCRC {
 		return nil
 	}
 	return &Error{Op: "Close", Bucket: w.bucket, Object: w.object, Code: codes.DataLoss,

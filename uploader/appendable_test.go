@@ -18,6 +18,7 @@ import (
 	"github.com/objup/objup/fakes/faultproxy"
 	"github.com/objup/objup/header"
 	"github.com/objup/objup/uploader"
+	"github.com/objup/objup/uploader/experimental"
 )
 
 // TestAppendableFlushAndFinalize writes an appendable object in steps, as a
@@ -82,7 +83,7 @@ func TestAppendableFlushAndFinalize(t *testing.T) {
 // TestAppendableSmallObjects checks Upload of small objects as appendable
 // writes: each is created and finalized in one BidiWriteObject stream. A
 // lost answer leaves the outcome as for any one-shot write: its retry meets
-// the lost attempt's object (WithDoesNotExist), and nothing tells whose it
+// the lost attempt's object (DoesNotExist), and nothing tells whose it
 // is, so the error says the object may be stored (it is).
 func TestAppendableSmallObjects(t *testing.T) {
 	e := newEnv(t)
@@ -94,7 +95,7 @@ func TestAppendableSmallObjects(t *testing.T) {
 				e.srv.LoseAnswer("BidiWriteObject")
 			}
 			before := e.countCalls("BidiWriteObject")
-			a, err := e.c.Upload(context.Background(), bucket, name, bytes.NewReader(p), uploader.WithAppendable(), uploader.WithDoesNotExist())
+			a, err := e.c.Upload(context.Background(), bucket, name, bytes.NewReader(p), uploader.WithAppendable(), uploader.WithConditions(uploader.Conditions{DoesNotExist: true}))
 			if lose {
 				if !uploader.IsOutcomeUnknown(err) {
 					t.Fatalf("%s: %v, want an unknown outcome", name, err)
@@ -149,7 +150,7 @@ func TestAppendableTakeOver(t *testing.T) {
 	w1.Write([]byte("late"))
 	if _, err := w1.Flush(ctx); err == nil {
 		t.Fatal("the first writer flushed after the takeover")
-	} else if !uploader.IsPreconditionFailed(err) {
+	} else if uploader.CodeOf(err) != codes.FailedPrecondition {
 		t.Fatalf("first writer after the takeover: %v, want FailedPrecondition", err)
 	}
 	w1.Close()
@@ -191,15 +192,15 @@ func TestAppendableBadInput(t *testing.T) {
 			return err
 		}},
 		{"takeover with a precondition", func() error {
-			_, _, err := e.c.TakeOver(ctx, bucket, "o", 1, uploader.WithDoesNotExist())
+			_, _, err := e.c.TakeOver(ctx, bucket, "o", 1, uploader.WithConditions(uploader.Conditions{DoesNotExist: true}))
 			return err
 		}},
 		{"takeover with MD5", func() error {
-			_, _, err := e.c.TakeOver(ctx, bucket, "o", 1, uploader.WithMD5())
+			_, _, err := e.c.TakeOver(ctx, bucket, "o", 1, experimental.WithMD5())
 			return err
 		}},
 		{"appendable with MD5", func() error {
-			_, err := e.c.NewWriter(ctx, bucket, "o", uploader.WithAppendable(), uploader.WithMD5())
+			_, err := e.c.NewWriter(ctx, bucket, "o", uploader.WithAppendable(), experimental.WithMD5())
 			return err
 		}},
 		{"appendable with a sent MD5", func() error {
@@ -222,7 +223,7 @@ func TestAppendableBadInput(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := tc.make(); !uploader.IsInvalidArgument(err) {
+			if err := tc.make(); uploader.CodeOf(err) != codes.InvalidArgument {
 				t.Fatalf("got %v, want InvalidArgument", err)
 			}
 		})
@@ -389,15 +390,15 @@ func TestAppendableLeftOpen(t *testing.T) {
 // TestZonalBucket: a zonal bucket takes appendable objects only, as GCS
 // does; objup writes them there with WithAppendable (Upload, UploadMany and
 // a Writer), and a plain upload is refused with nothing stored, as an
-// invalid request: never as a failed precondition, which a WithDoesNotExist
+// invalid request: never as a failed precondition, which a DoesNotExist
 // caller would read as "the object exists".
 func TestZonalBucket(t *testing.T) {
 	const zonal = "rapid-bkt"
 	e := newEnvFake(t, []fakes.Option{fakes.WithZonalBucket(zonal)})
 	ctx := context.Background()
-	for _, opts := range [][]uploader.WriterOption{nil, {uploader.WithDoesNotExist()}} {
+	for _, opts := range [][]uploader.WriterOption{nil, {uploader.WithConditions(uploader.Conditions{DoesNotExist: true})}} {
 		_, err := e.c.Upload(ctx, zonal, "plain", bytes.NewReader([]byte("x")), opts...)
-		if uploader.IsPreconditionFailed(err) || !uploader.IsInvalidArgument(err) || uploader.IsOutcomeUnknown(err) {
+		if uploader.CodeOf(err) == codes.FailedPrecondition || uploader.CodeOf(err) != codes.InvalidArgument || uploader.IsOutcomeUnknown(err) {
 			t.Fatalf("plain upload to a zonal bucket (%d options): %v, want InvalidArgument, not a failed precondition", len(opts), err)
 		}
 	}
@@ -440,10 +441,10 @@ func TestZonalBucket(t *testing.T) {
 func TestAppendableNeedsGRPC(t *testing.T) {
 	e := newEnv(t)
 	c := httpClient(t, e.srv.HTTPURL())
-	if _, err := c.NewWriter(context.Background(), bucket, "o", uploader.WithAppendable()); !uploader.IsInvalidArgument(err) {
+	if _, err := c.NewWriter(context.Background(), bucket, "o", uploader.WithAppendable()); uploader.CodeOf(err) != codes.InvalidArgument {
 		t.Fatalf("WithAppendable over JSON: %v, want InvalidArgument", err)
 	}
-	if _, _, err := c.TakeOver(context.Background(), bucket, "o", 1); !uploader.IsInvalidArgument(err) {
+	if _, _, err := c.TakeOver(context.Background(), bucket, "o", 1); uploader.CodeOf(err) != codes.InvalidArgument {
 		t.Fatalf("TakeOver over JSON: %v, want InvalidArgument", err)
 	}
 }
@@ -559,7 +560,7 @@ func TestAppendableOptionsKept(t *testing.T) {
 	} {
 		t.Run("wrong CRC32C, "+tc.name, func(t *testing.T) {
 			err := tc.upload(uploader.WithAppendable(), uploader.WithSendCRC32C(0xdeadbeef))
-			if !uploader.IsDataLoss(err) || uploader.IsOutcomeUnknown(err) {
+			if uploader.CodeOf(err) != codes.DataLoss || uploader.IsOutcomeUnknown(err) {
 				t.Fatalf("got %v, want DataLoss", err)
 			}
 			if o, err := e.srv.Object(bucket, "crc"); err == nil && !o.Finalized.IsZero() {

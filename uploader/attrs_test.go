@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/objup/objup/uploader"
+	"github.com/objup/objup/uploader/experimental"
 )
 
 // TestInvalidAttributesRejectedBeforeAnyRPC: bad attribute values are
@@ -20,24 +21,27 @@ import (
 func TestInvalidAttributesRejectedBeforeAnyRPC(t *testing.T) {
 	e := newEnv(t)
 	bad := map[string][]uploader.WriterOption{
-		"acl and predefined, one option": {uploader.WithAttrs(uploader.ObjectAttrs{PredefinedACL: uploader.ACLPrivate, ACL: []uploader.ACLRule{{Entity: "allUsers", Role: "READER"}}})},
+		"acl and predefined, one option": {uploader.WithAttrs(uploader.ObjectAttrs{PredefinedACL: "private", ACL: []uploader.ACLRule{{Entity: "allUsers", Role: "READER"}}})},
 		"metadata key":                   {uploader.WithAttrs(uploader.ObjectAttrs{Metadata: map[string]string{"": "v"}})},
 		"kms key":                        {uploader.WithAttrs(uploader.ObjectAttrs{KMSKeyName: "projects/p/keyRings/r"})},
 		"kms key empty part":             {uploader.WithAttrs(uploader.ObjectAttrs{KMSKeyName: "projects//locations/l/keyRings/r/cryptoKeys/k"})},
 		"predefined acl":                 {uploader.WithAttrs(uploader.ObjectAttrs{PredefinedACL: "everyone"})},
 		"acl role":                       {uploader.WithAttrs(uploader.ObjectAttrs{ACL: []uploader.ACLRule{{Entity: "allUsers", Role: "WRITER"}}})},
 		"acl entity":                     {uploader.WithAttrs(uploader.ObjectAttrs{ACL: []uploader.ACLRule{{Role: "READER"}}})},
-		"acl and predefined":             {uploader.WithAttrs(uploader.ObjectAttrs{PredefinedACL: uploader.ACLPrivate}), uploader.WithAttrs(uploader.ObjectAttrs{ACL: []uploader.ACLRule{{Entity: "allUsers", Role: "READER"}}})},
+		"acl and predefined":             {uploader.WithAttrs(uploader.ObjectAttrs{PredefinedACL: "private"}), uploader.WithAttrs(uploader.ObjectAttrs{ACL: []uploader.ACLRule{{Entity: "allUsers", Role: "READER"}}})},
 		"retention mode":                 {uploader.WithAttrs(uploader.ObjectAttrs{Retention: &uploader.Retention{RetainUntil: time.Now().Add(time.Hour)}})},
 		"retention in the past":          {uploader.WithAttrs(uploader.ObjectAttrs{Retention: &uploader.Retention{Mode: "Locked", RetainUntil: time.Now().Add(-time.Hour)}})},
 		"context key":                    {uploader.WithAttrs(uploader.ObjectAttrs{Contexts: map[string]string{"": "v"}})},
 		"md5 length":                     {uploader.WithSendMD5([]byte{1, 2, 3})},
-		"md5 twice":                      {uploader.WithMD5(), uploader.WithSendMD5(make([]byte, 16))},
-		"generation not match":           {uploader.WithGenerationNotMatch(-1)},
-		"metageneration not mat":         {uploader.WithMetagenerationNotMatch(0)},
+		"md5 twice":                      {experimental.WithMD5(), uploader.WithSendMD5(make([]byte, 16))},
+		"generation not match":           {uploader.WithConditions(uploader.Conditions{GenerationNotMatch: -1})},
+		"metageneration not match":       {uploader.WithConditions(uploader.Conditions{MetagenerationNotMatch: -1})},
+		"does not exist and generation":  {uploader.WithConditions(uploader.Conditions{DoesNotExist: true, GenerationMatch: 3})},
+		"generation match and not match": {uploader.WithConditions(uploader.Conditions{GenerationMatch: 3, GenerationNotMatch: 4})},
+		"metageneration both":            {uploader.WithConditions(uploader.Conditions{MetagenerationMatch: 3, MetagenerationNotMatch: 4})},
 	}
 	for name, opts := range bad {
-		if _, err := e.c.NewWriter(context.Background(), bucket, "o", opts...); !uploader.IsInvalidArgument(err) {
+		if _, err := e.c.NewWriter(context.Background(), bucket, "o", opts...); uploader.CodeOf(err) != codes.InvalidArgument {
 			t.Errorf("%s: NewWriter = %v, want InvalidArgument", name, err)
 		}
 	}
@@ -64,14 +68,30 @@ func TestAllFourPreconditions(t *testing.T) {
 		opt  func(gen, mg int64) uploader.WriterOption
 		ok   bool
 	}{
-		{"generation match", func(gen, _ int64) uploader.WriterOption { return uploader.WithGenerationMatch(gen) }, true},
-		{"generation match, stale", func(gen, _ int64) uploader.WriterOption { return uploader.WithGenerationMatch(gen - 1) }, false},
-		{"generation not match, other", func(gen, _ int64) uploader.WriterOption { return uploader.WithGenerationNotMatch(gen - 1) }, true},
-		{"generation not match, live", func(gen, _ int64) uploader.WriterOption { return uploader.WithGenerationNotMatch(gen) }, false},
-		{"metageneration match", func(_, mg int64) uploader.WriterOption { return uploader.WithMetagenerationMatch(mg) }, true},
-		{"metageneration match, wrong", func(_, mg int64) uploader.WriterOption { return uploader.WithMetagenerationMatch(mg + 5) }, false},
-		{"metageneration not match", func(_, mg int64) uploader.WriterOption { return uploader.WithMetagenerationNotMatch(mg + 5) }, true},
-		{"metageneration not match, same", func(_, mg int64) uploader.WriterOption { return uploader.WithMetagenerationNotMatch(mg) }, false},
+		{"generation match", func(gen, _ int64) uploader.WriterOption {
+			return uploader.WithConditions(uploader.Conditions{GenerationMatch: gen})
+		}, true},
+		{"generation match, stale", func(gen, _ int64) uploader.WriterOption {
+			return uploader.WithConditions(uploader.Conditions{GenerationMatch: gen - 1})
+		}, false},
+		{"generation not match, other", func(gen, _ int64) uploader.WriterOption {
+			return uploader.WithConditions(uploader.Conditions{GenerationNotMatch: gen - 1})
+		}, true},
+		{"generation not match, live", func(gen, _ int64) uploader.WriterOption {
+			return uploader.WithConditions(uploader.Conditions{GenerationNotMatch: gen})
+		}, false},
+		{"metageneration match", func(_, mg int64) uploader.WriterOption {
+			return uploader.WithConditions(uploader.Conditions{MetagenerationMatch: mg})
+		}, true},
+		{"metageneration match, wrong", func(_, mg int64) uploader.WriterOption {
+			return uploader.WithConditions(uploader.Conditions{MetagenerationMatch: mg + 5})
+		}, false},
+		{"metageneration not match", func(_, mg int64) uploader.WriterOption {
+			return uploader.WithConditions(uploader.Conditions{MetagenerationNotMatch: mg + 5})
+		}, true},
+		{"metageneration not match, same", func(_, mg int64) uploader.WriterOption {
+			return uploader.WithConditions(uploader.Conditions{MetagenerationNotMatch: mg})
+		}, false},
 	}
 	for i, tc := range tests {
 		for _, size := range []int{kib, q + 1} {
@@ -81,7 +101,7 @@ func TestAllFourPreconditions(t *testing.T) {
 				t.Fatalf("%s (%s): %v", tc.name, sizeName(size), err)
 			}
 			if err != nil {
-				if !uploader.IsPreconditionFailed(err) || uploader.CodeOf(err) != codes.FailedPrecondition {
+				if uploader.CodeOf(err) != codes.FailedPrecondition || uploader.CodeOf(err) != codes.FailedPrecondition {
 					t.Fatalf("%s: %v, want FailedPrecondition", tc.name, err)
 				}
 				continue
@@ -114,7 +134,7 @@ func TestCallerChecksums(t *testing.T) {
 			{"both", []uploader.WriterOption{uploader.WithSendCRC32C(crc), uploader.WithSendMD5(sum[:])}, true},
 			{"wrong crc32c", []uploader.WriterOption{uploader.WithSendCRC32C(crc ^ 1)}, false},
 			{"wrong md5", []uploader.WriterOption{uploader.WithSendMD5(make([]byte, 16))}, false},
-			{"wrong crc32c without per-message crcs", []uploader.WriterOption{uploader.WithoutCRC32C(), uploader.WithSendCRC32C(crc ^ 1)}, false},
+			{"wrong crc32c without per-message crcs", []uploader.WriterOption{experimental.WithoutCRC32C(), uploader.WithSendCRC32C(crc ^ 1)}, false},
 		}
 		for _, tc := range tests {
 			name := "sums/" + tc.name + "/" + sizeName(size)
@@ -129,7 +149,7 @@ func TestCallerChecksums(t *testing.T) {
 				sameBytes(t, name, e.content(name), data)
 				continue
 			}
-			if !uploader.IsDataLoss(err) {
+			if uploader.CodeOf(err) != codes.DataLoss {
 				t.Fatalf("%s: %v, want DATA_LOSS", name, err)
 			}
 			e.absent(name)

@@ -5,6 +5,8 @@ import (
 	"context"
 	"testing"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/objup/objup/uploader"
 )
 
@@ -40,7 +42,7 @@ func TestWithBuffer(t *testing.T) {
 				if werr == nil && cerr == nil {
 					t.Fatal("upload succeeded")
 				}
-				if !uploader.IsInvalidArgument(cerr) {
+				if uploader.CodeOf(cerr) != codes.InvalidArgument {
 					t.Fatalf("Close = %v, want InvalidArgument", cerr)
 				}
 				e.absent(name)

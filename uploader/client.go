@@ -24,14 +24,15 @@ import (
 	"github.com/objup/objup/internal/wire"
 	"github.com/objup/objup/pool"
 	"github.com/objup/objup/uploader/internal/admit"
+	"github.com/objup/objup/uploader/internal/knob"
 	"github.com/objup/objup/uploader/internal/telemetry"
 )
 
-// EmulatorEnv names the environment variable that points the client at a GCS
-// emulator's gRPC endpoint, as the official client does: host:port (or
-// http://host:port) is dialled in plaintext, https://host:port with TLS, and
-// neither sends credentials.
-const EmulatorEnv = "STORAGE_EMULATOR_HOST_GRPC"
+// emulatorEnv names the environment variable that points the client at a
+// GCS emulator's gRPC endpoint, as the official client does: host:port (or
+// http://host:port) is dialled in plaintext, https://host:port with TLS,
+// and neither sends credentials.
+const emulatorEnv = "STORAGE_EMULATOR_HOST_GRPC"
 
 var errClientClosed = fmt.Errorf("client is closed: %w", fs.ErrClosed)
 
@@ -47,7 +48,7 @@ type Client struct {
 	pools       sync.Map // chunk size -> *pool.Pool, for Writers with their own chunk size
 	tel         *telemetry.Telemetry
 	tr          transport // gRPC, or the JSON API (WithHTTP)
-	conns       int       // the connections that carry data (gRPC's pool; DefaultConnectionPool for HTTP)
+	conns       int       // the connections that carry data (gRPC's pool; knob.DefaultConnectionPool for HTTP)
 	tenants     tenants
 	closed      atomic.Bool
 	stage       *admit.Stage   // the admission of writes per bucket; nil WithoutAdmission
@@ -59,19 +60,20 @@ type Client struct {
 // client). opts mixes the options of
 // google.golang.org/api/option (option.WithCredentialsFile, option.WithEndpoint,
 // option.WithGRPCConn, option.WithoutAuthentication, ...) with objup's own
-// (WithPool, WithChunkSize, WithChunksInFlight, WithRetry, WithKeepalive, WithConnectTimeout).
+// (WithPool, WithChunkSize, WithRetry, WithTenantLimits, WithTelemetry, WithHTTP; the
+// machinery's knobs are in package experimental).
 // Invalid objup options are reported before anything is dialled.
 //
 // Without options it uses Application Default Credentials and TLS to
-// storage.googleapis.com:443, with gRPC keepalive (see WithKeepalive). When
+// storage.googleapis.com:443, with gRPC keepalive (see experimental.WithKeepalive). When
 // STORAGE_EMULATOR_HOST_GRPC is set it dials that emulator without
-// authentication, exactly like the official client (see EmulatorEnv); options
+// authentication, exactly like the official client (see emulatorEnv); options
 // given explicitly still win. The OpenTelemetry stats handler that
 // google.golang.org/api would install is left out (it costs about a quarter of
 // a small upload's allocations); add your own with
 // option.WithGRPCDialOption(grpc.WithStatsHandler(...)).
 //
-// Uploads share a pool of DefaultConnectionPool gRPC connections
+// Uploads share a pool of four gRPC connections
 // (option.WithGRPCConnectionPool sets another size; option.WithGRPCConn
 // passes one connection), and each large upload takes the connection with
 // the fewest of them: a front end caps the concurrent streams of one
@@ -81,25 +83,14 @@ type Client struct {
 //
 // Call Close when done.
 func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error) {
-	cfg := clientConfig{
-		retry:       defaultRetryConfig(),
-		maxInFlight: DefaultMaxInFlight,
-		keepalive:   keepaliveConfig{time: DefaultKeepaliveTime, timeout: DefaultKeepaliveTimeout, connect: DefaultConnectTimeout},
-	}
-	var apiOpts []option.ClientOption
-	for _, o := range opts {
-		if co, ok := o.(interface{ applyClient(*clientConfig) }); ok {
-			co.applyClient(&cfg)
-			continue
-		}
-		apiOpts = append(apiOpts, o)
-	}
+	cfg := newClientConfig()
+	apiOpts := cfg.apply(opts)
 	if err := cfg.validate(); err != nil {
 		return nil, &Error{Op: "NewClient", Code: invalidCode, Err: err}
 	}
 	c := &Client{
-		inFlight:    cfg.inFlight,
-		maxInFlight: cfg.maxInFlight,
+		inFlight:    cfg.knob.InFlight,
+		maxInFlight: cfg.knob.MaxInFlight,
 		tenants:     tenants{limits: cfg.tenantLimits},
 		retry:       cfg.retry,
 		chunkSize:   cfg.chunkSize,
@@ -120,18 +111,18 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 			tel.Close()
 			return nil, newError("NewClient", "", "", fmt.Errorf("HTTP transport: %w", err))
 		}
-		c.tr, c.conns = t, DefaultConnectionPool
+		c.tr, c.conns = t, knob.DefaultConnectionPool
 		c.admit(cfg)
 		return c, nil
 	}
 	dial := append(defaultDialOptions(), option.WithGRPCDialOption(grpc.WithConnectParams(grpc.ConnectParams{
 		Backoff:           backoff.DefaultConfig,
-		MinConnectTimeout: cfg.keepalive.connect,
+		MinConnectTimeout: cfg.knob.ConnectTimeout,
 	})))
-	if !cfg.keepalive.off {
+	if !cfg.knob.KeepaliveOff {
 		dial = append(dial, option.WithGRPCDialOption(grpc.WithKeepaliveParams(keepalive.ClientParameters{
-			Time:    cfg.keepalive.time,
-			Timeout: cfg.keepalive.timeout,
+			Time:    cfg.knob.KeepaliveTime,
+			Timeout: cfg.knob.KeepaliveTimeout,
 		})))
 	}
 	all := append(dial, apiOpts...)
@@ -168,10 +159,10 @@ func (c *Client) admit(cfg clientConfig) {
 	if w := cfg.tenantLimits.Writes; w > 0 {
 		a.writes = &tenantWrites{rate: rate.Limit(w), burst: max(1, int(math.Ceil(w/10)))}
 	}
-	if !cfg.noAdmission {
+	if !cfg.knob.NoAdmission {
 		c.stage = admit.New(tenantOf, cfg.tenantLimits.Weight, nil)
-		if cfg.rampFrom > 0 {
-			c.stage.Ramp(cfg.rampFrom, cfg.rampEvery)
+		if cfg.knob.RampSet {
+			c.stage.Ramp(cfg.knob.RampFrom, cfg.knob.RampEvery)
 		}
 		a.stage = c.stage
 	}
@@ -184,18 +175,9 @@ func (c *Client) admit(cfg clientConfig) {
 	}
 }
 
-// DefaultConnectionPool is the number of gRPC connections a client keeps
-// for the data of uploads unless option.WithGRPCConnectionPool says
-// otherwise: four connections take 400 concurrent streams at GCS's 100 per
-// connection. Beside a pool of two or more, the client keeps one more
-// connection for small calls (one-shot uploads of one message, session
-// starts, status queries), so they do not queue behind the bytes of large
-// uploads.
-const DefaultConnectionPool = 4
-
 // defaultWindow is the least window of an upload whose window adapts: two
 // 2 MiB messages, so one is acknowledged while the next goes out.
-const defaultWindow = 2 * maxMessage
+const defaultWindow = knob.MinWindow
 
 // startWindow is where an adaptive window starts: the official Writer's
 // chunk, which it sends before it waits, so that an upload of a few tens of
@@ -253,15 +235,15 @@ func defaultDialOptions() []option.ClientOption {
 		// The transport would install an OpenTelemetry stats handler on
 		// the connection: about a quarter of a small upload's allocations.
 		option.WithTelemetryDisabled(),
-		option.WithGRPCConnectionPool(DefaultConnectionPool),
+		option.WithGRPCConnectionPool(knob.DefaultConnectionPool),
 	}
-	if host := os.Getenv(EmulatorEnv); host != "" {
+	if host := os.Getenv(emulatorEnv); host != "" {
 		opts = append(opts, emulatorOptions(host)...)
 	}
 	return opts
 }
 
-// emulatorOptions dial the emulator at host (see EmulatorEnv).
+// emulatorOptions dial the emulator at host (see emulatorEnv).
 func emulatorOptions(host string) []option.ClientOption {
 	var creds credentials.TransportCredentials = insecure.NewCredentials()
 	switch {
@@ -322,6 +304,3 @@ func (c *Client) closedErr() error {
 	}
 	return nil
 }
-
-// Allocator returns the allocator the client's Writers take chunk buffers from.
-func (c *Client) Allocator() pool.Allocator { return c.alloc }

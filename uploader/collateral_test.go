@@ -36,8 +36,8 @@ func TestTimeoutBreaksNoOtherUpload(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
 	defer cancel()
 	_, err := e.c.Upload(ctx, bucket, "timing-out", bytes.NewReader(payload(3*mib, 47)),
-		uploader.WithChunkSize(4*mib), uploader.WithDoesNotExist(),
-		uploader.WithRetry(uploader.WithAttemptTimeout(300*time.Millisecond)))
+		uploader.WithChunkSize(4*mib), uploader.WithConditions(uploader.Conditions{DoesNotExist: true}),
+		uploader.WithRetry(uploader.Retry{AttemptTimeout: 300 * time.Millisecond}))
 	if err == nil {
 		t.Fatal("the upload whose every attempt times out succeeded")
 	}

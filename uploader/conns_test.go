@@ -121,7 +121,7 @@ func TestResumeQueriesOnTheStreamsConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := uploader.NewClient(context.Background(), append(dialOptions(srv), option.WithGRPCConnectionPool(4), uploader.WithRetry(fastRetry...))...)
+	c, err := uploader.NewClient(context.Background(), append(dialOptions(srv), option.WithGRPCConnectionPool(4), uploader.WithRetry(fastRetry))...)
 	if err != nil {
 		srv.Close()
 		t.Fatal(err)

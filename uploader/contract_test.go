@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/objup/objup/uploader"
+	"github.com/objup/objup/uploader/experimental"
 )
 
 // TestUploadManyNilReaderFromOpen: Open returning (nil, nil) fails that item
@@ -27,7 +28,7 @@ func TestUploadManyNilReaderFromOpen(t *testing.T) {
 		{Name: "fine", Data: payload(kib, 1)},
 	}
 	res, err := e.c.UploadMany(context.Background(), bucket, items)
-	if err == nil || res[0].Err == nil || !uploader.IsInvalidArgument(res[0].Err) {
+	if err == nil || res[0].Err == nil || uploader.CodeOf(res[0].Err) != codes.InvalidArgument {
 		t.Fatalf("UploadMany = %v, item 0: %v; want an InvalidArgument error for the nil reader", err, res[0].Err)
 	}
 	if res[1].Err != nil {
@@ -41,14 +42,14 @@ func TestUploadManyNilReaderFromOpen(t *testing.T) {
 // an empty object is written from an empty reader.
 func TestNilReaderIsAnError(t *testing.T) {
 	e := newEnv(t)
-	if _, err := e.c.Upload(context.Background(), bucket, "nil", nil); !uploader.IsInvalidArgument(err) {
+	if _, err := e.c.Upload(context.Background(), bucket, "nil", nil); uploader.CodeOf(err) != codes.InvalidArgument {
 		t.Fatalf("Upload(nil) = %v, want InvalidArgument", err)
 	}
 	w, err := e.c.NewWriter(context.Background(), bucket, "nil2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.ReadFrom(nil); !uploader.IsInvalidArgument(err) {
+	if _, err := w.ReadFrom(nil); uploader.CodeOf(err) != codes.InvalidArgument {
 		t.Fatalf("ReadFrom(nil) = %v, want InvalidArgument", err)
 	}
 	if err := w.Close(); err == nil {
@@ -65,24 +66,24 @@ func TestNilReaderIsAnError(t *testing.T) {
 	}
 }
 
-// TestChunkSizeBounded: chunk sizes above MaxChunkSize, or not a multiple of
+// TestChunkSizeBounded: chunk sizes above 64 MiB, or not a multiple of
 // the quantum, are rejected before any memory is taken.
 func TestChunkSizeBounded(t *testing.T) {
 	e := newEnv(t)
 	srv := e.srv
-	for _, n := range []int{0, -q, q + 1, uploader.MaxChunkSize + q, 1 << 30, 1 << 40} {
-		if _, err := uploader.NewClient(context.Background(), append(dialOptions(srv), uploader.WithChunkSize(n))...); !uploader.IsInvalidArgument(err) {
+	for _, n := range []int{0, -q, q + 1, maxChunk + q, 1 << 30, 1 << 40} {
+		if _, err := uploader.NewClient(context.Background(), append(dialOptions(srv), uploader.WithChunkSize(n))...); uploader.CodeOf(err) != codes.InvalidArgument {
 			t.Errorf("NewClient(WithChunkSize(%d)) = %v, want InvalidArgument", n, err)
 		}
 	}
-	for _, n := range []int{-1, uploader.MaxChunkSize + q, 1 << 40} {
-		if _, err := e.c.NewWriter(context.Background(), bucket, "o", uploader.WithChunkSize(n)); !uploader.IsInvalidArgument(err) {
+	for _, n := range []int{-1, maxChunk + q, 1 << 40} {
+		if _, err := e.c.NewWriter(context.Background(), bucket, "o", uploader.WithChunkSize(n)); uploader.CodeOf(err) != codes.InvalidArgument {
 			t.Errorf("NewWriter(WithChunkSize(%d)) = %v, want InvalidArgument", n, err)
 		}
 	}
-	c, err := uploader.NewClient(context.Background(), append(dialOptions(srv), uploader.WithChunkSize(uploader.MaxChunkSize))...)
+	c, err := uploader.NewClient(context.Background(), append(dialOptions(srv), uploader.WithChunkSize(maxChunk))...)
 	if err != nil {
-		t.Fatalf("WithChunkSize(MaxChunkSize): %v", err)
+		t.Fatalf("WithChunkSize(64 MiB): %v", err)
 	}
 	c.Close()
 }
@@ -142,7 +143,7 @@ func TestConcurrentUsePanics(t *testing.T) {
 // TestUseAfterClose: a Write after a successful Close, and NewWriter on a
 // closed client, are the caller's mistakes, not the service's answers:
 // their code is Canceled, they match fs.ErrClosed, and
-// IsPreconditionFailed does not hold.
+// its code is not FailedPrecondition.
 func TestUseAfterClose(t *testing.T) {
 	e := newEnv(t)
 	w, err := e.c.NewWriter(context.Background(), bucket, "once")
@@ -157,7 +158,7 @@ func TestUseAfterClose(t *testing.T) {
 	e.c.Close()
 	_, nerr := e.c.NewWriter(context.Background(), bucket, "o")
 	for _, err := range []error{werr, rerr, nerr} {
-		if uploader.CodeOf(err) != codes.Canceled || !errors.Is(err, fs.ErrClosed) || uploader.IsPreconditionFailed(err) {
+		if uploader.CodeOf(err) != codes.Canceled || !errors.Is(err, fs.ErrClosed) || uploader.CodeOf(err) == codes.FailedPrecondition {
 			t.Errorf("%v (code %v): want Canceled, matching fs.ErrClosed", err, uploader.CodeOf(err))
 		}
 	}
@@ -196,24 +197,24 @@ func TestCloseTwice(t *testing.T) {
 // silently replaced by defaults.
 func TestNegativeRetrySettingsRejected(t *testing.T) {
 	e := newEnv(t)
-	bad := map[string]uploader.RetryOption{
-		"backoff":         uploader.WithBackoff(gax.Backoff{Initial: -time.Second}),
-		"multiplier":      uploader.WithBackoff(gax.Backoff{Multiplier: 0.5}),
-		"max below init":  uploader.WithBackoff(gax.Backoff{Initial: time.Second, Max: time.Millisecond}),
-		"deadline":        uploader.WithRetryDeadline(-time.Second),
-		"attempt timeout": uploader.WithAttemptTimeout(-1),
-		"max attempts":    uploader.WithMaxAttempts(-2),
-		"policy":          uploader.WithPolicy(uploader.RetryPolicy(7)),
+	bad := map[string]uploader.Retry{
+		"backoff":         {Backoff: gax.Backoff{Initial: -time.Second}},
+		"multiplier":      {Backoff: gax.Backoff{Multiplier: 0.5}},
+		"max below init":  {Backoff: gax.Backoff{Initial: time.Second, Max: time.Millisecond}},
+		"deadline":        {Deadline: -time.Second},
+		"attempt timeout": {AttemptTimeout: -1},
+		"max attempts":    {MaxAttempts: -2},
+		"policy":          {Policy: uploader.RetryPolicy(7)},
 	}
 	for name, o := range bad {
-		if _, err := uploader.NewClient(context.Background(), append(dialOptions(e.srv), uploader.WithRetry(o))...); !uploader.IsInvalidArgument(err) {
+		if _, err := uploader.NewClient(context.Background(), append(dialOptions(e.srv), uploader.WithRetry(o))...); uploader.CodeOf(err) != codes.InvalidArgument {
 			t.Errorf("%s: NewClient = %v, want InvalidArgument", name, err)
 		}
-		if _, err := e.c.NewWriter(context.Background(), bucket, "o", uploader.WithRetry(o)); !uploader.IsInvalidArgument(err) {
+		if _, err := e.c.NewWriter(context.Background(), bucket, "o", uploader.WithRetry(o)); uploader.CodeOf(err) != codes.InvalidArgument {
 			t.Errorf("%s: NewWriter = %v, want InvalidArgument", name, err)
 		}
 	}
-	if _, err := uploader.NewClient(context.Background(), append(dialOptions(e.srv), uploader.WithKeepalive(-1, 0))...); !uploader.IsInvalidArgument(err) {
+	if _, err := uploader.NewClient(context.Background(), append(dialOptions(e.srv), experimental.WithKeepalive(-1, 0))...); uploader.CodeOf(err) != codes.InvalidArgument {
 		t.Errorf("negative keepalive: NewClient = %v, want InvalidArgument", err)
 	}
 }
@@ -244,8 +245,8 @@ func TestEmulatorHTTPSDialsTLS(t *testing.T) {
 				got <- b[0]
 			}
 		}()
-		t.Setenv(uploader.EmulatorEnv, tc.scheme+ln.Addr().String())
-		c, err := uploader.NewClient(context.Background(), uploader.WithRetry(uploader.WithPolicy(uploader.RetryNever), uploader.WithAttemptTimeout(2*time.Second)))
+		t.Setenv("STORAGE_EMULATOR_HOST_GRPC", tc.scheme+ln.Addr().String())
+		c, err := uploader.NewClient(context.Background(), uploader.WithRetry(uploader.Retry{Policy: uploader.RetryNever, AttemptTimeout: 2 * time.Second}))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -35,20 +35,20 @@
 // WithBuffer lends the Writer the caller's own buffer instead. A chunk is never
 // copied on its way to the network: gRPC sends it in place, and it goes back to
 // its allocator only after gRPC let go of it and the service acknowledged it.
-// The chunk size is bounded by MaxChunkSize.
+// The chunk size is at most 64 MiB.
 //
 // # Distance and connections
 //
 // The window of a resumable upload, the bytes sent and not yet
 // acknowledged, adapts to the path: it starts at 16 MiB, grows fourfold per
-// round trip while the acknowledged rate keeps rising, up to WithMaxInFlight,
+// round trip while the acknowledged rate keeps rising, up to a bound (experimental.WithMaxInFlight),
 // and halves when the pool's budget runs out, so the budget stays the
-// process's ceiling (WithChunksInFlight fixes it instead). Uploads spread
+// process's ceiling (experimental.WithChunksInFlight fixes it instead). Uploads spread
 // over a pool of gRPC connections (option.WithGRPCConnectionPool, default
-// DefaultConnectionPool), since a front end caps the streams of one
+// four), since a front end caps the streams of one
 // connection; beside a pool of two or more, small calls have a connection of
 // their own, so they do not wait behind large uploads' bytes. A connection
-// whose handshake does not complete within WithConnectTimeout is dialled
+// whose handshake does not complete within experimental.WithConnectTimeout is dialled
 // anew.
 //
 // # Parallel composite uploads
@@ -83,13 +83,13 @@
 // # Retries and dead connections
 //
 // One retry engine serves every RPC of an upload (see WithRetry): one
-// classification (ShouldRetry, or WithErrorFunc), one exponential backoff
+// classification (ShouldRetry, or Retry.ErrorFunc), one exponential backoff
 // with full jitter (gax.Backoff), a retry deadline per failure episode
-// (WithRetryDeadline) and a timeout per attempt (WithAttemptTimeout). Errors
+// (Retry.Deadline) and a timeout per attempt (Retry.AttemptTimeout). Errors
 // that never left the process, such as a header gRPC refuses, are never
 // retried. A one-shot upload is retried only when a precondition makes it
-// idempotent, unless WithPolicy(RetryAlways) says otherwise; a resumable
-// upload resumes. gRPC keepalive (WithKeepalive) detects a connection that
+// idempotent, unless Retry.Policy RetryAlways says otherwise; a resumable
+// upload resumes. gRPC keepalive (experimental.WithKeepalive) detects a connection that
 // silently stopped forwarding, so it is replaced and the retry goes out on a
 // new one; an attempt that gets no answer within its attempt timeout is
 // cancelled, its stream reset (see below).
@@ -135,9 +135,9 @@
 //     object once the answer that carried its generation is lost (a
 //     look-up cannot tell it from another writer's object of the same
 //     bytes). A retry that succeeds settles it (nil); a retry that meets
-//     a precondition (WithDoesNotExist: 412), or a failure after the lost
+//     a precondition (DoesNotExist: 412), or a failure after the lost
 //     answer, leaves it unknown. The lost attempt itself may still be
-//     applied after Upload returned: with WithDoesNotExist only while the
+//     applied after Upload returned: with DoesNotExist only while the
 //     object does not exist (after the caller deleted it, say), without a
 //     precondition as one more generation of the same bytes.
 //   - A parallel composite upload: its parts live under a prefix of the
@@ -152,10 +152,10 @@
 //     the object, and a late copy of it would replace any generation the
 //     Writer went on with, flushed bytes and all.
 //
-// Exactly once: pass WithResumable and WithDoesNotExist. Close then
+// Exactly once: pass WithResumable and DoesNotExist. Close then
 // returns nil for the one object this upload stored; an error that is not
 // IsOutcomeUnknown means nothing was stored and nothing will be; after an
-// unknown outcome, a new upload of the same name WithDoesNotExist cannot
+// unknown outcome, a new upload of the same name DoesNotExist cannot
 // make a second object (it fails with a precondition error if the first
 // landed).
 //
@@ -167,8 +167,8 @@
 //
 // A timeout or a cancellation ends one attempt's stream (RST_STREAM),
 // never a connection that other uploads share; gRPC keepalive
-// (WithKeepalive) and the TCP_USER_TIMEOUT gRPC sets find a connection
-// that died. No call runs more than about AfterContext past its context.
+// (experimental.WithKeepalive) and the TCP_USER_TIMEOUT gRPC sets find a connection
+// that died. No call runs more than about afterContext past its context.
 // What must go on after that (a parallel upload's parts whose last
 // request is out, the deletion of its temporary objects, the cancellation
 // of an abandoned session) runs in the background, bounded by the attempt
@@ -186,7 +186,7 @@
 // # When the service pushes back
 //
 // Every object write of a client passes an admission stage per bucket (see
-// WithoutAdmission): free until the bucket first refuses writes for load
+// experimental.WithoutAdmission): free until the bucket first refuses writes for load
 // (429, RESOURCE_EXHAUSTED, 503), then a rate learnt from the answers, at
 // which writes wait for their turn, tenant by tenant and oldest first,
 // never failing for it. A write refused for load was not applied, so it is
@@ -240,9 +240,8 @@
 //     when the retries ran out, the last attempt's status, kept in the cause
 //     so that status.Code(err) and the message still tell what failed.
 //
-// CodeOf reads the code of any error; the predicates IsPreconditionFailed,
-// IsNotFound, IsPermissionDenied, IsInvalidArgument and IsDataLoss classify
-// one, and IsOutcomeUnknown tells an upload that may have been stored; errors.Is matches fs.ErrNotExist (NotFound), fs.ErrPermission
+// CodeOf reads the code of any error, and IsOutcomeUnknown tells an upload
+// that may have been stored; errors.Is matches fs.ErrNotExist (NotFound), fs.ErrPermission
 // (PermissionDenied, Unauthenticated) and the context errors; and
 // status.FromError gives the service's status.
 //
@@ -251,10 +250,10 @@
 // Each upload records OpenTelemetry metrics once, when it ends (objup.uploads,
 // objup.upload.duration, objup.upload.size, objup.upload.retries,
 // objup.upload.resumes, with the attributes objup.result, objup.path
-// (one-shot, resumable or parallel) and, with WithTenantAttribute,
-// objup.tenant), a span with retry, resume and part events, and, with WithLogger, slog records of retries, resumes and waits.
-// The global providers are used unless WithMeterProvider or
-// WithTracerProvider say otherwise; while the program has set none, tracing
+// (one-shot, resumable or parallel) and, with Telemetry.TenantAttribute,
+// objup.tenant), a span with retry, resume and part events, and, with Telemetry.Logger, slog records of retries, resumes and waits.
+// The global providers are used unless Telemetry.MeterProvider or
+// Telemetry.TracerProvider say otherwise; while the program has set none, tracing
 // costs nothing and metrics cost no allocation. UploadMany returns the per-item *Error values
 // in each Result; its own error is an *Error for invalid input, the first
 // failed item's *Error under StopOnError, and otherwise errors.Join of the

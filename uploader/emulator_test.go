@@ -18,14 +18,14 @@ func TestEmulatorEnv(t *testing.T) {
 	}
 	defer srv.Close()
 	for _, v := range []string{srv.GRPCAddr(), "http://" + srv.GRPCAddr()} {
-		t.Setenv(uploader.EmulatorEnv, v)
+		t.Setenv("STORAGE_EMULATOR_HOST_GRPC", v)
 		c, err := uploader.NewClient(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
 		data := payload(5*kib, 1)
 		if _, err := c.Upload(context.Background(), bucket, "emu", bytes.NewReader(data)); err != nil {
-			t.Fatalf("%s=%s: %v", uploader.EmulatorEnv, v, err)
+			t.Fatalf("%s=%s: %v", "STORAGE_EMULATOR_HOST_GRPC", v, err)
 		}
 		c.Close()
 		o, err := srv.Object(bucket, "emu")

@@ -20,8 +20,10 @@ import (
 // service (so status.FromError and status.Code work on it), a context error, or a
 // local validation error.
 //
-// Check a class of failure with the predicates (IsPreconditionFailed, IsNotFound,
-// ...) or read Code directly; errors.As(err, &*Error) gives the details.
+// Check a class of failure with CodeOf (codes.FailedPrecondition for a
+// precondition that failed, codes.DataLoss for a checksum mismatch,
+// codes.InvalidArgument for input refused before anything was sent) or
+// IsOutcomeUnknown; errors.As(err, &*Error) gives the details.
 type Error struct {
 	// Op is the operation that failed: "NewWriter", "WriteObject",
 	// "StartResumableWrite", "BidiWriteObject", "QueryWriteStatus", "Write" ...
@@ -133,28 +135,6 @@ func invalid(op, bucket, object, format string, args ...any) *Error {
 
 func hasCode(err error, c codes.Code) bool { return err != nil && codeOf(err) == c }
 
-// IsPreconditionFailed reports whether err is a failed precondition: the object
-// exists although WithDoesNotExist was given, or its generation or metageneration
-// did not match.
-func IsPreconditionFailed(err error) bool { return hasCode(err, codes.FailedPrecondition) }
-
-// IsNotFound reports whether the bucket (or, for a resumed upload, the session)
-// does not exist.
-func IsNotFound(err error) bool { return hasCode(err, codes.NotFound) }
-
-// IsPermissionDenied reports whether the credentials may not write the object,
-// or are missing or invalid.
-func IsPermissionDenied(err error) bool {
-	return hasCode(err, codes.PermissionDenied) || hasCode(err, codes.Unauthenticated)
-}
-
-// IsInvalidArgument reports whether the request was rejected as malformed: an
-// invalid bucket or object name, a bad option or buffer (rejected before anything
-// was sent), or a request the service refused.
-func IsInvalidArgument(err error) bool {
-	return hasCode(err, codes.InvalidArgument) || hasCode(err, codes.OutOfRange)
-}
-
 // IsOutcomeUnknown reports whether err is the failure of an upload that
 // may nevertheless have been stored, or may be later: a request that could
 // finish the object went out whole, its answer was lost (a broken
@@ -170,9 +150,3 @@ func IsOutcomeUnknown(err error) bool {
 	var oe *Error
 	return errors.As(err, &oe) && oe.unknown
 }
-
-// IsDataLoss reports whether the data was found corrupted: a CRC32C or MD5
-// mismatch the service refused (nothing was stored), or, with
-// IsOutcomeUnknown, an object the service stored that differs from what
-// was written.
-func IsDataLoss(err error) bool { return hasCode(err, codes.DataLoss) }

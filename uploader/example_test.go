@@ -48,7 +48,7 @@ func ExampleClient_Upload() {
 	defer c.Close()
 
 	attrs, err := c.Upload(context.Background(), "demo", "greeting.txt", strings.NewReader("hello, objects"),
-		uploader.WithDoesNotExist())
+		uploader.WithConditions(uploader.Conditions{DoesNotExist: true}))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func ExampleClient_UploadMany() {
 	// WriteObject b.json globex
 }
 
-func ExampleIsPreconditionFailed() {
+func ExampleWithConditions() {
 	srv, c := startFake()
 	defer srv.Close()
 	defer c.Close()
@@ -116,8 +116,8 @@ func ExampleIsPreconditionFailed() {
 		log.Fatal(err)
 	}
 	for range 2 {
-		_, err := c.Upload(ctx, "demo", "once", bytes.NewReader([]byte("x")), uploader.WithDoesNotExist())
-		fmt.Println(err == nil, uploader.IsPreconditionFailed(err))
+		_, err := c.Upload(ctx, "demo", "once", bytes.NewReader([]byte("x")), uploader.WithConditions(uploader.Conditions{DoesNotExist: true}))
+		fmt.Println(err == nil, uploader.CodeOf(err) == codes.FailedPrecondition)
 	}
 	// Output:
 	// true false
@@ -131,11 +131,7 @@ func ExampleWithRetry() {
 	// One slow attempt costs at most 5 s; a failure episode gives up after
 	// 20 s with the last attempt's error, and only UNAVAILABLE is retried.
 	w, err := c.NewWriter(context.Background(), "demo", "retried.txt",
-		uploader.WithRetry(
-			uploader.WithAttemptTimeout(5*time.Second),
-			uploader.WithRetryDeadline(20*time.Second),
-			uploader.WithErrorFunc(func(err error) bool { return status.Code(err) == codes.Unavailable }),
-		))
+		uploader.WithRetry(uploader.Retry{AttemptTimeout: 5 * time.Second, Deadline: 20 * time.Second, ErrorFunc: func(err error) bool { return status.Code(err) == codes.Unavailable }}))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -163,7 +159,7 @@ func ExampleWithSendCRC32C() {
 	data := []byte("content whose checksum the caller already has")
 	crc := crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli))
 	_, err := c.Upload(context.Background(), "demo", "checked.txt", bytes.NewReader(data), uploader.WithSendCRC32C(crc^1))
-	fmt.Println(uploader.IsDataLoss(err))
+	fmt.Println(uploader.CodeOf(err) == codes.DataLoss)
 	// Output: true
 }
 
@@ -204,35 +200,6 @@ func ExampleWithTenantLimits() {
 	// Output: acme/report.csv 8
 }
 
-// A client for uploads from afar: a connection that does not complete its
-// handshake within 2 s is dialled anew, and one upload may have up to
-// 128 MiB in flight on a long, fast path (its window starts at 16 MiB and
-// grows while the acknowledged rate rises).
-func ExampleWithMaxInFlight() {
-	srv, err := fakes.New(fakes.WithBucket("demo"))
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer srv.Close()
-	c, err := uploader.NewClient(context.Background(),
-		option.WithEndpoint(srv.GRPCAddr()),
-		option.WithoutAuthentication(),
-		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
-		option.WithGRPCConnectionPool(8),
-		uploader.WithConnectTimeout(2*time.Second),
-		uploader.WithMaxInFlight(128<<20))
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer c.Close()
-	attrs, err := c.Upload(context.Background(), "demo", "big.bin", bytes.NewReader(make([]byte, 3<<20)))
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println(attrs.Size)
-	// Output: 3145728
-}
-
 // A large object as a parallel composite upload: 8 MiB parts, up to 8 at
 // once over the client's connections, composed into one object whose
 // CRC32C is checked against what was written; the temporary parts are
@@ -245,12 +212,12 @@ func ExampleWithParallelUpload() {
 	data := bytes.Repeat([]byte("0123456789abcdef"), 2<<20) // 32 MiB
 	attrs, err := c.Upload(context.Background(), "demo", "backup.tar", bytes.NewReader(data),
 		uploader.WithParallelUpload(uploader.ParallelUpload{PartSize: 8 << 20, Parts: 8}),
-		uploader.WithDoesNotExist())
+		uploader.WithConditions(uploader.Conditions{DoesNotExist: true}))
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(attrs.Size, attrs.CRC32C == crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli)))
-	temps, err := srv.ListObjects("demo", uploader.DefaultTempPrefix)
+	temps, err := srv.ListObjects("demo", "objup-tmp/")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -362,7 +329,7 @@ func ExampleClient_TakeOver() {
 }
 
 // Exactly once: a session (WithResumable) and a precondition
-// (WithDoesNotExist). The service stores the object and the answer is
+// (DoesNotExist). The service stores the object and the answer is
 // lost; the upload asks its session and knows. A second upload of the
 // same name cannot make a second object.
 func ExampleWithResumable() {
@@ -373,15 +340,15 @@ func ExampleWithResumable() {
 
 	srv.LoseAnswer(fakes.MethodBidiWriteObject)
 	attrs, err := c.Upload(ctx, "demo", "invoice-42.json", strings.NewReader(`{"total":42}`),
-		uploader.WithResumable(), uploader.WithDoesNotExist())
+		uploader.WithResumable(), uploader.WithConditions(uploader.Conditions{DoesNotExist: true}))
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println("stored, generation known:", attrs.Generation != 0)
 
 	_, err = c.Upload(ctx, "demo", "invoice-42.json", strings.NewReader(`{"total":42}`),
-		uploader.WithResumable(), uploader.WithDoesNotExist())
-	fmt.Println("a second upload:", uploader.IsPreconditionFailed(err))
+		uploader.WithResumable(), uploader.WithConditions(uploader.Conditions{DoesNotExist: true}))
+	fmt.Println("a second upload:", uploader.CodeOf(err) == codes.FailedPrecondition)
 	// Output:
 	// stored, generation known: true
 	// a second upload: true

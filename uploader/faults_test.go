@@ -79,15 +79,15 @@ func TestOneShotRetryFollowsIdempotency(t *testing.T) {
 		opts      []uploader.WriterOption
 		wantRetry bool
 	}{
-		{"does-not-exist is retried", uploader.RetryIdempotent, []uploader.WriterOption{uploader.WithDoesNotExist()}, true},
-		{"generation match is retried", uploader.RetryIdempotent, []uploader.WriterOption{uploader.WithGenerationMatch(0)}, true},
+		{"does-not-exist is retried", uploader.RetryIdempotent, []uploader.WriterOption{uploader.WithConditions(uploader.Conditions{DoesNotExist: true})}, true},
+		{"generation match is retried", uploader.RetryIdempotent, []uploader.WriterOption{uploader.WithConditions(uploader.Conditions{DoesNotExist: true})}, true},
 		{"unconditional is not retried", uploader.RetryIdempotent, nil, false},
 		{"RetryAlways retries unconditional", uploader.RetryAlways, nil, true},
-		{"RetryNever does not retry", uploader.RetryNever, []uploader.WriterOption{uploader.WithDoesNotExist()}, false},
+		{"RetryNever does not retry", uploader.RetryNever, []uploader.WriterOption{uploader.WithConditions(uploader.Conditions{DoesNotExist: true})}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, retryWith(uploader.WithPolicy(tc.policy)))
+			e := newEnv(t, retryWith(uploader.Retry{Policy: tc.policy}))
 			e.srv.FailCall("WriteObject", 1, codes.Unavailable)
 			data := payload(3*kib, 1)
 			_, err := e.c.Upload(context.Background(), bucket, "once", bytes.NewReader(data), tc.opts...)
@@ -125,7 +125,7 @@ func TestNonRetryableErrorsSurfaceAtOnce(t *testing.T) {
 		t.Run(code.String(), func(t *testing.T) {
 			e := newEnv(t)
 			e.srv.FailCall("StartResumableWrite", 1, code)
-			_, err := e.c.Upload(context.Background(), bucket, "x", bytes.NewReader(payload(2*q, 1)), uploader.WithDoesNotExist())
+			_, err := e.c.Upload(context.Background(), bucket, "x", bytes.NewReader(payload(2*q, 1)), uploader.WithConditions(uploader.Conditions{DoesNotExist: true}))
 			if codesOf(err) != code {
 				t.Fatalf("Upload = %v, want %v", err, code)
 			}
@@ -150,8 +150,8 @@ func TestChecksumMismatchStoresNothing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			e.srv.CorruptNext(tc.method)
-			_, err := e.c.Upload(context.Background(), bucket, "corrupt", bytes.NewReader(payload(tc.size, 4)), uploader.WithDoesNotExist())
-			if !uploader.IsDataLoss(err) {
+			_, err := e.c.Upload(context.Background(), bucket, "corrupt", bytes.NewReader(payload(tc.size, 4)), uploader.WithConditions(uploader.Conditions{DoesNotExist: true}))
+			if uploader.CodeOf(err) != codes.DataLoss {
 				t.Fatalf("Upload = %v, want data loss", err)
 			}
 			e.absent("corrupt")
@@ -160,7 +160,7 @@ func TestChecksumMismatchStoresNothing(t *testing.T) {
 }
 
 func TestChunkTimeoutResumes(t *testing.T) {
-	e := newEnv(t, retryWith(uploader.WithAttemptTimeout(200*time.Millisecond)))
+	e := newEnv(t, retryWith(uploader.Retry{AttemptTimeout: 200 * time.Millisecond}))
 	// The first stream hangs on every message for longer than the chunk
 	// timeout; the writer must give up on it and resume on a new stream.
 	e.srv.Delay("BidiWriteObject", 2e9)
@@ -202,7 +202,7 @@ func TestFailedCallsReleaseBuffers(t *testing.T) {
 				size = 3 * q
 			}
 			_, err := e.c.Upload(context.Background(), bucket, fmt.Sprintf("denied/%d", i), bytes.NewReader(payload(size, uint64(i))))
-			if !uploader.IsPermissionDenied(err) {
+			if uploader.CodeOf(err) != codes.PermissionDenied {
 				t.Errorf("upload %d: %v, want permission denied", i, err)
 			}
 		}()

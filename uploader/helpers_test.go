@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/objup/objup/fakes"
@@ -33,15 +34,27 @@ type env struct {
 	c   *uploader.Client
 }
 
+// maxChunk is the largest chunk size WithChunkSize takes: 64 MiB.
+const maxChunk = 64 << 20
+
+// isInvalid reports whether err is an InvalidArgument error.
+func isInvalid(err error) bool { return uploader.CodeOf(err) == codes.InvalidArgument }
+
 // fastRetry keeps fault tests quick.
-var fastRetry = []uploader.RetryOption{
-	uploader.WithBackoff(gax.Backoff{Initial: time.Millisecond, Max: 20 * time.Millisecond}),
-	uploader.WithRetryDeadline(10 * time.Second),
+var fastRetry = uploader.Retry{
+	Backoff:  gax.Backoff{Initial: time.Millisecond, Max: 20 * time.Millisecond},
+	Deadline: 10 * time.Second,
 }
 
-// retryWith is fastRetry plus more.
-func retryWith(opts ...uploader.RetryOption) uploader.SharedOption {
-	return uploader.WithRetry(append(append([]uploader.RetryOption(nil), fastRetry...), opts...)...)
+// retryWith is fastRetry with r's non-zero fields.
+func retryWith(r uploader.Retry) uploader.SharedOption {
+	if r.Backoff == (gax.Backoff{}) {
+		r.Backoff = fastRetry.Backoff
+	}
+	if r.Deadline == 0 {
+		r.Deadline = fastRetry.Deadline
+	}
+	return uploader.WithRetry(r)
 }
 
 func dialOptions(srv *fakes.Server) []option.ClientOption {
@@ -85,7 +98,7 @@ func newEnvFake(t *testing.T, fopts []fakes.Option, opts ...option.ClientOption)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := uploader.NewClient(context.Background(), append(append(dialOptions(srv), uploader.WithRetry(fastRetry...)), opts...)...)
+	c, err := uploader.NewClient(context.Background(), append(append(dialOptions(srv), uploader.WithRetry(fastRetry)), opts...)...)
 	if err != nil {
 		srv.Close()
 		t.Fatal(err)

@@ -27,10 +27,10 @@ import (
 	"github.com/objup/objup/internal/httpcode"
 )
 
-// HTTPEmulatorEnv names the environment variable that points a client made
+// httpEmulatorEnv names the environment variable that points a client made
 // WithHTTP at a GCS emulator's JSON API, as the official client reads it:
 // host:port or a URL (http:// or https://), without authentication.
-const HTTPEmulatorEnv = "STORAGE_EMULATOR_HOST"
+const httpEmulatorEnv = "STORAGE_EMULATOR_HOST"
 
 // WithHTTP makes the client upload through the JSON API over HTTP instead of
 // gRPC: the same Writer, Upload and UploadMany, buffers and options. An
@@ -73,7 +73,7 @@ type httpTransport struct {
 const maxIdleHTTP = 4096
 
 // emulatorTransport is the HTTP transport of a client pointed at an
-// emulator with HTTPEmulatorEnv. An emulator speaks plain HTTP/1.1, one
+// emulator with httpEmulatorEnv. An emulator speaks plain HTTP/1.1, one
 // request per connection at a time, so google.golang.org/api's transport,
 // which keeps at most 100 idle connections per host, would close and
 // redial connections for every upload past the hundredth in flight; this
@@ -86,7 +86,7 @@ func emulatorTransport() *http.Transport {
 
 func newHTTPTransport(ctx context.Context, apiOpts []option.ClientOption) (*httpTransport, error) {
 	var opts []option.ClientOption
-	if host := os.Getenv(HTTPEmulatorEnv); host == "" {
+	if host := os.Getenv(httpEmulatorEnv); host == "" {
 		opts = []option.ClientOption{
 			option.WithScopes("https://www.googleapis.com/auth/devstorage.full_control", "https://www.googleapis.com/auth/cloud-platform"),
 			internaloption.WithDefaultEndpointTemplate("https://storage.UNIVERSE_DOMAIN/storage/v1/"),
@@ -99,7 +99,7 @@ func newHTTPTransport(ctx context.Context, apiOpts []option.ClientOption) (*http
 		if strings.Contains(host, "://") {
 			p, err := url.Parse(host)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", HTTPEmulatorEnv, err)
+				return nil, fmt.Errorf("%s: %w", httpEmulatorEnv, err)
 			}
 			u = p
 		}

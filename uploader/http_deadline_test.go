@@ -15,6 +15,7 @@ import (
 	"github.com/objup/objup/header"
 	"github.com/objup/objup/pool"
 	"github.com/objup/objup/uploader"
+	"github.com/objup/objup/uploader/experimental"
 )
 
 // hangLimit is how long a test waits for a call that must return on its
@@ -149,8 +150,8 @@ func TestHTTPUploadReturnsByItsDeadline(t *testing.T) {
 			// The attempt timeout is far beyond the context's deadline:
 			// only the context can end the stalled request.
 			// A fixed window of 4 MiB puts the PUTs where the steps say.
-			c := httpClient(t, proxy.url, uploader.WithPool(p), uploader.WithChunksInFlight(16),
-				retryWith(uploader.WithAttemptTimeout(time.Hour), uploader.WithRetryDeadline(time.Hour)))
+			c := httpClient(t, proxy.url, uploader.WithPool(p), experimental.WithChunksInFlight(16),
+				retryWith(uploader.Retry{AttemptTimeout: time.Hour, Deadline: time.Hour}))
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			name := "deadline/" + tc.name

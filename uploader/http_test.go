@@ -21,6 +21,7 @@ import (
 
 	"github.com/objup/objup/header"
 	"github.com/objup/objup/uploader"
+	"github.com/objup/objup/uploader/experimental"
 )
 
 // jsonServer is a JSON API server objup's HTTP transport uploads to, with a
@@ -47,7 +48,7 @@ func httpClient(t *testing.T, base string, opts ...option.ClientOption) *uploade
 	t.Helper()
 	c, err := uploader.NewClient(context.Background(), append([]option.ClientOption{
 		uploader.WithHTTP(), option.WithEndpoint(base + "/storage/v1/"), option.WithoutAuthentication(),
-		uploader.WithRetry(fastRetry...),
+		uploader.WithRetry(fastRetry),
 	}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -96,17 +97,17 @@ func TestHTTPPreconditionsAndChecksums(t *testing.T) {
 	for _, size := range []int{kib, 3*q + 5} {
 		data := payload(size, 3)
 		name := "http-pre/" + sizeName(size)
-		if _, err := c.Upload(ctx, bucket, name, bytes.NewReader(data), uploader.WithDoesNotExist()); err != nil {
+		if _, err := c.Upload(ctx, bucket, name, bytes.NewReader(data), uploader.WithConditions(uploader.Conditions{DoesNotExist: true})); err != nil {
 			t.Fatal(err)
 		}
-		_, err := c.Upload(ctx, bucket, name, bytes.NewReader(payload(size, 4)), uploader.WithDoesNotExist())
-		if !uploader.IsPreconditionFailed(err) {
+		_, err := c.Upload(ctx, bucket, name, bytes.NewReader(payload(size, 4)), uploader.WithConditions(uploader.Conditions{DoesNotExist: true}))
+		if uploader.CodeOf(err) != codes.FailedPrecondition {
 			t.Fatalf("%s: second DoesNotExist = %v", name, err)
 		}
 		sameBytes(t, name, e.content(name), data)
 		bad := "http-crc/" + sizeName(size)
 		_, err = c.Upload(ctx, bucket, bad, bytes.NewReader(data), uploader.WithSendCRC32C(crc32.Checksum(data, castagnoli)^1))
-		if !uploader.IsDataLoss(err) {
+		if uploader.CodeOf(err) != codes.DataLoss {
 			t.Fatalf("%s: wrong CRC32C = %v (code %v)", bad, err, uploader.CodeOf(err))
 		}
 		e.absent(bad)
@@ -227,7 +228,7 @@ func TestHTTPResumeAfterFaults(t *testing.T) {
 			p := newFaultProxy(t, e.srv.HTTPURL())
 			p.failPut, p.failCode, p.cutAfter = tc.put, tc.code, tc.cutAfter
 			// A fixed window of 4 MiB, so the PUTs fall where the cases say.
-			c := httpClient(t, p.url, uploader.WithChunksInFlight(16))
+			c := httpClient(t, p.url, experimental.WithChunksInFlight(16))
 			ctx, err := header.WithTenant(context.Background(), "acme")
 			if err != nil {
 				t.Fatal(err)
@@ -289,7 +290,7 @@ func TestHTTPCancelAbandonsTheSession(t *testing.T) {
 // STORAGE_EMULATOR_HOST alone.
 func emulatorClient(t *testing.T, e *env) *uploader.Client {
 	t.Helper()
-	t.Setenv(uploader.HTTPEmulatorEnv, strings.TrimPrefix(e.srv.HTTPURL(), "http://"))
+	t.Setenv("STORAGE_EMULATOR_HOST", strings.TrimPrefix(e.srv.HTTPURL(), "http://"))
 	c, err := uploader.NewClient(context.Background(), uploader.WithHTTP())
 	if err != nil {
 		t.Fatal(err)

@@ -74,30 +74,45 @@ type Result struct {
 var ErrSkipped = errors.New("objup: item skipped")
 
 // ManyOption configures an UploadMany call.
+// UploadMany applies the options in order, then validates them once.
 type ManyOption interface {
-	applyMany(*manyConfig) error
+	applyMany(*manyConfig)
 }
 
-type manyOptionFunc func(*manyConfig) error
+type manyOptionFunc func(*manyConfig)
 
-func (f manyOptionFunc) applyMany(c *manyConfig) error { return f(c) }
+func (f manyOptionFunc) applyMany(c *manyConfig) { f(c) }
 
 type manyConfig struct {
 	concurrency int
 	stopOnError bool
+	hasBuffers  bool
 	buffers     [][]byte
 	onResult    func(i int, r Result)
 }
 
+// validate is the one check of UploadMany's options.
+func (c *manyConfig) validate() error {
+	if c.hasBuffers {
+		if len(c.buffers) == 0 {
+			return errors.New("WithWorkerBuffers: no buffers")
+		}
+		for i, b := range c.buffers {
+			if len(b) == 0 {
+				return fmt.Errorf("WithWorkerBuffers: buffer %d is nil or empty", i)
+			}
+		}
+		c.concurrency = len(c.buffers)
+	}
+	if c.concurrency < 1 {
+		return fmt.Errorf("concurrency %d must be at least 1", c.concurrency)
+	}
+	return nil
+}
+
 // WithConcurrency sets how many items upload at once (default 16).
 func WithConcurrency(n int) ManyOption {
-	return manyOptionFunc(func(c *manyConfig) error {
-		if n < 1 {
-			return fmt.Errorf("concurrency %d must be at least 1", n)
-		}
-		c.concurrency = n
-		return nil
-	})
+	return manyOptionFunc(func(c *manyConfig) { c.concurrency = n })
 }
 
 // StopOnError stops at the first failed item: items not yet started are
@@ -105,31 +120,20 @@ func WithConcurrency(n int) ManyOption {
 // cancelled, and UploadMany returns that first error. Without it, every item is
 // attempted and UploadMany returns an error joining those of failed items.
 func StopOnError() ManyOption {
-	return manyOptionFunc(func(c *manyConfig) error { c.stopOnError = true; return nil })
+	return manyOptionFunc(func(c *manyConfig) { c.stopOnError = true })
 }
 
 // WithWorkerBuffers gives each worker one of the caller's buffers, used with
 // WithBuffer for every item that worker uploads (caller-managed pooling). The
 // concurrency is len(bufs). UploadMany owns the buffers until it returns.
 func WithWorkerBuffers(bufs ...[]byte) ManyOption {
-	return manyOptionFunc(func(c *manyConfig) error {
-		if len(bufs) == 0 {
-			return fmt.Errorf("WithWorkerBuffers: no buffers")
-		}
-		for i, b := range bufs {
-			if len(b) == 0 {
-				return fmt.Errorf("WithWorkerBuffers: buffer %d is nil or empty", i)
-			}
-		}
-		c.buffers = bufs
-		return nil
-	})
+	return manyOptionFunc(func(c *manyConfig) { c.buffers, c.hasBuffers = bufs, true })
 }
 
 // OnResult calls f with each item's index and result as soon as it is known,
 // from the worker goroutines (calls may be concurrent; f must be safe for that).
 func OnResult(f func(i int, r Result)) ManyOption {
-	return manyOptionFunc(func(c *manyConfig) error { c.onResult = f; return nil })
+	return manyOptionFunc(func(c *manyConfig) { c.onResult = f })
 }
 
 // UploadMany uploads items to bucket with bounded concurrency and returns one
@@ -143,17 +147,17 @@ func OnResult(f func(i int, r Result)) ManyOption {
 // item alone. Otherwise the returned error is nil if every
 // item succeeded; under StopOnError it is the first failed item's *Error;
 // without it, errors.Join of every failed item's *Error, plus an *Error for
-// the context if it ended (errors.As and the Is predicates look at the first
+// the context if it ended (errors.As and CodeOf look at the first
 // of them; read each Result.Err for the others).
 func (c *Client) UploadMany(ctx context.Context, bucket string, items []Item, opts ...ManyOption) ([]Result, error) {
 	cfg := manyConfig{concurrency: 16}
 	for _, o := range opts {
-		if err := o.applyMany(&cfg); err != nil {
-			return nil, invalid("UploadMany", bucket, "", "%w", err)
+		if o != nil {
+			o.applyMany(&cfg)
 		}
 	}
-	if cfg.buffers != nil {
-		cfg.concurrency = len(cfg.buffers)
+	if err := cfg.validate(); err != nil {
+		return nil, invalid("UploadMany", bucket, "", "%w", err)
 	}
 	if err := validateBucket(bucket); err != nil {
 		return nil, invalid("UploadMany", bucket, "", "%w", err)

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/objup/objup/uploader"
 )
 
@@ -77,7 +79,7 @@ func TestUploadManyErrors(t *testing.T) {
 	mk := func() []uploader.Item {
 		items := []uploader.Item{}
 		for i := range 10 {
-			items = append(items, uploader.Item{Name: fmt.Sprintf("e/%d", i), Data: []byte("data"), Options: []uploader.WriterOption{uploader.WithDoesNotExist()}})
+			items = append(items, uploader.Item{Name: fmt.Sprintf("e/%d", i), Data: []byte("data"), Options: []uploader.WriterOption{uploader.WithConditions(uploader.Conditions{DoesNotExist: true})}})
 		}
 		items[3].Name = "exists"
 		items[6].Open = func() (io.ReadCloser, error) { return nil, errors.New("cannot open") }
@@ -92,7 +94,7 @@ func TestUploadManyErrors(t *testing.T) {
 		for i, r := range res {
 			switch i {
 			case 3:
-				if !uploader.IsPreconditionFailed(r.Err) {
+				if uploader.CodeOf(r.Err) != codes.FailedPrecondition {
 					t.Fatalf("item 3: %v", r.Err)
 				}
 			case 6:
@@ -115,7 +117,7 @@ func TestUploadManyErrors(t *testing.T) {
 			}
 		}
 		res, err := e.c.UploadMany(ctx, bucket, items, uploader.WithConcurrency(1), uploader.StopOnError())
-		if !uploader.IsPreconditionFailed(err) {
+		if uploader.CodeOf(err) != codes.FailedPrecondition {
 			t.Fatalf("UploadMany = %v, want the precondition failure of item 3", err)
 		}
 		for i, r := range res[4:] {
@@ -130,18 +132,18 @@ func TestUploadManyErrors(t *testing.T) {
 		items := mk()
 		items[5].Name = ""
 		e.srv.ResetCalls()
-		if _, err := e.c.UploadMany(ctx, bucket, items); !uploader.IsInvalidArgument(err) {
+		if _, err := e.c.UploadMany(ctx, bucket, items); uploader.CodeOf(err) != codes.InvalidArgument {
 			t.Fatalf("UploadMany = %v", err)
 		}
 		items = mk()
 		items[2].Tenant = "bad\ntenant"
-		if _, err := e.c.UploadMany(ctx, bucket, items); !uploader.IsInvalidArgument(err) {
+		if _, err := e.c.UploadMany(ctx, bucket, items); uploader.CodeOf(err) != codes.InvalidArgument {
 			t.Fatalf("UploadMany with bad tenant = %v", err)
 		}
-		if _, err := e.c.UploadMany(ctx, bucket, mk(), uploader.WithConcurrency(0)); !uploader.IsInvalidArgument(err) {
+		if _, err := e.c.UploadMany(ctx, bucket, mk(), uploader.WithConcurrency(0)); uploader.CodeOf(err) != codes.InvalidArgument {
 			t.Fatalf("concurrency 0: %v", err)
 		}
-		if _, err := e.c.UploadMany(ctx, bucket, mk(), uploader.WithWorkerBuffers(nil)); !uploader.IsInvalidArgument(err) {
+		if _, err := e.c.UploadMany(ctx, bucket, mk(), uploader.WithWorkerBuffers(nil)); uploader.CodeOf(err) != codes.InvalidArgument {
 			t.Fatalf("nil worker buffer: %v", err)
 		}
 		if calls := e.srv.Calls(); len(calls) != 0 {
@@ -216,7 +218,7 @@ func TestValidateNames(t *testing.T) {
 		{"bkt", ".well-known/acme-challenge/x", false},
 	} {
 		w, err := e.c.NewWriter(context.Background(), tc.bucket, tc.object)
-		if (err == nil) != tc.ok || (err != nil && !uploader.IsInvalidArgument(err)) {
+		if (err == nil) != tc.ok || (err != nil && uploader.CodeOf(err) != codes.InvalidArgument) {
 			t.Errorf("%q/%q: %v, want ok=%v", tc.bucket, tc.object, err, tc.ok)
 		}
 		if w != nil {

@@ -4,25 +4,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/objup/objup/internal/wire"
+	"github.com/objup/objup/uploader/internal/knob"
 )
 
-// AfterContext bounds how long a call of the Writer, Upload or UploadMany
+// afterContext bounds how long a call of the Writer, Upload or UploadMany
 // runs once its context ended: what it still does then (finding out whether
 // a request whose answer was lost was applied, waiting for gRPC to let go
 // of the upload's buffers) takes at most about this long. Work that must go
 // on after that, such as deleting a parallel upload's temporary objects,
 // runs in the background, bounded, and Client.Close waits for it.
-const AfterContext = time.Second
+const afterContext = knob.AfterContext
 
-// outcomeGrace is the part of AfterContext that finding out an outcome may
+// outcomeGrace is the part of afterContext that finding out an outcome may
 // take once the upload's context ended.
-const outcomeGrace = 3 * AfterContext / 4
+const outcomeGrace = 3 * afterContext / 4
 
 // answerLost reports whether err, the failure of an attempt that went out,
 // leaves open whether the service applied it: the connection failed, the
@@ -145,7 +145,7 @@ func (w *Writer) finished(o *wire.Object, size int64) error {
 		return &Error{Op: "Close", Bucket: w.bucket, Object: w.object, Code: codes.DataLoss, unknown: true,
 			Err: fmt.Errorf("the service stored generation %d of %d bytes, %d were written", o.GetGeneration(), o.GetSize(), size)}
 	}
-	if cs := o.GetChecksums(); !w.cfg.noCRC32C && cs != nil && cs.Crc32C != nil && cs.GetCrc32C() != w.ch.CRC32C() {
+	if cs := o.GetChecksums(); !w.cfg.knob.NoCRC32C && cs != nil && cs.Crc32C != nil && cs.GetCrc32C() != w.ch.CRC32C() {
 		return &Error{Op: "Close", Bucket: w.bucket, Object: w.object, Code: codes.DataLoss, unknown: true,
 			Err: fmt.Errorf("the service stored generation %d with CRC32C %08x, %08x was written", o.GetGeneration(), cs.GetCrc32C(), w.ch.CRC32C())}
 	}

@@ -16,13 +16,13 @@ import (
 
 // Defaults of a parallel composite upload (see ParallelUpload).
 const (
-	// DefaultPartSize is the size of a part: with the default parts in
+	// defaultPartSize is the size of a part: with the default parts in
 	// flight (two per connection of the default pool), a parallel upload
 	// holds at most 9 parts, 54 MiB, and keeps four connections busy at
 	// 50 ms and 100 MB/s each.
-	DefaultPartSize = 6 << 20
-	// DefaultTempPrefix starts the names of the temporary objects.
-	DefaultTempPrefix = "objup-tmp/"
+	defaultPartSize = 6 << 20
+	// defaultTempPrefix starts the names of the temporary objects.
+	defaultTempPrefix = "objup-tmp/"
 	// maxComposeSources is the most objects one compose joins.
 	maxComposeSources = 32
 	// maxDeletes is how many deletes of temporary objects run at once:
@@ -41,7 +41,7 @@ const (
 // WithParallelUpload). The zero value takes every default.
 type ParallelUpload struct {
 	// PartSize is the size of each part, rounded up to whole chunks
-	// (0: DefaultPartSize). An object of at most one part is written in
+	// (0: 6 MiB). An object of at most one part is written in
 	// one call under its own name: no temporary object, no compose.
 	PartSize int64
 	// Parts is how many parts upload at once (0: two per connection of the
@@ -49,8 +49,8 @@ type ParallelUpload struct {
 	// stored it, so up to Parts+1 parts of memory are in use at once,
 	// within the client's pool budget.
 	Parts int
-	// TempPrefix starts the names of the temporary objects (""
-	// DefaultTempPrefix). An upload's parts are named
+	// TempPrefix starts the names of the temporary objects (default
+	// "objup-tmp/"). An upload's parts are named
 	// TempPrefix + a random id + "/part-N", the objects of intermediate
 	// composes TempPrefix + id + "/compose-R-N".
 	TempPrefix string
@@ -63,7 +63,7 @@ type ParallelUpload struct {
 // joins them with ComposeObject (in rounds of at most 32), checks the final
 // object's size and CRC32C against what was written, and deletes the
 // temporary objects, whatever the outcome. Close returns once they are
-// deleted, or, once the upload's context ended, at most about AfterContext
+// deleted, or, once the upload's context ended, at most about afterContext
 // later, leaving the rest to the background: Client.Close waits for it.
 // When the upload fails or its context ends, no part starts, and a part
 // whose last request is already out is awaited (bounded by the attempt
@@ -89,8 +89,8 @@ type ParallelUpload struct {
 // A parallel upload costs, for an object of N parts: N writes, about
 // N/31+1 composes and N+N/32 deletes, instead of one upload (operations
 // are billed, class A for writes and composes). The result is a composite
-// object: it has a CRC32C but no MD5 (so WithMD5 and WithSendMD5 are
-// refused, and so is WithoutCRC32C, since the CRC32C is what checks the
+// object: it has a CRC32C but no MD5 (so experimental.WithMD5 and WithSendMD5 are
+// refused, and so is experimental.WithoutCRC32C, since the CRC32C is what checks the
 // result), and readers that need an MD5 (gsutil's default download check,
 // for one) must use the CRC32C. The temporary objects take the bucket's
 // default storage class, so a bucket whose default is Nearline, Coldline
@@ -101,35 +101,33 @@ type ParallelUpload struct {
 // for good fails the upload with that part's cause. WithBuffer is
 // refused: parts take their memory from the client's pool.
 func WithParallelUpload(p ParallelUpload) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error {
-		switch {
-		case p.PartSize < 0:
-			return fmt.Errorf("WithParallelUpload: part size %d is negative", p.PartSize)
-		case p.Parts < 0:
-			return fmt.Errorf("WithParallelUpload: parts %d is negative", p.Parts)
-		}
-		if p.TempPrefix == "" {
-			p.TempPrefix = DefaultTempPrefix
-		}
-		if err := validateObject(p.TempPrefix + "0123456789abcdef/compose-99-9999"); err != nil {
-			return fmt.Errorf("WithParallelUpload: temporary prefix %q: %w", p.TempPrefix, err)
-		}
-		c.parallel = &parallel{cfg: p}
-		return nil
-	})
+	return writerOptionFunc(func(c *writerConfig) { c.parallel = &parallel{cfg: p} })
 }
 
-// checkParallel refuses the options a parallel upload cannot honour.
+// checkParallel checks a parallel upload's settings, refuses the options
+// it cannot honour, and makes its state.
 func (c *writerConfig) checkParallel() error {
-	switch {
-	case c.parallel == nil:
+	if c.parallel == nil {
 		return nil
+	}
+	p := &c.parallel.cfg
+	switch {
+	case p.PartSize < 0:
+		return fmt.Errorf("WithParallelUpload: part size %d is negative", p.PartSize)
+	case p.Parts < 0:
+		return fmt.Errorf("WithParallelUpload: parts %d is negative", p.Parts)
 	case c.hasBuffer:
 		return errors.New("WithParallelUpload and WithBuffer exclude each other: parts take their memory from the client's pool")
-	case c.md5 || c.sendMD5 != nil:
+	case c.knob.MD5 || c.sendMD5 != nil:
 		return errors.New("WithParallelUpload cannot send an MD5: a composed object has none")
-	case c.noCRC32C:
+	case c.knob.NoCRC32C:
 		return errors.New("WithParallelUpload needs the CRC32C that WithoutCRC32C turns off: it checks the composed object")
+	}
+	if p.TempPrefix == "" {
+		p.TempPrefix = defaultTempPrefix
+	}
+	if err := validateObject(p.TempPrefix + "0123456789abcdef/compose-99-9999"); err != nil {
+		return fmt.Errorf("WithParallelUpload: temporary prefix %q: %w", p.TempPrefix, err)
 	}
 	return nil
 }
@@ -197,7 +195,7 @@ func (p *parallel) start(w *Writer) {
 	cfg := &p.cfg
 	size := cfg.PartSize
 	if size == 0 {
-		size = DefaultPartSize
+		size = defaultPartSize
 	}
 	q := int64(w.ch.ChunkSize())
 	size = (size + q - 1) / q * q

@@ -64,7 +64,7 @@ func (p *parallel) close() {
 			u.retry.init(cfg, &u.ev)
 			err := u.retry.do(&u.target, tr.names().delete, true, nil, func() (string, bool, error) {
 				err := tr.deleteObject(&u.upload, d.name, d.gen, u.retry.attemptTimeout())
-				if IsNotFound(err) {
+				if hasCode(err, codes.NotFound) {
 					err = nil
 				}
 				return "", true, err

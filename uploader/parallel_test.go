@@ -17,13 +17,14 @@ import (
 	"github.com/objup/objup/header"
 	"github.com/objup/objup/pool"
 	"github.com/objup/objup/uploader"
+	"github.com/objup/objup/uploader/experimental"
 )
 
 // parallelClients returns a client of each transport on e's fake, with
 // buffers from p.
 func parallelClients(t *testing.T, e *env, p pool.Allocator) map[string]*uploader.Client {
 	t.Helper()
-	g, err := uploader.NewClient(context.Background(), append(dialOptions(e.srv), uploader.WithRetry(fastRetry...), uploader.WithPool(p))...)
+	g, err := uploader.NewClient(context.Background(), append(dialOptions(e.srv), uploader.WithRetry(fastRetry), uploader.WithPool(p))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func parallelClients(t *testing.T, e *env, p pool.Allocator) map[string]*uploade
 // is left in the bucket.
 func (e *env) noTemporaries() {
 	e.t.Helper()
-	objs, err := e.srv.ListObjects(bucket, uploader.DefaultTempPrefix)
+	objs, err := e.srv.ListObjects(bucket, "objup-tmp/")
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestParallelUploadFaults(t *testing.T) {
 	for _, tc := range []struct {
 		name, method, instr string
 		exists              bool // the object exists before
-		ifNew               bool // WithDoesNotExist, which makes the compose safe to retry
+		ifNew               bool // DoesNotExist, which makes the compose safe to retry
 		code                codes.Code
 		commit              time.Duration // the fake's commit delay (fakes.WithCommitDelay)
 	}{
@@ -159,7 +160,7 @@ func TestParallelUploadFaults(t *testing.T) {
 				}
 				opts := []uploader.WriterOption{uploader.WithParallelUpload(uploader.ParallelUpload{PartSize: part, Parts: 2})}
 				if tc.ifNew {
-					opts = append(opts, uploader.WithDoesNotExist())
+					opts = append(opts, uploader.WithConditions(uploader.Conditions{DoesNotExist: true}))
 				}
 				data := payload(7*part+5, 12)
 				_, err = c.Upload(ctx, bucket, "big", bytes.NewReader(data), opts...)
@@ -284,13 +285,13 @@ func TestParallelUploadInvalid(t *testing.T) {
 		{"negative parts", []uploader.WriterOption{uploader.WithParallelUpload(uploader.ParallelUpload{Parts: -1})}},
 		{"bad prefix", []uploader.WriterOption{uploader.WithParallelUpload(uploader.ParallelUpload{TempPrefix: "tmp/\n"})}},
 		{"with WithBuffer", []uploader.WriterOption{uploader.WithParallelUpload(uploader.ParallelUpload{}), uploader.WithBuffer(make([]byte, q))}},
-		{"with WithMD5", []uploader.WriterOption{uploader.WithParallelUpload(uploader.ParallelUpload{}), uploader.WithMD5()}},
+		{"with WithMD5", []uploader.WriterOption{uploader.WithParallelUpload(uploader.ParallelUpload{}), experimental.WithMD5()}},
 		{"with WithSendMD5", []uploader.WriterOption{uploader.WithParallelUpload(uploader.ParallelUpload{}), uploader.WithSendMD5(make([]byte, 16))}},
-		{"without CRC32C", []uploader.WriterOption{uploader.WithParallelUpload(uploader.ParallelUpload{}), uploader.WithoutCRC32C()}},
+		{"without CRC32C", []uploader.WriterOption{uploader.WithParallelUpload(uploader.ParallelUpload{}), experimental.WithoutCRC32C()}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := e.c.NewWriter(context.Background(), bucket, "big", tc.opts...)
-			if !uploader.IsInvalidArgument(err) {
+			if uploader.CodeOf(err) != codes.InvalidArgument {
 				t.Fatalf("NewWriter: %v, want an InvalidArgument error", err)
 			}
 		})

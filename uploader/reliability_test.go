@@ -21,6 +21,7 @@ import (
 
 	"github.com/objup/objup/header"
 	"github.com/objup/objup/uploader"
+	"github.com/objup/objup/uploader/experimental"
 )
 
 // blackhole is a TCP proxy in front of the fake. The first connection it
@@ -150,8 +151,8 @@ func TestDeadConnectionIsReplaced(t *testing.T) {
 	p := newBlackhole(t, e.srv.GRPCAddr(), 1*mib)
 	// One connection, the one that dies: a pool would route around it.
 	c := clientVia(t, p.addr(), option.WithGRPCConnectionPool(1),
-		uploader.WithKeepalive(10*time.Second, 500*time.Millisecond),
-		retryWith(uploader.WithAttemptTimeout(time.Second), uploader.WithRetryDeadline(20*time.Second)))
+		experimental.WithKeepalive(10*time.Second, 500*time.Millisecond),
+		retryWith(uploader.Retry{AttemptTimeout: time.Second, Deadline: 20 * time.Second}))
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
 	data := payload(20*mib, 11)
@@ -165,7 +166,7 @@ func TestDeadConnectionIsReplaced(t *testing.T) {
 	small := payload(kib, 12)
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel2()
-	if _, err := c.Upload(ctx2, bucket, "after", bytes.NewReader(small), uploader.WithDoesNotExist()); err != nil {
+	if _, err := c.Upload(ctx2, bucket, "after", bytes.NewReader(small), uploader.WithConditions(uploader.Conditions{DoesNotExist: true})); err != nil {
 		t.Fatalf("next upload on the same client: %v", err)
 	}
 	sameBytes(t, "stored", e.content("after"), small)
@@ -180,15 +181,15 @@ func TestSilentHandshakeIsAbandoned(t *testing.T) {
 	p := newBlackhole(t, e.srv.GRPCAddr(), 0)
 	// gRPC alone would keep the silent connection for 20 s, past the
 	// retry deadline.
-	c := clientVia(t, p.addr(), uploader.WithConnectTimeout(300*time.Millisecond),
-		retryWith(uploader.WithAttemptTimeout(time.Second), uploader.WithRetryDeadline(10*time.Second)))
+	c := clientVia(t, p.addr(), experimental.WithConnectTimeout(300*time.Millisecond),
+		retryWith(uploader.Retry{AttemptTimeout: time.Second, Deadline: 10 * time.Second}))
 	for _, tc := range []struct {
 		name string
 		size int
 	}{{"first, resumable", 3 * mib}, {"next, one-shot", kib}} {
 		name := "silent-handshake/" + tc.name
 		data := payload(tc.size, 14)
-		if _, err := c.Upload(context.Background(), bucket, name, bytes.NewReader(data), uploader.WithDoesNotExist()); err != nil {
+		if _, err := c.Upload(context.Background(), bucket, name, bytes.NewReader(data), uploader.WithConditions(uploader.Conditions{DoesNotExist: true})); err != nil {
 			t.Fatalf("%s upload: %v", tc.name, err)
 		}
 		sameBytes(t, name, e.content(name), data)
@@ -207,8 +208,8 @@ func TestRetryDeadlineHoldsOnDeadConnection(t *testing.T) {
 	e := newEnv(t)
 	p := newBlackholeEvery(t, e.srv.GRPCAddr(), 1*mib, true)
 	// One connection: a pool would route around the dead one.
-	c := clientVia(t, p.addr(), uploader.WithoutKeepalive(), option.WithGRPCConnectionPool(1),
-		retryWith(uploader.WithAttemptTimeout(300*time.Millisecond), uploader.WithRetryDeadline(2*time.Second), uploader.WithPolicy(uploader.RetryAlways)))
+	c := clientVia(t, p.addr(), experimental.WithoutKeepalive(), option.WithGRPCConnectionPool(1),
+		retryWith(uploader.Retry{AttemptTimeout: 300 * time.Millisecond, Deadline: 2 * time.Second, Policy: uploader.RetryAlways}))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, tc := range []struct {
@@ -238,11 +239,11 @@ func TestRetryDeadlineHoldsOnDeadConnection(t *testing.T) {
 // cause's code and message, to status.Code, to objup's Code and to the
 // predicates alike.
 func TestRetryExhaustionKeepsTheCause(t *testing.T) {
-	e := newEnv(t, retryWith(uploader.WithMaxAttempts(3)))
+	e := newEnv(t, retryWith(uploader.Retry{MaxAttempts: 3}))
 	for i := 1; i <= 3; i++ {
 		e.srv.FailCall("WriteObject", i, codes.Unavailable)
 	}
-	_, err := e.c.Upload(context.Background(), bucket, "exhausted", bytes.NewReader(payload(kib, 1)), uploader.WithDoesNotExist())
+	_, err := e.c.Upload(context.Background(), bucket, "exhausted", bytes.NewReader(payload(kib, 1)), uploader.WithConditions(uploader.Conditions{DoesNotExist: true}))
 	if err == nil {
 		t.Fatal("upload succeeded through three failures with three attempts")
 	}
@@ -265,12 +266,12 @@ func TestRetryExhaustionKeepsTheCause(t *testing.T) {
 func TestRetryUsesItsWholeDeadline(t *testing.T) {
 	const deadline = 2 * time.Second
 	// Every pause drawn from this backoff is far beyond the deadline.
-	e := newEnv(t, uploader.WithRetry(uploader.WithBackoff(gax.Backoff{Initial: time.Hour, Max: time.Hour}), uploader.WithRetryDeadline(deadline)))
+	e := newEnv(t, uploader.WithRetry(uploader.Retry{Backoff: gax.Backoff{Initial: time.Hour, Max: time.Hour}, Deadline: deadline}))
 	for i := 1; i <= 100; i++ {
 		e.srv.FailCall("WriteObject", i, codes.Unavailable)
 	}
 	start := time.Now()
-	_, err := e.c.Upload(context.Background(), bucket, "deadline-spent", bytes.NewReader(payload(kib, 1)), uploader.WithDoesNotExist())
+	_, err := e.c.Upload(context.Background(), bucket, "deadline-spent", bytes.NewReader(payload(kib, 1)), uploader.WithConditions(uploader.Conditions{DoesNotExist: true}))
 	took := time.Since(start)
 	if uploader.CodeOf(err) != codes.Unavailable || !strings.Contains(err.Error(), "retry deadline of 2s reached") {
 		t.Fatalf("upload: %v, want UNAVAILABLE once the retry deadline is reached", err)
@@ -293,8 +294,8 @@ func TestBadHeaderRejectedBeforeAnyRPC(t *testing.T) {
 	for _, kv := range [][2]string{{"x-request-id", "a\nb"}, {"x-request-id", "caf\xc3\xa9"}, {"bad key", "v"}} {
 		ctx := header.Append(context.Background(), kv[0], kv[1])
 		start := time.Now()
-		_, err := e.c.Upload(ctx, bucket, "hdr", bytes.NewReader(payload(kib, 1)), uploader.WithDoesNotExist())
-		if !uploader.IsInvalidArgument(err) {
+		_, err := e.c.Upload(ctx, bucket, "hdr", bytes.NewReader(payload(kib, 1)), uploader.WithConditions(uploader.Conditions{DoesNotExist: true}))
+		if uploader.CodeOf(err) != codes.InvalidArgument {
 			t.Fatalf("header %q: Upload = %v, want InvalidArgument", kv[0], err)
 		}
 		if time.Since(start) > 5*time.Second {
@@ -312,7 +313,7 @@ func TestBadHeaderRejectedBeforeAnyRPC(t *testing.T) {
 // refused by gRPC; header.Validate rejects it first, so this goes through
 // gRPC's own metadata with a value only gRPC checks.
 func TestLocalErrorsAreNotRetried(t *testing.T) {
-	e := newEnv(t, retryWith(uploader.WithPolicy(uploader.RetryAlways)))
+	e := newEnv(t, retryWith(uploader.Retry{Policy: uploader.RetryAlways}))
 	ctx := context.Background()
 	// Outgoing gRPC metadata added without the header chain is not
 	// validated by objup; gRPC refuses the value with INTERNAL.

@@ -63,8 +63,8 @@ func (w *Writer) spec(first []byte, size int64) *wire.WriteObjectSpec {
 // caller's (WithSendCRC32C, WithSendMD5), else those computed while writing.
 func (w *Writer) checksums() *wire.ObjectChecksums {
 	cfg := &w.cfg
-	hasCRC := cfg.hasCRC || !cfg.noCRC32C
-	if !hasCRC && !cfg.md5 && cfg.sendMD5 == nil {
+	hasCRC := cfg.hasCRC || !cfg.knob.NoCRC32C
+	if !hasCRC && !cfg.knob.MD5 && cfg.sendMD5 == nil {
 		return nil
 	}
 	cs := &w.scratch.checksums
@@ -78,7 +78,7 @@ func (w *Writer) checksums() *wire.ObjectChecksums {
 	switch {
 	case cfg.sendMD5 != nil:
 		cs.Md5Hash = cfg.sendMD5[:]
-	case cfg.md5:
+	case cfg.knob.MD5:
 		cs.Md5Hash = w.ch.MD5()
 	}
 	return cs

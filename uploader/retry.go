@@ -13,27 +13,27 @@ import (
 )
 
 // RetryPolicy says which uploads are retried after a transient failure. It
-// has the meaning of the official client's storage.RetryPolicy.
+// has the meaning of the official client's storage.RetryPolicy; its zero
+// value keeps the policy the upload would have without it.
 type RetryPolicy int
 
 const (
 	// RetryIdempotent retries only what is safe to repeat: a resumable upload
 	// (its session resumes where the service left off, so a retry never
-	// writes twice), a one-shot upload whose precondition
-	// (WithDoesNotExist, WithGenerationMatch, ...) makes it idempotent, and
-	// any write the service refused for load (RESOURCE_EXHAUSTED, HTTP 429):
-	// the front end refuses such a request before it is applied (RFC 6585's
-	// rate limiting), so repeating it cannot write twice. A 503 may come
-	// after the write was applied, and follows idempotence. It is the
-	// default, as in the official client (which does not retry a refused
-	// unconditional write).
-	RetryIdempotent = RetryPolicy(retry.Idempotent)
+	// writes twice), a one-shot upload whose precondition (Conditions)
+	// makes it idempotent, and any write the service refused for load
+	// (RESOURCE_EXHAUSTED, HTTP 429): the front end refuses such a request
+	// before it is applied (RFC 6585's rate limiting), so repeating it
+	// cannot write twice. A 503 may come after the write was applied, and
+	// follows idempotence. It is the default, as in the official client
+	// (which does not retry a refused unconditional write).
+	RetryIdempotent RetryPolicy = 1 + RetryPolicy(retry.Idempotent)
 	// RetryAlways retries every upload, including unconditional one-shot ones
 	// (a retried one-shot upload may then overwrite a concurrent writer's
 	// object).
-	RetryAlways = RetryPolicy(retry.Always)
+	RetryAlways RetryPolicy = 1 + RetryPolicy(retry.Always)
 	// RetryNever never retries.
-	RetryNever = RetryPolicy(retry.Never)
+	RetryNever RetryPolicy = 1 + RetryPolicy(retry.Never)
 )
 
 // Retry defaults. The backoff is shorter than the official client's (1 s
@@ -47,20 +47,66 @@ const (
 	defaultAttemptTimeout  = 32 * time.Second
 )
 
-// RetryOption configures retries; pass it to WithRetry. Each option is
-// validated when NewClient or NewWriter applies it.
-type RetryOption interface {
-	applyRetry(*retryConfig) error
+// Retry configures retries; pass it to WithRetry. One retry engine serves
+// every RPC of an upload: one classification (ErrorFunc), one exponential
+// backoff with full jitter, a retry deadline per failure episode and a
+// timeout per attempt. Zero fields keep the setting the upload would have
+// without it (on a Writer, the client's); negative ones are rejected by
+// NewClient or NewWriter.
+type Retry struct {
+	// Policy sets which uploads are retried (default RetryIdempotent).
+	Policy RetryPolicy
+	// Backoff is the exponential backoff between attempts, with full
+	// jitter (each pause is random between 0 and the current period, which
+	// starts at Initial and grows by Multiplier up to Max). Zero fields
+	// keep their defaults (100 ms, 5 s, 2); a Multiplier below 1, or a Max
+	// below Initial, is rejected.
+	Backoff gax.Backoff
+	// ErrorFunc replaces objup's decision whether an error from the
+	// service or the network is transient: it receives the cause (a gRPC
+	// status error, or an error wrapping io.ErrUnexpectedEOF for a broken
+	// stream; the JSON API's answers and failures are mapped to the same
+	// codes: a network failure is UNAVAILABLE, a timeout
+	// DEADLINE_EXCEEDED, an HTTP status its usual code) and returns true
+	// to retry it. As with the official client's WithErrorFunc, it decides
+	// alone; the policy, the deadline and the attempt limit still apply,
+	// and a cancelled upload context is never retried. A gRPC request that
+	// never left the process is offered to it only with the codes that
+	// mean no connection was ready (UNAVAILABLE, DEADLINE_EXCEEDED); any
+	// other local error (an invalid header, say) is never retried. It
+	// must be safe for concurrent use. The default is ShouldRetry.
+	ErrorFunc func(err error) bool
+	// MaxAttempts bounds the attempts of one failure episode (the first
+	// try included), as the official client's WithMaxAttempts. The
+	// default leaves only the retry deadline.
+	MaxAttempts int
+	// Deadline bounds how long an upload keeps retrying one failure
+	// episode: from the first failed attempt until an attempt makes
+	// progress (a call succeeds, or the service acknowledges data), like
+	// the official Writer's ChunkRetryDeadline. No retry starts with less
+	// than a tenth of it left (at most a second, at most a quarter of the
+	// attempt timeout), and the last retry's attempt ends with the
+	// deadline. When it is spent, the upload fails with the last attempt's
+	// error and code. Default 32 s.
+	Deadline time.Duration
+	// AttemptTimeout bounds one attempt: a unary call (the one-shot
+	// WriteObject, StartResumableWrite, QueryWriteStatus) must complete,
+	// and a sent chunk of a resumable stream must be acknowledged, within
+	// it, or the attempt is abandoned and retried (like the official
+	// Writer's ChunkTransferTimeout, which only covers chunks). The
+	// abandoned attempt's stream is reset (cancelled), never its
+	// connection, which other uploads share; a dead connection is found
+	// by gRPC keepalive and the kernel's TCP_USER_TIMEOUT. The service may
+	// still apply what it read of the abandoned attempt: see "The truth
+	// about an outcome" in the package doc. Default 32 s.
+	AttemptTimeout time.Duration
 }
-
-type retryOptionFunc func(*retryConfig) error
-
-func (f retryOptionFunc) applyRetry(c *retryConfig) error { return f(c) }
 
 // retryConfig is the retry behaviour of one upload.
 type retryConfig struct {
 	limits retry.Limits // backoff, attempts, deadline, attempt timeout
 	rules  retry.Rules  // policy and error function
+	policy RetryPolicy  // as set, checked by validate
 }
 
 func defaultRetryConfig() retryConfig {
@@ -70,122 +116,59 @@ func defaultRetryConfig() retryConfig {
 			Deadline:       defaultRetryDeadline,
 			AttemptTimeout: defaultAttemptTimeout,
 		},
-		rules: retry.Rules{ShouldRetry: ShouldRetry},
+		rules:  retry.Rules{ShouldRetry: ShouldRetry},
+		policy: RetryIdempotent,
 	}
 }
 
-// WithBackoff sets the exponential backoff between attempts, with full
-// jitter (gax.Backoff: each pause is random between 0 and the current
-// period, which starts at Initial and grows by Multiplier up to Max). Zero
-// fields keep their defaults (100 ms, 5 s, 2); negative ones, or a
-// Multiplier below 1, are rejected.
-func WithBackoff(b gax.Backoff) RetryOption {
-	return retryOptionFunc(func(c *retryConfig) error {
-		if b.Initial < 0 || b.Max < 0 || b.Multiplier < 0 || (b.Multiplier != 0 && b.Multiplier < 1) {
-			return fmt.Errorf("backoff %+v: durations must not be negative and Multiplier must be at least 1", b)
-		}
-		if b.Initial > 0 {
-			c.limits.Backoff.Initial = b.Initial
-		}
-		if b.Max > 0 {
-			c.limits.Backoff.Max = b.Max
-		}
-		if b.Multiplier > 0 {
-			c.limits.Backoff.Multiplier = b.Multiplier
-		}
-		if c.limits.Backoff.Max < c.limits.Backoff.Initial {
-			return fmt.Errorf("backoff Max %v is below Initial %v", c.limits.Backoff.Max, c.limits.Backoff.Initial)
-		}
-		return nil
-	})
+// merge applies r's non-zero fields.
+func (c *retryConfig) merge(r *Retry) {
+	if r.Policy != 0 {
+		c.policy = r.Policy
+		c.rules.Policy = retry.Policy(r.Policy - 1)
+	}
+	b := &c.limits.Backoff
+	if r.Backoff.Initial != 0 {
+		b.Initial = r.Backoff.Initial
+	}
+	if r.Backoff.Max != 0 {
+		b.Max = r.Backoff.Max
+	}
+	if r.Backoff.Multiplier != 0 {
+		b.Multiplier = r.Backoff.Multiplier
+	}
+	if r.ErrorFunc != nil {
+		c.rules.ShouldRetry = r.ErrorFunc
+	}
+	if r.MaxAttempts != 0 {
+		c.limits.MaxAttempts = r.MaxAttempts
+	}
+	if r.Deadline != 0 {
+		c.limits.Deadline = r.Deadline
+	}
+	if r.AttemptTimeout != 0 {
+		c.limits.AttemptTimeout = r.AttemptTimeout
+	}
 }
 
-// WithPolicy sets which uploads are retried (default RetryIdempotent).
-func WithPolicy(p RetryPolicy) RetryOption {
-	return retryOptionFunc(func(c *retryConfig) error {
-		if p < RetryIdempotent || p > RetryNever {
-			return fmt.Errorf("unknown retry policy %d", p)
-		}
-		c.rules.Policy = retry.Policy(p)
-		return nil
-	})
-}
-
-// WithErrorFunc replaces objup's decision whether an error from the service
-// or the network is transient: f receives the cause (a gRPC status error, or
-// an error wrapping io.ErrUnexpectedEOF for a broken stream; the JSON API's
-// answers and failures are mapped to the same codes: a network failure is
-// UNAVAILABLE, a timeout DEADLINE_EXCEEDED, an HTTP status its usual code)
-// and returns true to retry it. As with the official client's WithErrorFunc,
-// f decides alone; the retry policy, the deadline and the attempt limit still
-// apply, and a cancelled upload context is never retried. A gRPC request
-// that never left the process is offered to f only with the codes that mean
-// no connection was ready (UNAVAILABLE, DEADLINE_EXCEEDED); any other local
-// error (an invalid header, say) is never retried. f must be safe for
-// concurrent use. The default is ShouldRetry.
-func WithErrorFunc(f func(err error) bool) RetryOption {
-	return retryOptionFunc(func(c *retryConfig) error {
-		if f == nil {
-			f = ShouldRetry
-		}
-		c.rules.ShouldRetry = f
-		return nil
-	})
-}
-
-// WithMaxAttempts bounds the attempts of one failure episode (the first try
-// included), as the official client's WithMaxAttempts. 0, the default, leaves
-// only the retry deadline; a negative n is rejected.
-func WithMaxAttempts(n int) RetryOption {
-	return retryOptionFunc(func(c *retryConfig) error {
-		if n < 0 {
-			return fmt.Errorf("max attempts %d is negative", n)
-		}
-		c.limits.MaxAttempts = n
-		return nil
-	})
-}
-
-// WithRetryDeadline bounds how long an upload keeps retrying one failure
-// episode: from the first failed attempt until an attempt makes progress (a
-// call succeeds, or the service acknowledges data), like the official
-// Writer's ChunkRetryDeadline. No retry starts with less than a tenth of it
-// left (at most a second, at most a quarter of the attempt timeout), and the
-// last retry's attempt ends with the deadline. When it is spent, the upload
-// fails with the last attempt's error and code. Default 32 s; 0 keeps the default; negative
-// is rejected.
-func WithRetryDeadline(d time.Duration) RetryOption {
-	return retryOptionFunc(func(c *retryConfig) error {
-		if d < 0 {
-			return fmt.Errorf("retry deadline %v is negative", d)
-		}
-		if d > 0 {
-			c.limits.Deadline = d
-		}
-		return nil
-	})
-}
-
-// WithAttemptTimeout bounds one attempt: a unary call (the one-shot
-// WriteObject, StartResumableWrite, QueryWriteStatus) must complete, and a sent
-// chunk of a resumable stream must be acknowledged, within d, or the attempt
-// is abandoned and retried (like the official Writer's ChunkTransferTimeout,
-// which only covers chunks). The abandoned attempt's stream is reset
-// (cancelled), never its connection, which other uploads share; a dead
-// connection is found by gRPC keepalive (WithKeepalive) and the kernel's
-// TCP_USER_TIMEOUT. The service may still apply what it read of the
-// abandoned attempt: see "The truth about an outcome" in the package doc.
-// Default 32 s; 0 keeps the default; negative is rejected.
-func WithAttemptTimeout(d time.Duration) RetryOption {
-	return retryOptionFunc(func(c *retryConfig) error {
-		if d < 0 {
-			return fmt.Errorf("attempt timeout %v is negative", d)
-		}
-		if d > 0 {
-			c.limits.AttemptTimeout = d
-		}
-		return nil
-	})
+// validate checks the merged settings.
+func (c *retryConfig) validate() error {
+	l, b := &c.limits, &c.limits.Backoff
+	switch {
+	case c.policy < RetryIdempotent || c.policy > RetryNever:
+		return fmt.Errorf("unknown retry policy %d", c.policy)
+	case b.Initial < 0 || b.Max < 0 || b.Multiplier < 1:
+		return fmt.Errorf("backoff %+v: durations must not be negative and Multiplier must be at least 1", *b)
+	case b.Max < b.Initial:
+		return fmt.Errorf("backoff Max %v is below Initial %v", b.Max, b.Initial)
+	case l.MaxAttempts < 0:
+		return fmt.Errorf("max attempts %d is negative", l.MaxAttempts)
+	case l.Deadline < 0:
+		return fmt.Errorf("retry deadline %v is negative", l.Deadline)
+	case l.AttemptTimeout < 0:
+		return fmt.Errorf("attempt timeout %v is negative", l.AttemptTimeout)
+	}
+	return nil
 }
 
 // ShouldRetry reports whether err, from the service or the network, is

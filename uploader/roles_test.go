@@ -32,7 +32,7 @@ func TestCreateOnlyCredentials(t *testing.T) {
 			size int
 			opts []uploader.WriterOption
 		}{
-			{"one-shot", kib, []uploader.WriterOption{uploader.WithDoesNotExist()}},
+			{"one-shot", kib, []uploader.WriterOption{uploader.WithConditions(uploader.Conditions{DoesNotExist: true})}},
 			{"small, resumable", kib, []uploader.WriterOption{uploader.WithResumable()}},
 			{"resumable", 3 * mib, nil},
 		} {
@@ -44,12 +44,12 @@ func TestCreateOnlyCredentials(t *testing.T) {
 			sameBytes(t, name, e.content(name), data)
 		}
 		// The credential may create, not overwrite (that needs delete).
-		if _, err := c.Upload(ctx, bucket, tr+"/one-shot", bytes.NewReader([]byte("again"))); !uploader.IsPermissionDenied(err) || uploader.IsOutcomeUnknown(err) {
+		if _, err := c.Upload(ctx, bucket, tr+"/one-shot", bytes.NewReader([]byte("again"))); uploader.CodeOf(err) != codes.PermissionDenied || uploader.IsOutcomeUnknown(err) {
 			t.Fatalf("%s: overwrite with a create-only credential: %v, want PermissionDenied", tr, err)
 		}
 		_, err := c.Upload(ctx, bucket, tr+"/parallel", bytes.NewReader(payload(5*q, 51)),
 			uploader.WithParallelUpload(uploader.ParallelUpload{PartSize: 2 * q}))
-		if !uploader.IsPermissionDenied(err) || uploader.IsOutcomeUnknown(err) {
+		if uploader.CodeOf(err) != codes.PermissionDenied || uploader.IsOutcomeUnknown(err) {
 			t.Fatalf("%s: parallel upload with a create-only credential: %v, want PermissionDenied", tr, err)
 		}
 		e.absent(tr + "/parallel")
@@ -74,7 +74,7 @@ func TestCreateOnlyCredentials(t *testing.T) {
 	// A finish whose answer is lost, and whose object's stream cannot be
 	// opened again, is looked up by generation; the credential may not
 	// read: the outcome is unknown.
-	w, err = e.c.NewWriter(ctx, zonal, "lost", uploader.WithAppendable(), uploader.WithRetry(uploader.WithMaxAttempts(2)))
+	w, err = e.c.NewWriter(ctx, zonal, "lost", uploader.WithAppendable(), uploader.WithRetry(uploader.Retry{MaxAttempts: 2}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestCreateOnlyCredentials(t *testing.T) {
 	for i := 1; i <= 5; i++ {
 		e.srv.FailCall(fakes.MethodBidiWriteObject, i, codes.Unavailable)
 	}
-	if err := w.Close(); !uploader.IsOutcomeUnknown(err) || uploader.IsPermissionDenied(err) {
+	if err := w.Close(); !uploader.IsOutcomeUnknown(err) || uploader.CodeOf(err) == codes.PermissionDenied {
 		t.Fatalf("Close after a lost answer, look-up refused: %v, want an unknown outcome", err)
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/objup/objup/uploader"
+	"github.com/objup/objup/uploader/experimental"
 )
 
 // TestTCPUserTimeout: gRPC sets TCP_USER_TIMEOUT, the keepalive timeout,
@@ -21,7 +21,7 @@ import (
 // long. objup lets gRPC dial, so its connections to the service carry
 // it: the keepalive timeout in milliseconds.
 func TestTCPUserTimeout(t *testing.T) {
-	e := newEnv(t, uploader.WithKeepalive(10*time.Second, 3*time.Second))
+	e := newEnv(t, experimental.WithKeepalive(10*time.Second, 3*time.Second))
 	if _, err := e.c.Upload(context.Background(), bucket, "x", bytes.NewReader([]byte("x"))); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/objup/objup/pool"
 	"github.com/objup/objup/uploader"
+	"github.com/objup/objup/uploader/experimental"
 )
 
 // TestStressFaultyUploads runs many uploads at once through a tight pool
@@ -31,8 +32,8 @@ func TestStressFaultyUploads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, uploader.WithPool(p), uploader.WithChunksInFlight(2),
-		retryWith(uploader.WithAttemptTimeout(500*time.Millisecond), uploader.WithRetryDeadline(5*time.Second)))
+	e := newEnv(t, uploader.WithPool(p), experimental.WithChunksInFlight(2),
+		retryWith(uploader.Retry{AttemptTimeout: 500 * time.Millisecond, Deadline: 5 * time.Second}))
 	sizes := []int{0, 2 * kib, 200 * kib, q, 3*q + 17, 1*mib + 5}
 	for round := range 4 {
 		rng := rand.New(rand.NewPCG(uint64(round), 99))
@@ -69,7 +70,7 @@ func TestStressFaultyUploads(t *testing.T) {
 				case 2: // cancelled while it runs
 					time.AfterFunc(delay, cancel)
 				}
-				opts = append(opts, uploader.WithDoesNotExist())
+				opts = append(opts, uploader.WithConditions(uploader.Conditions{DoesNotExist: true}))
 				w, err := e.c.NewWriter(ctx, bucket, name, opts...)
 				if err == nil {
 					writeSplit(t, writerNoFail{w}, data, uint64(i))
@@ -98,11 +99,11 @@ func TestStressFaultyUploads(t *testing.T) {
 			switch {
 			case o.err == nil:
 				sameBytes(t, o.name, e.content(o.name), o.data)
-			case errors.Is(o.err, context.Canceled), uploader.IsPreconditionFailed(o.err):
+			case errors.Is(o.err, context.Canceled), uploader.CodeOf(o.err) == codes.FailedPrecondition:
 				// A cancel that races with the final call cannot undo what
 				// the service already stored; nor can an attempt that timed
 				// out after the service stored the object, whose retry then
-				// fails WithDoesNotExist. Either way the object is whole.
+				// fails DoesNotExist. Either way the object is whole.
 				if e.exists(o.name) {
 					sameBytes(t, o.name+" (stored by an attempt that looked failed)", e.content(o.name), o.data)
 				}

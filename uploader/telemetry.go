@@ -21,34 +21,48 @@ const (
 	pathParallel  = "parallel"
 )
 
-// WithMeterProvider makes the client record its metrics with mp instead of
-// otel's global MeterProvider. Pass metric/noop's provider to turn metrics
-// off.
-func WithMeterProvider(mp metric.MeterProvider) option.ClientOption {
-	return newClientOption(func(c *clientConfig) { c.telemetry.MeterProvider = mp })
+// Telemetry configures the client's metrics, tracing and logging (see
+// WithTelemetry). Zero fields keep their defaults.
+type Telemetry struct {
+	// MeterProvider records the client's metrics instead of otel's global
+	// MeterProvider. Pass metric/noop's provider to turn metrics off.
+	MeterProvider metric.MeterProvider
+	// TracerProvider traces uploads instead of otel's global
+	// TracerProvider. Pass trace/noop's provider to turn tracing off.
+	TracerProvider trace.TracerProvider
+	// Logger logs retries, resumes, waits for a buffer and buffers
+	// released by force, with the upload's bucket, object and tenant. nil
+	// (the default) logs nothing.
+	Logger *slog.Logger
+	// TenantAttribute adds the upload's tenant (header.Tenant of its
+	// context) to its metrics and span, as the attribute "objup.tenant"
+	// with the value it returns; returning false leaves the attribute out
+	// for that tenant. Each distinct value is a time series of each
+	// metric: map many tenants to few values (a tier, a shard) if there
+	// are many. It must be safe for concurrent use. nil (the default)
+	// records no tenant attribute.
+	TenantAttribute func(tenant string) (value string, ok bool)
 }
 
-// WithTracerProvider makes the client trace uploads with tp instead of otel's
-// global TracerProvider. Pass trace/noop's provider to turn tracing off.
-func WithTracerProvider(tp trace.TracerProvider) option.ClientOption {
-	return newClientOption(func(c *clientConfig) { c.telemetry.TracerProvider = tp })
-}
-
-// WithLogger makes the client log retries, resumes, waits for a buffer and
-// buffers released by force to l, with the upload's bucket, object and
-// tenant. nil (the default) logs nothing.
-func WithLogger(l *slog.Logger) option.ClientOption {
-	return newClientOption(func(c *clientConfig) { c.telemetry.Logger = l })
-}
-
-// WithTenantAttribute adds the upload's tenant (header.Tenant of its
-// context) to its metrics and span, as the attribute "objup.tenant" with the
-// value f returns; f returning false leaves the attribute out for that
-// tenant. Each distinct value is a time series of each metric: map many
-// tenants to few values (a tier, a shard) if there are many. f must be safe
-// for concurrent use. Without this option no tenant attribute is recorded.
-func WithTenantAttribute(f func(tenant string) (value string, ok bool)) option.ClientOption {
-	return newClientOption(func(c *clientConfig) { c.telemetry.Tenant = f })
+// WithTelemetry sets the client's metrics, tracing and logging (see
+// Telemetry); its non-zero fields replace those of an earlier
+// WithTelemetry.
+func WithTelemetry(t Telemetry) option.ClientOption {
+	return newClientOption(func(c *clientConfig) {
+		tc := &c.telemetry
+		if t.MeterProvider != nil {
+			tc.MeterProvider = t.MeterProvider
+		}
+		if t.TracerProvider != nil {
+			tc.TracerProvider = t.TracerProvider
+		}
+		if t.Logger != nil {
+			tc.Logger = t.Logger
+		}
+		if t.TenantAttribute != nil {
+			tc.Tenant = t.TenantAttribute
+		}
+	})
 }
 
 // uploadEvents is what one upload reports while it runs and when it ends

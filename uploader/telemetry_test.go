@@ -41,8 +41,8 @@ func TestTelemetryCounts(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans), sdktrace.WithSampler(sdktrace.AlwaysSample()))
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	e := newEnv(t, uploader.WithMeterProvider(mp), uploader.WithTracerProvider(tp), uploader.WithLogger(logger),
-		uploader.WithTenantAttribute(func(id string) (string, bool) { return id, id != "hidden" }))
+	e := newEnv(t, uploader.WithTelemetry(uploader.Telemetry{MeterProvider: mp}), uploader.WithTelemetry(uploader.Telemetry{TracerProvider: tp}), uploader.WithTelemetry(uploader.Telemetry{Logger: logger}),
+		uploader.WithTelemetry(uploader.Telemetry{TenantAttribute: func(id string) (string, bool) { return id, id != "hidden" }}))
 
 	type want struct {
 		uploads, retries, resumes, bytes int64
@@ -91,7 +91,7 @@ func TestTelemetryCounts(t *testing.T) {
 		}
 		w.uploads, w.bytes = 1, int64(size)
 		add(series{result, path, attrTenant}, w)
-		_, err = e.c.Upload(ctx, bucket, name, bytes.NewReader(payload(size, uint64(i))), uploader.WithDoesNotExist())
+		_, err = e.c.Upload(ctx, bucket, name, bytes.NewReader(payload(size, uint64(i))), uploader.WithConditions(uploader.Conditions{DoesNotExist: true}))
 		if (err == nil) != (result == "ok") {
 			t.Fatalf("upload %d: %v, want result %s", i, err, result)
 		}
@@ -200,14 +200,14 @@ func TestTelemetryCounts(t *testing.T) {
 func TestTelemetryParallelParts(t *testing.T) {
 	spans := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans), sdktrace.WithSampler(sdktrace.AlwaysSample()))
-	e := newEnv(t, uploader.WithTracerProvider(tp))
+	e := newEnv(t, uploader.WithTelemetry(uploader.Telemetry{TracerProvider: tp}))
 	opt := uploader.WithParallelUpload(uploader.ParallelUpload{PartSize: 256 * kib, Parts: 1})
 	e.srv.FailCall("StartResumableWrite", 2, codes.Unavailable) // the second part is retried once
 	if _, err := e.c.Upload(context.Background(), bucket, "par/ok", bytes.NewReader(payload(700*kib, 1)), opt); err != nil {
 		t.Fatal(err)
 	}
 	e.srv.FailCall("StartResumableWrite", 1, codes.PermissionDenied)
-	if _, err := e.c.Upload(context.Background(), bucket, "par/fail", bytes.NewReader(payload(700*kib, 2)), opt); !uploader.IsPermissionDenied(err) {
+	if _, err := e.c.Upload(context.Background(), bucket, "par/fail", bytes.NewReader(payload(700*kib, 2)), opt); uploader.CodeOf(err) != codes.PermissionDenied {
 		t.Fatalf("upload with a denied part: %v, want PermissionDenied", err)
 	}
 	type part struct {
@@ -263,7 +263,7 @@ func TestTelemetryAppendable(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	spans := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans), sdktrace.WithSampler(sdktrace.AlwaysSample()))
-	e := newEnv(t, uploader.WithMeterProvider(mp), uploader.WithTracerProvider(tp))
+	e := newEnv(t, uploader.WithTelemetry(uploader.Telemetry{MeterProvider: mp}), uploader.WithTelemetry(uploader.Telemetry{TracerProvider: tp}))
 	ctx := context.Background()
 
 	w, err := e.c.NewWriter(ctx, bucket, "log", uploader.WithAppendable(), uploader.WithoutFinalize())

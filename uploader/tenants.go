@@ -2,7 +2,6 @@ package uploader
 
 import (
 	"context"
-	"fmt"
 	"sync"
 
 	"golang.org/x/sync/semaphore"
@@ -41,7 +40,7 @@ type TenantLimits struct {
 	// bursts of at most a tenth of a second of them (at least one); 0 is no
 	// bound. A tenant at its rate waits, as its context allows, and never
 	// fails for it. The weights also share a bucket that pushed back (see
-	// WithoutAdmission): a tenant of weight w gets w writes a turn.
+	// experimental.WithoutAdmission): a tenant of weight w gets w writes a turn.
 	Writes float64
 }
 
@@ -50,12 +49,7 @@ type TenantLimits struct {
 // spent, each with weight 1, and hold at most the default share of the
 // budget (see TenantLimits.Bytes).
 func WithTenantLimits(l TenantLimits) option.ClientOption {
-	return newClientOption(func(c *clientConfig) {
-		if (l.Uploads < 0 || l.Bytes < 0 || l.Writes < 0) && c.err == nil {
-			c.err = fmt.Errorf("tenant limits of %d uploads, %d bytes and %v writes a second must not be negative", l.Uploads, l.Bytes, l.Writes)
-		}
-		c.tenantLimits = l
-	})
+	return newClientOption(func(c *clientConfig) { c.tenantLimits = l })
 }
 
 // tenants is the client's table of tenant shares, made on a tenant's first

@@ -227,8 +227,8 @@ func TestTenantDefaultShare(t *testing.T) {
 			}
 			reader := sdkmetric.NewManualReader()
 			e := newEnv(t, uploader.WithPool(p),
-				uploader.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))),
-				uploader.WithTenantAttribute(func(id string) (string, bool) { return id, true }))
+				uploader.WithTelemetry(uploader.Telemetry{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))}),
+				uploader.WithTelemetry(uploader.Telemetry{TenantAttribute: func(id string) (string, bool) { return id, true }}))
 			ctxA := context.Background()
 			if tc.tenant != "" {
 				ctxA = tenantCtx(t, tc.tenant)
@@ -311,7 +311,7 @@ func limitWaits(t *testing.T, reader *sdkmetric.ManualReader) int64 {
 	return n
 }
 
-// TestTenantWaitMetrics: with WithTenantAttribute, a wait at the pool's
+// TestTenantWaitMetrics: with Telemetry.TenantAttribute, a wait at the pool's
 // budget is recorded in objup.buffer.wait and a wait at a tenant's limit in
 // objup.tenant.limit_waits, under the tenant's attribute; without it,
 // neither instrument exists.
@@ -324,9 +324,9 @@ func TestTenantWaitMetrics(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			opts := []option.ClientOption{uploader.WithPool(p), uploader.WithMeterProvider(mp), uploader.WithTenantLimits(uploader.TenantLimits{Uploads: 1})}
+			opts := []option.ClientOption{uploader.WithPool(p), uploader.WithTelemetry(uploader.Telemetry{MeterProvider: mp}), uploader.WithTenantLimits(uploader.TenantLimits{Uploads: 1})}
 			if withAttr {
-				opts = append(opts, uploader.WithTenantAttribute(func(id string) (string, bool) { return id, true }))
+				opts = append(opts, uploader.WithTelemetry(uploader.Telemetry{TenantAttribute: func(id string) (string, bool) { return id, true }}))
 			}
 			e := newEnv(t, opts...)
 			ctx := tenantCtx(t, "acme")
@@ -380,7 +380,7 @@ func TestTenantWaitMetrics(t *testing.T) {
 			limitWaits, seen := collect()
 			if !withAttr {
 				if seen["objup.buffer.wait"] || seen["objup.tenant.limit_waits"] {
-					t.Fatalf("per-tenant wait metrics without WithTenantAttribute: %v", seen)
+					t.Fatalf("per-tenant wait metrics without Telemetry.TenantAttribute: %v", seen)
 				}
 				return
 			}

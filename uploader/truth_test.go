@@ -18,12 +18,13 @@ import (
 	"github.com/objup/objup/fakes/faultproxy"
 	"github.com/objup/objup/pool"
 	"github.com/objup/objup/uploader"
+	"github.com/objup/objup/uploader/experimental"
 )
 
 // overrunLimit is how long past its context a call may run in these tests:
-// uploader.AfterContext, and room for a loaded machine. The faults they
+// experimental.AfterContext, and room for a loaded machine. The faults they
 // inject last several times longer, so a call that waits for them fails.
-const overrunLimit = uploader.AfterContext + 1500*time.Millisecond
+const overrunLimit = experimental.AfterContext + 1500*time.Millisecond
 
 // TestLostAnswerIsResolved: the service stores the object and the answer
 // is lost (the connection breaks after the commit). What the upload
@@ -45,12 +46,12 @@ func TestLostAnswerIsResolved(t *testing.T) {
 		unknown bool
 	}{
 		{"one-shot", fakes.MethodWriteObject, kib, nil, true},
-		{"one-shot, does not exist", fakes.MethodWriteObject, kib, []uploader.WriterOption{uploader.WithDoesNotExist()}, true},
-		{"one-shot, retry always: the retry stores it again", fakes.MethodWriteObject, kib, []uploader.WriterOption{uploader.WithRetry(uploader.WithPolicy(uploader.RetryAlways))}, false},
+		{"one-shot, does not exist", fakes.MethodWriteObject, kib, []uploader.WriterOption{uploader.WithConditions(uploader.Conditions{DoesNotExist: true})}, true},
+		{"one-shot, retry always: the retry stores it again", fakes.MethodWriteObject, kib, []uploader.WriterOption{uploader.WithRetry(uploader.Retry{Policy: uploader.RetryAlways})}, false},
 		{"small, resumable", fakes.MethodBidiWriteObject, kib, []uploader.WriterOption{uploader.WithResumable()}, false},
-		{"small, resumable, does not exist", fakes.MethodBidiWriteObject, kib, []uploader.WriterOption{uploader.WithResumable(), uploader.WithDoesNotExist()}, false},
+		{"small, resumable, does not exist", fakes.MethodBidiWriteObject, kib, []uploader.WriterOption{uploader.WithResumable(), uploader.WithConditions(uploader.Conditions{DoesNotExist: true})}, false},
 		{"resumable", fakes.MethodBidiWriteObject, 3 * mib, nil, false},
-		{"resumable, does not exist", fakes.MethodBidiWriteObject, 3 * mib, []uploader.WriterOption{uploader.WithDoesNotExist()}, false},
+		{"resumable, does not exist", fakes.MethodBidiWriteObject, 3 * mib, []uploader.WriterOption{uploader.WithConditions(uploader.Conditions{DoesNotExist: true})}, false},
 		{"parallel, a part's answer", fakes.MethodBidiWriteObject, 5*part + 7, []uploader.WriterOption{uploader.WithParallelUpload(uploader.ParallelUpload{PartSize: part, Parts: 1})}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -137,7 +138,7 @@ func TestLastAnswerPastTheContext(t *testing.T) {
 		opts []uploader.WriterOption
 	}{
 		{"one-shot", kib, nil},
-		{"one-shot, does not exist", kib, []uploader.WriterOption{uploader.WithDoesNotExist()}},
+		{"one-shot, does not exist", kib, []uploader.WriterOption{uploader.WithConditions(uploader.Conditions{DoesNotExist: true})}},
 		{"resumable", 3 * mib, nil},
 	} {
 		for _, tr := range []string{"gRPC", "JSON"} {
@@ -188,7 +189,7 @@ func TestOutcomeUnknownIsNarrow(t *testing.T) {
 		run  func() error
 	}{
 		{"precondition", func() error {
-			_, err := e.c.Upload(context.Background(), bucket, "x", bytes.NewReader([]byte("y")), uploader.WithDoesNotExist())
+			_, err := e.c.Upload(context.Background(), bucket, "x", bytes.NewReader([]byte("y")), uploader.WithConditions(uploader.Conditions{DoesNotExist: true}))
 			return err
 		}},
 		{"cancelled before sending", func() error {
@@ -228,9 +229,9 @@ func proxied(t *testing.T, e *env, tr string, opts ...option.ClientOption) (*upl
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	opts = append([]option.ClientOption{uploader.WithRetry(fastRetry...)}, opts...)
+	opts = append([]option.ClientOption{uploader.WithRetry(fastRetry)}, opts...)
 	if tr == "JSON" {
-		t.Setenv(uploader.HTTPEmulatorEnv, p.Addr())
+		t.Setenv("STORAGE_EMULATOR_HOST", p.Addr())
 		c, err := uploader.NewClient(context.Background(), append([]option.ClientOption{uploader.WithHTTP()}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
@@ -307,13 +308,13 @@ func TestAbandonedAttemptDoesNotLandLate(t *testing.T) {
 		opts []uploader.WriterOption
 	}{
 		{"small, resumable", kib, []uploader.WriterOption{uploader.WithResumable()}},
-		{"small, resumable, does not exist", kib, []uploader.WriterOption{uploader.WithResumable(), uploader.WithDoesNotExist()}},
+		{"small, resumable, does not exist", kib, []uploader.WriterOption{uploader.WithResumable(), uploader.WithConditions(uploader.Conditions{DoesNotExist: true})}},
 		{"resumable", 3 * q, nil},
 	} {
 		for _, tr := range []string{"gRPC", "JSON"} {
 			t.Run(tr+"/"+tc.name, func(t *testing.T) {
 				e := newEnv(t)
-				c, p := proxied(t, e, tr, retryWith(uploader.WithAttemptTimeout(500*time.Millisecond)))
+				c, p := proxied(t, e, tr, retryWith(uploader.Retry{AttemptTimeout: 500 * time.Millisecond}))
 				if _, err := c.Upload(context.Background(), bucket, "warm", bytes.NewReader([]byte("w"))); err != nil {
 					t.Fatal(err)
 				}

@@ -15,6 +15,7 @@ import (
 	"github.com/objup/objup/fakes/link"
 	"github.com/objup/objup/pool"
 	"github.com/objup/objup/uploader"
+	"github.com/objup/objup/uploader/experimental"
 )
 
 // noLeaks checks, when the test's other cleanups have run, that it left no
@@ -65,7 +66,7 @@ func TestWindowGrowsToThePath(t *testing.T) {
 	}
 	noLeaks(t)
 	srv := fakes.NewTest(t, fakes.WithBucket(bucket), fakes.WithLink(link.Config{RTT: 200 * time.Millisecond, Bandwidth: 100e6}))
-	c := clientVia(t, srv.GRPCAddr(), uploader.WithPool(p), uploader.WithMaxInFlight(48*mib))
+	c := clientVia(t, srv.GRPCAddr(), uploader.WithPool(p), experimental.WithMaxInFlight(48*mib))
 	data := payload(128*mib, 31)
 	stop := peakInUse(p)
 	if _, err := c.Upload(context.Background(), bucket, "far", bytes.NewReader(data)); err != nil {

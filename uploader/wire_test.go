@@ -197,7 +197,7 @@ func TestCRC32COncePerByte(t *testing.T) {
 // newEnvClient is another client on e's fake.
 func newEnvClient(t *testing.T, e *env, opts ...option.ClientOption) *uploader.Client {
 	t.Helper()
-	c, err := uploader.NewClient(context.Background(), append(append(dialOptions(e.srv), uploader.WithRetry(fastRetry...)), opts...)...)
+	c, err := uploader.NewClient(context.Background(), append(append(dialOptions(e.srv), uploader.WithRetry(fastRetry)), opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ type Writer struct {
 
 // NewWriter returns a Writer for gs://bucket/object. It validates the names,
 // the options, the header chain in ctx and ctx itself at once, and returns an
-// error (see IsInvalidArgument) before anything is sent; no RPC is made until
+// error (code InvalidArgument) before anything is sent; no RPC is made until
 // the first chunk fills or Close is called. ctx governs the whole upload:
 // cancelling it aborts the upload, and header.Append / header.WithTenant
 // values in it are sent with every RPC.
@@ -90,30 +90,14 @@ func (w *Writer) init(ctx context.Context, bucket, object string, opts []WriterO
 	w.scratch.spec.Resource = &w.scratch.object
 	w.cfg.spec, w.cfg.obj = &w.scratch.spec, &w.scratch.object
 	for _, o := range opts {
-		if o == nil {
-			continue
-		}
-		if err := o.applyWriter(&w.cfg); err != nil {
-			return invalid("NewWriter", bucket, object, "%w", err)
+		if o != nil {
+			o.applyWriter(&w.cfg)
 		}
 	}
-	if w.cfg.md5 && w.cfg.sendMD5 != nil {
-		return invalid("NewWriter", bucket, object, "WithMD5 and WithSendMD5 exclude each other")
-	}
-	if w.cfg.resumable && (w.cfg.appending || w.cfg.parallel != nil) {
-		return invalid("NewWriter", bucket, object, "WithResumable excludes WithAppendable and WithParallelUpload, which have no session of their own")
-	}
-	if err := w.cfg.checkParallel(); err != nil {
+	if err := w.cfg.validate(opts, w.c.grpc()); err != nil {
 		return invalid("NewWriter", bucket, object, "%w", err)
 	}
-	if err := w.checkAppendable(); err != nil {
-		return invalid("NewWriter", bucket, object, "%w", err)
-	}
-	if w.cfg.chunkSize != 0 {
-		if err := checkChunkSize(w.cfg.chunkSize); err != nil {
-			return invalid("NewWriter", bucket, object, "%w", err)
-		}
-	}
+	w.startAppendable()
 	if err := header.Validate(ctx); err != nil {
 		return invalid("NewWriter", bucket, object, "header chain: %w", err)
 	}
@@ -125,7 +109,7 @@ func (w *Writer) init(ctx context.Context, bucket, object string, opts []WriterO
 		return invalid("NewWriter", bucket, object, "%w", err)
 	}
 	w.life.alloc = alloc
-	w.scratch.noCRC = w.cfg.noCRC32C
+	w.scratch.noCRC = w.cfg.knob.NoCRC32C
 	w.ev = newEvents(&w.target, nil)
 	w.ctx = w.ev.StartSpan(ctx, bucket, object)
 	w.life.ev = &w.ev
@@ -297,7 +281,7 @@ func (w *Writer) fail(op string, err error) {
 // whatever the outcome, with one exception: once the upload's context
 // ended, buffers of the client's pool that gRPC still holds (a torn-down
 // stream's messages) go back in the background, so that Close returns by
-// AfterContext; Client.Close waits for them. A WithBuffer buffer is always
+// afterContext; Client.Close waits for them. A WithBuffer buffer is always
 // released before Close returns. Closing twice returns the first result.
 func (w *Writer) Close() error {
 	w.enter("Close")
@@ -377,7 +361,7 @@ func (w *Writer) end() {
 // ends, or never (see lifetime.wait, which waits up to orphanGrace). Once
 // the upload's context ended, the pool's buffers are waited for in the
 // background (Client.Close waits for it), so the call returns by
-// AfterContext; a WithBuffer buffer, which the caller owns again when
+// afterContext; a WithBuffer buffer, which the caller owns again when
 // Close returns, is always waited for.
 func (w *Writer) release() {
 	w.life.putBuffer(w.ch.Abort())

@@ -25,7 +25,7 @@ func (w *Writer) allocator(ctx context.Context) (pool.Allocator, error) {
 		alloc = w.c.poolFor(w.cfg.chunkSize)
 	}
 	var chOpts []chunker.Option
-	if w.cfg.md5 {
+	if w.cfg.knob.MD5 {
 		chOpts = append(chOpts, chunker.WithMD5())
 	}
 	if err := w.ch.Reset(alloc.BufferSize(), chOpts...); err != nil {

@@ -2,6 +2,7 @@ package uploader
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -10,40 +11,97 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/objup/objup/internal/wire"
+	"github.com/objup/objup/pool"
+	"github.com/objup/objup/uploader/internal/knob"
 )
 
-// WriterOption configures one Writer (NewWriter, Upload, Item.Options). Each
-// is validated when NewWriter applies it: an invalid value is an
-// InvalidArgument error and nothing is sent.
+// WriterOption configures one Writer (NewWriter, Upload, Item.Options).
+// NewWriter applies the options in order and then validates them once: an
+// invalid value is an InvalidArgument error and nothing is sent.
 type WriterOption interface {
-	applyWriter(*writerConfig) error
+	applyWriter(*writerConfig)
 }
 
-type writerOptionFunc func(*writerConfig) error
+type writerOptionFunc func(*writerConfig)
 
-func (f writerOptionFunc) applyWriter(c *writerConfig) error { return f(c) }
+func (f writerOptionFunc) applyWriter(c *writerConfig) { f(c) }
+
+// knobOption is a WriterOption of package experimental.
+type knobOption func(*knob.Writer)
+
+func (f knobOption) applyWriter(c *writerConfig) { f(&c.knob) }
+
+func init() {
+	knob.NewWriterOption = func(set func(*knob.Writer)) any { return knobOption(set) }
+	knob.Allocator = func(c any) pool.Allocator { return c.(*Client).alloc }
+}
 
 // writerConfig is what the options set. The object's attributes and the
-// preconditions go straight into the request, where the v2 API puts them:
-// spec is the Writer's WriteObjectSpec, and obj its resource.
+// preconditions go into the request, where the v2 API puts them, once
+// validate checked them: spec is the Writer's WriteObjectSpec, and obj its
+// resource.
 type writerConfig struct {
 	spec      *wire.WriteObjectSpec
 	obj       *wire.Object
+	cond      *Conditions       // WithConditions
 	progress  *progressReporter // made per Writer (see Writer.init)
 	parallel  *parallel         // WithParallelUpload: its settings, and its state once started
 	buffer    []byte
-	sendMD5   *[16]byte // the caller's MD5 of the object, sent as it is
+	sendMD5   *[16]byte // the caller's MD5 of the object (WithSendMD5), sent as it is
 	chunkSize int
 	retry     *retryConfig // the client's, until a WithRetry of the Writer's own
 	sendCRC   uint32       // the caller's CRC32C of the object, if hasCRC
+	knob      knob.Writer  // package experimental's settings
 	hasCRC    bool
-	noCRC32C  bool
-	md5       bool
+	md5Len    uint8 // 1 + the length of WithSendMD5's sum (at most 255); 0: none
 	hasBuffer bool
 	ownRetry  bool
 	appending bool // WithAppendable
 	keepOpen  bool // WithoutFinalize
 	resumable bool // WithResumable
+}
+
+// validate is the one check of a Writer's options, opts, once applied in
+// order, on a client that uploads over gRPC or not. It writes the
+// attributes (WithAttrs, read from opts again, so the config keeps no copy
+// of them) and the preconditions into the request.
+func (c *writerConfig) validate(opts []WriterOption, grpc bool) error {
+	for _, o := range opts {
+		if a, ok := o.(*attrsOption); ok {
+			if err := c.setAttrs(&a.attrs); err != nil {
+				return err
+			}
+		}
+	}
+	if err := c.setConditions(); err != nil {
+		return err
+	}
+	switch {
+	case c.md5Len != 0 && c.sendMD5 == nil:
+		return fmt.Errorf("MD5 of %d bytes, want 16", c.md5Len-1)
+	case c.hasBuffer && len(c.buffer) == 0:
+		return errors.New("WithBuffer: buffer is nil or empty")
+	case c.knob.MD5 && c.sendMD5 != nil:
+		return errors.New("WithMD5 and WithSendMD5 exclude each other")
+	case c.resumable && (c.appending || c.parallel != nil):
+		return errors.New("WithResumable excludes WithAppendable and WithParallelUpload, which have no session of their own")
+	case !c.appending && c.keepOpen:
+		return errors.New("WithoutFinalize needs WithAppendable")
+	}
+	if c.chunkSize != 0 {
+		if err := checkChunkSize(c.chunkSize); err != nil {
+			return err
+		}
+	}
+	if c.ownRetry {
+		if err := c.retry.validate(); err != nil {
+			return err
+		}
+	}
+	if err := c.checkParallel(); err != nil {
+		return err
+	}
+	return c.checkAppendable(grpc)
 }
 
 // WithAttrs gives the object the attributes of a, as the official client's
@@ -55,7 +113,7 @@ type writerConfig struct {
 // be empty), CustomTime (Object.custom_time, which lifecycle rules such as
 // daysSinceCustomTime read), KMSKeyName (a Cloud KMS key,
 // projects/P/locations/L/keyRings/R/cryptoKeys/K, optionally followed by
-// /cryptoKeyVersions/V), PredefinedACL (one of the ACL constants) or ACL
+// /cryptoKeyVersions/V), PredefinedACL (authenticatedRead, bucketOwnerFullControl, bucketOwnerRead, private, projectPrivate or publicRead) or ACL
 // (READER or OWNER rules; the two exclude each other, and buckets with
 // uniform bucket-level access reject both), Retention (the object can be
 // neither deleted nor overwritten until RetainUntil, which must be in the
@@ -64,8 +122,13 @@ type writerConfig struct {
 // fields set nothing, and the fields the service sets (Size, Generation,
 // CRC32C, Created and the like) are ignored.
 func WithAttrs(a ObjectAttrs) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error { return c.setAttrs(&a) })
+	return &attrsOption{attrs: a}
 }
+
+// attrsOption is WithAttrs: validate reads it.
+type attrsOption struct{ attrs ObjectAttrs }
+
+func (*attrsOption) applyWriter(*writerConfig) {}
 
 // setAttrs checks a and writes it into the object's resource and spec.
 func (c *writerConfig) setAttrs(a *ObjectAttrs) error {
@@ -101,9 +164,7 @@ func (c *writerConfig) setAttrs(a *ObjectAttrs) error {
 		o.KmsKey = a.KMSKeyName
 	}
 	if a.PredefinedACL != "" {
-		switch a.PredefinedACL {
-		case ACLAuthenticatedRead, ACLBucketOwnerFullControl, ACLBucketOwnerRead, ACLPrivate, ACLProjectPrivate, ACLPublicRead:
-		default:
+		if !predefinedACLs[a.PredefinedACL] {
 			return fmt.Errorf("predefined ACL %q is not one of authenticatedRead, bucketOwnerFullControl, bucketOwnerRead, private, projectPrivate, publicRead", a.PredefinedACL)
 		}
 		c.spec.PredefinedAcl = a.PredefinedACL
@@ -168,16 +229,12 @@ func checkKMSKeyName(name string) error {
 	return nil
 }
 
-// Predefined ACLs that ObjectAttrs.PredefinedACL takes, as the v2 API names
-// them.
-const (
-	ACLAuthenticatedRead      = "authenticatedRead"
-	ACLBucketOwnerFullControl = "bucketOwnerFullControl"
-	ACLBucketOwnerRead        = "bucketOwnerRead"
-	ACLPrivate                = "private"
-	ACLProjectPrivate         = "projectPrivate"
-	ACLPublicRead             = "publicRead"
-)
+// predefinedACLs are the values ObjectAttrs.PredefinedACL takes, as the
+// v2 API names them.
+var predefinedACLs = map[string]bool{
+	"authenticatedRead": true, "bucketOwnerFullControl": true, "bucketOwnerRead": true,
+	"private": true, "projectPrivate": true, "publicRead": true,
+}
 
 // ACLRule grants Role ("READER" or "OWNER") to Entity, as in the official
 // client's storage.ACLRule: "allUsers", "allAuthenticatedUsers",
@@ -198,109 +255,94 @@ type ACLRule struct {
 // arrives late can never make a second generation. So Close returns nil
 // only for the object this upload stored, once, and an error for which
 // IsOutcomeUnknown is false means that nothing was stored and nothing will
-// be. Together with WithDoesNotExist, it is exactly once: see "The truth
+// be. Together with WithConditions(Conditions{DoesNotExist: true}), it is exactly once: see "The truth
 // about an outcome" in the package doc. It excludes WithAppendable and
 // WithParallelUpload.
 func WithResumable() WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error { c.resumable = true; return nil })
+	return writerOptionFunc(func(c *writerConfig) { c.resumable = true })
 }
 
-// WithDoesNotExist makes the upload fail with a precondition error (see
-// IsPreconditionFailed) if the object already exists. Like every
-// precondition, it makes the upload idempotent, so a one-shot upload is
-// retried under RetryIdempotent.
-func WithDoesNotExist() WriterOption {
-	return WithGenerationMatch(0)
+// Conditions are preconditions on the object an upload replaces, as the
+// official client's storage.Conditions: the upload fails with code
+// FailedPrecondition (HTTP 412) unless they hold, and nothing is stored.
+// Any precondition makes a one-shot upload idempotent, so it is retried
+// under RetryIdempotent. Zero fields set nothing.
+type Conditions struct {
+	// DoesNotExist: the object must not exist (ifGenerationMatch=0). It
+	// excludes GenerationMatch and GenerationNotMatch.
+	DoesNotExist bool
+	// GenerationMatch: the object's live generation must be this one.
+	GenerationMatch int64
+	// GenerationNotMatch: the object's live generation must not be this
+	// one.
+	GenerationNotMatch int64
+	// MetagenerationMatch: the object's live metageneration must be this
+	// one.
+	MetagenerationMatch int64
+	// MetagenerationNotMatch: the object's live metageneration must not be
+	// this one.
+	MetagenerationNotMatch int64
 }
 
-// WithGenerationMatch makes the upload succeed only if the object's live
-// generation is gen (0: the object must not exist).
-func WithGenerationMatch(gen int64) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error {
-		if gen < 0 {
-			return fmt.Errorf("generation %d is negative", gen)
-		}
-		c.spec.IfGenerationMatch = &gen
+// WithConditions sets the upload's preconditions (see Conditions); a
+// later WithConditions replaces an earlier one. Negative values, or
+// conflicting ones, are rejected by NewWriter.
+func WithConditions(cond Conditions) WriterOption {
+	return writerOptionFunc(func(c *writerConfig) { c.cond = &cond })
+}
+
+// setConditions checks the preconditions and writes them into the spec.
+func (c *writerConfig) setConditions() error {
+	k := c.cond
+	if k == nil {
 		return nil
-	})
-}
-
-// WithGenerationNotMatch makes the upload succeed only if the object's live
-// generation is not gen (0: the object must exist).
-func WithGenerationNotMatch(gen int64) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error {
-		if gen < 0 {
-			return fmt.Errorf("generation %d is negative", gen)
+	}
+	switch {
+	case k.GenerationMatch < 0 || k.GenerationNotMatch < 0 || k.MetagenerationMatch < 0 || k.MetagenerationNotMatch < 0:
+		return fmt.Errorf("conditions %+v: generations and metagenerations must not be negative", *k)
+	case k.DoesNotExist && (k.GenerationMatch != 0 || k.GenerationNotMatch != 0):
+		return errors.New("conditions: DoesNotExist excludes GenerationMatch and GenerationNotMatch")
+	case k.GenerationMatch != 0 && k.GenerationNotMatch != 0:
+		return errors.New("conditions: GenerationMatch and GenerationNotMatch exclude each other")
+	case k.MetagenerationMatch != 0 && k.MetagenerationNotMatch != 0:
+		return errors.New("conditions: MetagenerationMatch and MetagenerationNotMatch exclude each other")
+	}
+	s := c.spec
+	set := func(dst **int64, v int64, on bool) {
+		if on {
+			*dst = &v
 		}
-		c.spec.IfGenerationNotMatch = &gen
-		return nil
-	})
-}
-
-// WithMetagenerationMatch makes the upload succeed only if the object's live
-// metageneration is mg.
-func WithMetagenerationMatch(mg int64) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error {
-		if mg <= 0 {
-			return fmt.Errorf("metageneration %d must be positive", mg)
-		}
-		c.spec.IfMetagenerationMatch = &mg
-		return nil
-	})
-}
-
-// WithMetagenerationNotMatch makes the upload succeed only if the object's
-// live metageneration is not mg.
-func WithMetagenerationNotMatch(mg int64) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error {
-		if mg <= 0 {
-			return fmt.Errorf("metageneration %d must be positive", mg)
-		}
-		c.spec.IfMetagenerationNotMatch = &mg
-		return nil
-	})
-}
-
-// WithoutCRC32C stops sending CRC32C checksums (per message and for the whole
-// object). They are sent by default and cost one pass over the data.
-func WithoutCRC32C() WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error { c.noCRC32C = true; return nil })
-}
-
-// WithMD5 computes the object's MD5 while writing and sends it with the last
-// message, so the service verifies it too. It costs a second pass over the data.
-// WithSendMD5 sends an MD5 the caller already has instead.
-func WithMD5() WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error { c.md5 = true; return nil })
+	}
+	set(&s.IfGenerationMatch, k.GenerationMatch, k.GenerationMatch != 0 || k.DoesNotExist)
+	set(&s.IfGenerationNotMatch, k.GenerationNotMatch, k.GenerationNotMatch != 0)
+	set(&s.IfMetagenerationMatch, k.MetagenerationMatch, k.MetagenerationMatch != 0)
+	set(&s.IfMetagenerationNotMatch, k.MetagenerationNotMatch, k.MetagenerationNotMatch != 0)
+	return nil
 }
 
 // WithSendCRC32C sends crc, the CRC32C (Castagnoli) of the whole object that
 // the caller already has, as the object's checksum, like the official
 // Writer's SendCRC32C: the service verifies it, and an object whose bytes do
-// not match fails with DATA_LOSS (see IsDataLoss) and is not stored. Each
+// not match fails with DATA_LOSS (code DataLoss) and is not stored. Each
 // message still carries the CRC32C of its own bytes. An appendable object
 // (WithAppendable) is checked by objup before its finish goes out: a
 // mismatch is DATA_LOSS and the object is not finalized, though the bytes
 // a Flush made durable stay in it, unfinalized, as appendable objects do.
 func WithSendCRC32C(crc uint32) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error {
-		c.sendCRC, c.hasCRC = crc, true
-		return nil
-	})
+	return writerOptionFunc(func(c *writerConfig) { c.sendCRC, c.hasCRC = crc, true })
 }
 
 // WithSendMD5 sends sum, the MD5 of the whole object that the caller already
 // has: the service verifies it, objup does not compute it, and an object
 // whose bytes do not match fails with DATA_LOSS and is not stored. sum must be
-// 16 bytes; it excludes WithMD5.
+// 16 bytes; it excludes experimental.WithMD5.
 func WithSendMD5(sum []byte) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error {
-		if len(sum) != 16 {
-			return fmt.Errorf("MD5 of %d bytes, want 16", len(sum))
-		}
-		c.sendMD5 = (*[16]byte)(bytes.Clone(sum))
-		return nil
-	})
+	n := uint8(1 + min(len(sum), 254))
+	var md5 *[16]byte
+	if len(sum) == 16 {
+		md5 = (*[16]byte)(bytes.Clone(sum))
+	}
+	return writerOptionFunc(func(c *writerConfig) { c.sendMD5, c.md5Len = md5, n })
 }
 
 // WithProgress calls f with the number of bytes the service has
@@ -312,7 +354,7 @@ func WithSendMD5(sum []byte) WriterOption {
 // anything but the Writer itself. It should return quickly: the goroutine
 // that runs it carries the upload's acknowledgements.
 func WithProgress(f func(persisted int64)) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error { c.progress = newProgress(f); return nil })
+	return writerOptionFunc(func(c *writerConfig) { c.progress = newProgress(f) })
 }
 
 // WithBuffer makes the Writer use buf, the caller's memory, for its chunks
@@ -328,12 +370,5 @@ func WithProgress(f func(persisted int64)) WriterOption {
 // and never touches it afterwards, whatever the outcome: the caller may then
 // reuse it, for instance for the next Writer.
 func WithBuffer(buf []byte) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) error {
-		if len(buf) == 0 {
-			return fmt.Errorf("WithBuffer: buffer is nil or empty")
-		}
-		c.buffer = buf
-		c.hasBuffer = true
-		return nil
-	})
+	return writerOptionFunc(func(c *writerConfig) { c.buffer, c.hasBuffer = buf, true })
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/objup/objup/pool"
 	"github.com/objup/objup/uploader"
+	"github.com/objup/objup/uploader/experimental"
 )
 
 const (
@@ -113,7 +114,7 @@ func TestUploadOptionsReachObject(t *testing.T) {
 				ContentEncoding:    "identity",
 				ContentDisposition: "attachment",
 			}),
-			uploader.WithMD5(),
+			experimental.WithMD5(),
 			uploader.WithProgress(func(n int64) { progress = append(progress, n) }),
 		)
 		if err != nil {
@@ -152,11 +153,11 @@ func TestPreconditionFailure(t *testing.T) {
 	for _, size := range []int{5, 2*q + 5} {
 		name := "pre/" + sizeName(size)
 		first := payload(size, 1)
-		if _, err := e.c.Upload(ctx, bucket, name, bytes.NewReader(first), uploader.WithDoesNotExist()); err != nil {
+		if _, err := e.c.Upload(ctx, bucket, name, bytes.NewReader(first), uploader.WithConditions(uploader.Conditions{DoesNotExist: true})); err != nil {
 			t.Fatal(err)
 		}
-		_, err := e.c.Upload(ctx, bucket, name, bytes.NewReader(payload(size, 2)), uploader.WithDoesNotExist())
-		if !uploader.IsPreconditionFailed(err) {
+		_, err := e.c.Upload(ctx, bucket, name, bytes.NewReader(payload(size, 2)), uploader.WithConditions(uploader.Conditions{DoesNotExist: true}))
+		if uploader.CodeOf(err) != codes.FailedPrecondition {
 			t.Fatalf("second upload with DoesNotExist: %v, want a precondition failure", err)
 		}
 		if s, ok := status.FromError(err); !ok || s.Code() != codes.FailedPrecondition {
@@ -174,7 +175,7 @@ func TestBucketNotFound(t *testing.T) {
 	e := newEnv(t)
 	for _, size := range []int{5, 2 * q} {
 		_, err := e.c.Upload(context.Background(), "no-such-bucket", "o", bytes.NewReader(payload(size, 1)))
-		if !uploader.IsNotFound(err) {
+		if uploader.CodeOf(err) != codes.NotFound {
 			t.Fatalf("size %d: %v, want not found", size, err)
 		}
 	}
@@ -193,21 +194,21 @@ func TestInvalidInputRejectedBeforeAnyRPC(t *testing.T) {
 		opts   []uploader.WriterOption
 		check  func(error) bool
 	}{
-		{"empty bucket", ok, "", "o", nil, uploader.IsInvalidArgument},
-		{"upper-case bucket", ok, "Bucket", "o", nil, uploader.IsInvalidArgument},
-		{"bucket with space", ok, "my bucket", "o", nil, uploader.IsInvalidArgument},
-		{"bucket starting with dash", ok, "-bkt", "o", nil, uploader.IsInvalidArgument},
-		{"bucket is an IP", ok, "192.168.5.4", "o", nil, uploader.IsInvalidArgument},
-		{"empty object", ok, bucket, "", nil, uploader.IsInvalidArgument},
-		{"object with newline", ok, bucket, "a\nb", nil, uploader.IsInvalidArgument},
-		{"object dot", ok, bucket, ".", nil, uploader.IsInvalidArgument},
-		{"object too long", ok, bucket, string(bytes.Repeat([]byte("a"), 1025)), nil, uploader.IsInvalidArgument},
-		{"object not UTF-8", ok, bucket, "\xff\xfe", nil, uploader.IsInvalidArgument},
-		{"acme challenge", ok, bucket, ".well-known/acme-challenge/x", nil, uploader.IsInvalidArgument},
-		{"nil buffer", ok, bucket, "o", []uploader.WriterOption{uploader.WithBuffer(nil)}, uploader.IsInvalidArgument},
-		{"negative generation", ok, bucket, "o", []uploader.WriterOption{uploader.WithGenerationMatch(-1)}, uploader.IsInvalidArgument},
-		{"zero metageneration", ok, bucket, "o", []uploader.WriterOption{uploader.WithMetagenerationMatch(0)}, uploader.IsInvalidArgument},
-		{"empty metadata key", ok, bucket, "o", []uploader.WriterOption{uploader.WithAttrs(uploader.ObjectAttrs{Metadata: map[string]string{"": "v"}})}, uploader.IsInvalidArgument},
+		{"empty bucket", ok, "", "o", nil, isInvalid},
+		{"upper-case bucket", ok, "Bucket", "o", nil, isInvalid},
+		{"bucket with space", ok, "my bucket", "o", nil, isInvalid},
+		{"bucket starting with dash", ok, "-bkt", "o", nil, isInvalid},
+		{"bucket is an IP", ok, "192.168.5.4", "o", nil, isInvalid},
+		{"empty object", ok, bucket, "", nil, isInvalid},
+		{"object with newline", ok, bucket, "a\nb", nil, isInvalid},
+		{"object dot", ok, bucket, ".", nil, isInvalid},
+		{"object too long", ok, bucket, string(bytes.Repeat([]byte("a"), 1025)), nil, isInvalid},
+		{"object not UTF-8", ok, bucket, "\xff\xfe", nil, isInvalid},
+		{"acme challenge", ok, bucket, ".well-known/acme-challenge/x", nil, isInvalid},
+		{"nil buffer", ok, bucket, "o", []uploader.WriterOption{uploader.WithBuffer(nil)}, isInvalid},
+		{"negative generation", ok, bucket, "o", []uploader.WriterOption{uploader.WithConditions(uploader.Conditions{GenerationMatch: -1})}, isInvalid},
+		{"negative metageneration", ok, bucket, "o", []uploader.WriterOption{uploader.WithConditions(uploader.Conditions{MetagenerationMatch: -1})}, isInvalid},
+		{"empty metadata key", ok, bucket, "o", []uploader.WriterOption{uploader.WithAttrs(uploader.ObjectAttrs{Metadata: map[string]string{"": "v"}})}, isInvalid},
 		{"cancelled context", cancelled, bucket, "o", nil, func(err error) bool { return errors.Is(err, context.Canceled) }},
 	}
 	for _, tc := range tests {
@@ -244,9 +245,9 @@ func TestInvalidClientOptions(t *testing.T) {
 	}{
 		{"chunk size not a quantum multiple", []option.ClientOption{uploader.WithChunkSize(100 * kib)}, "chunk size 102400"},
 		{"negative chunk size", []option.ClientOption{uploader.WithChunkSize(-q)}, "chunk size -262144"},
-		{"zero chunks in flight", []option.ClientOption{uploader.WithChunksInFlight(0)}, "chunks in flight 0 must be at least 1"},
-		{"negative chunks in flight", []option.ClientOption{uploader.WithChunksInFlight(-3)}, "chunks in flight -3 must be at least 1"},
-		{"zero connect timeout", []option.ClientOption{uploader.WithConnectTimeout(0)}, "connect timeout 0s must be positive"},
+		{"zero chunks in flight", []option.ClientOption{experimental.WithChunksInFlight(0)}, "chunks in flight 0 must be at least 1"},
+		{"negative chunks in flight", []option.ClientOption{experimental.WithChunksInFlight(-3)}, "chunks in flight -3 must be at least 1"},
+		{"zero connect timeout", []option.ClientOption{experimental.WithConnectTimeout(0)}, "connect timeout 0s must be positive"},
 		{"pool and chunk size", []option.ClientOption{uploader.WithPool(pool.Default()), uploader.WithChunkSize(2 * q)}, "exclude each other"},
 		{"pool with sub-quantum buffers", []option.ClientOption{uploader.WithPool(small)}, "pool buffer size 1000"},
 	}
@@ -258,7 +259,7 @@ func TestInvalidClientOptions(t *testing.T) {
 				c.Close()
 				t.Fatal("NewClient succeeded")
 			}
-			if !uploader.IsInvalidArgument(err) {
+			if uploader.CodeOf(err) != codes.InvalidArgument {
 				t.Fatalf("error %v is not InvalidArgument", err)
 			}
 			if !strings.Contains(err.Error(), tc.says) {
@@ -324,7 +325,7 @@ func TestConcurrentUploadsSmallPool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, uploader.WithPool(p), uploader.WithChunksInFlight(2))
+	e := newEnv(t, uploader.WithPool(p), experimental.WithChunksInFlight(2))
 	const n = 24
 	var wg sync.WaitGroup
 	errs := make(chan error, n)

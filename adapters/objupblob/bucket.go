@@ -212,7 +212,7 @@ func (b *bucket) NewTypedWriter(ctx context.Context, key, contentType string, op
 		wopts = append(wopts, uploader.WithSendMD5(opts.ContentMD5))
 	}
 	if opts.IfNotExist {
-		wopts = append(wopts, uploader.WithDoesNotExist())
+		wopts = append(wopts, uploader.WithConditions(uploader.Conditions{DoesNotExist: true}))
 	}
 	if opts.BufferSize > 0 {
 		wopts = append(wopts, uploader.WithChunkSize(chunkSize(opts.BufferSize)))
@@ -225,9 +225,9 @@ func (b *bucket) NewTypedWriter(ctx context.Context, key, contentType string, op
 }
 
 // chunkSize rounds a buffer size up to objup's chunk sizes: a multiple of
-// 256 KiB, at most uploader.MaxChunkSize.
+// 256 KiB, at most 64 MiB (the uploader's largest chunk).
 func chunkSize(n int) int {
-	return min((n+pool.Quantum-1)/pool.Quantum*pool.Quantum, uploader.MaxChunkSize)
+	return min((n+pool.Quantum-1)/pool.Quantum*pool.Quantum, 64<<20)
 }
 
 // Copy copies srcKey to dstKey, through gcsblob.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/go-kit/log"
 	"github.com/thanos-io/objstore"
 	"github.com/thanos-io/objstore/providers/gcs"
@@ -83,19 +85,19 @@ func clientOptions(cfg gcs.Config) []option.ClientOption {
 		opts = append(opts, uploader.WithChunkSize(n))
 	}
 	if cfg.MaxRetries > 0 {
-		opts = append(opts, uploader.WithRetry(uploader.WithMaxAttempts(cfg.MaxRetries)))
+		opts = append(opts, uploader.WithRetry(uploader.Retry{MaxAttempts: cfg.MaxRetries}))
 	}
 	return opts
 }
 
 // chunkSize is objup's chunk size for the stock provider's ChunkSizeBytes:
 // 0 (objup's default) for 0 or less, else n rounded up to a multiple of
-// 256 KiB, at most uploader.MaxChunkSize.
+// 256 KiB, at most 64 MiB (the uploader's largest chunk).
 func chunkSize(n int) int {
 	if n <= 0 {
 		return 0
 	}
-	return min((n+pool.Quantum-1)/pool.Quantum*pool.Quantum, uploader.MaxChunkSize)
+	return min((n+pool.Quantum-1)/pool.Quantum*pool.Quantum, 64<<20)
 }
 
 // Upload writes r to the object name through objup. The object is stored
@@ -180,13 +182,13 @@ func (b *Bucket) Attributes(ctx context.Context, name string) (objstore.ObjectAt
 // IsObjNotFoundErr reports whether err says an object or bucket does not
 // exist: the stock provider's error or objup's.
 func (b *Bucket) IsObjNotFoundErr(err error) bool {
-	return b.reads.IsObjNotFoundErr(err) || uploader.IsNotFound(err)
+	return b.reads.IsObjNotFoundErr(err) || uploader.CodeOf(err) == codes.NotFound
 }
 
 // IsAccessDeniedErr reports whether err says the credentials may not do
 // what was asked: the stock provider's error or objup's.
 func (b *Bucket) IsAccessDeniedErr(err error) bool {
-	return b.reads.IsAccessDeniedErr(err) || uploader.IsPermissionDenied(err)
+	return b.reads.IsAccessDeniedErr(err) || uploader.CodeOf(err) == codes.PermissionDenied
 }
 
 // Close closes the reads' client and the uploads' client when the bucket

@@ -14,7 +14,7 @@ import (
 // capacity and its counts (-write-rate), and the client's admission stage
 // as its metrics tell (objup.admission.*).
 type admissionSummary struct {
-	// On is false with -admission=false (uploader.WithoutAdmission).
+	// On is false with -admission=false (experimental.WithoutAdmission).
 	On bool `json:"on"`
 	// WriteRate is the fake's capacity, writes a second (-write-rate).
 	WriteRate float64 `json:"write_rate,omitempty"`

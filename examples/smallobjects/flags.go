@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/objup/objup/header"
-	"github.com/objup/objup/uploader"
 )
 
 // Defaults of the flags.
@@ -148,7 +147,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&cfg.tenant, "tenant", "", "tenant ID sent as "+header.TenantKey+" with every request")
 	fs.IntVar(&cfg.tenants, "tenants", 1, "spread the objects over `N` tenants, t0 to tN-1 (Item.Tenant)")
 	fs.StringVar(&buffers, "buffers", "pool", "chunk buffers: pool (the client's pool) or caller (the program's own buffers, one per worker)")
-	fs.StringVar(&cfg.endpoint, "endpoint", "", "gRPC host:port of an emulator (default $"+uploader.EmulatorEnv+")")
+	fs.StringVar(&cfg.endpoint, "endpoint", "", "gRPC host:port of an emulator (default $"+"STORAGE_EMULATOR_HOST_GRPC"+")")
 	fs.StringVar(&cfg.httpEndpoint, "http-endpoint", "", "JSON API base URL used to verify an emulator's or GCS's objects, e.g. http://127.0.0.1:4443")
 	fs.BoolVar(&cfg.verify, "verify", true, "list the uploaded objects and check count, sizes and CRC32C")
 	fs.BoolVar(&cfg.quiet, "quiet", false, "no progress output")
@@ -160,7 +159,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.Var(&budget, "budget", "byte budget of the client's buffer pool, shared by all tenants (default none; "+formatIEC(defaultNoisyBudget)+" with -noisy-tenant)")
 	fs.BoolVar(&cfg.fair, "fair", true, "when the budget is spent, serve waiting uploads tenant by tenant; -fair=false serves them first come, first served")
 	fs.Float64Var(&cfg.writeRate, "write-rate", 0, "the embedded fake admits this many object writes a second per bucket and refuses the rest (429), as GCS does (0: no limit)")
-	fs.BoolVar(&cfg.admission, "admission", true, "the client's admission stage learns the bucket's rate from its pushback and paces the writes; -admission=false sends every write at once (uploader.WithoutAdmission)")
+	fs.BoolVar(&cfg.admission, "admission", true, "the client's admission stage learns the bucket's rate from its pushback and paces the writes; -admission=false sends every write at once (experimental.WithoutAdmission)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: smallobjects [flags]\n\n"+
 			"Uploads many small objects with objup's UploadMany, then verifies them.\n"+
@@ -247,7 +246,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	// Where to upload: an emulator if one is named, else real GCS if a
 	// bucket is named, else the embedded fake.
 	if cfg.endpoint == "" {
-		if env := os.Getenv(uploader.EmulatorEnv); env != "" {
+		if env := os.Getenv("STORAGE_EMULATOR_HOST_GRPC"); env != "" {
 			cfg.endpoint, cfg.endpointFromEnv = env, true
 		}
 	}

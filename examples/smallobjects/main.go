@@ -49,7 +49,7 @@
 //	-write-rate N        the embedded fake admits N object writes a second and
 //	                     refuses the rest (429), as a GCS bucket does
 //	-admission=false     turn the client's admission stage off
-//	                     (uploader.WithoutAdmission)
+//	                     (experimental.WithoutAdmission)
 //
 // With -write-rate the report has an "admission" line: the writes the fake
 // admitted and refused, and the rate the client's stage learnt from the
@@ -98,7 +98,7 @@
 // the program: it is read from the client's own OpenTelemetry metrics
 // (objup.uploads, objup.upload.size, objup.upload.duration and
 // objup.upload.retries, with the objup.tenant attribute that
-// uploader.WithTenantAttribute adds), recorded into an SDK MeterProvider and
+// uploader.Telemetry.TenantAttribute adds), recorded into an SDK MeterProvider and
 // collected with a ManualReader once the uploads are done, as a service
 // would export them. The percentiles are estimates from the histogram's
 // buckets; the latency line above has the exact ones over every object. The
@@ -129,6 +129,8 @@ import (
 	"syscall"
 	"time"
 
+	"google.golang.org/grpc/codes"
+
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
 	"google.golang.org/api/option"
@@ -139,6 +141,7 @@ import (
 	"github.com/objup/objup/header"
 	"github.com/objup/objup/pool"
 	"github.com/objup/objup/uploader"
+	"github.com/objup/objup/uploader/experimental"
 )
 
 func main() {
@@ -311,7 +314,7 @@ func uploadAndVerify(ctx context.Context, cfg *config, stderr io.Writer) (*summa
 		opts = append(opts, uploader.WithTenantLimits(uploader.TenantLimits{Bytes: math.MaxInt64, Weight: func(string) int { return 1 << 30 }}))
 	}
 	if !cfg.admission {
-		opts = append(opts, uploader.WithoutAdmission())
+		opts = append(opts, experimental.WithoutAdmission())
 	}
 	client, err := uploader.NewClient(ctx, append(opts, clientTelemetry(mp)...)...)
 	if err != nil {
@@ -329,7 +332,7 @@ func uploadAndVerify(ctx context.Context, cfg *config, stderr io.Writer) (*summa
 		many = append(many, uploader.WithConcurrency(cfg.concurrency))
 	}
 
-	poolBefore, memBefore := poolStats(client.Allocator()), readMem()
+	poolBefore, memBefore := poolStats(experimental.Allocator(client)), readMem()
 	var noisy *noise
 	if cfg.noisySize > 0 {
 		if noisy, err = startNoise(ctx, client, cfg); err != nil {
@@ -356,12 +359,12 @@ func uploadAndVerify(ctx context.Context, cfg *config, stderr io.Writer) (*summa
 	if err := client.Close(); err != nil {
 		fmt.Fprintf(stderr, "smallobjects: closing the client: %v\n", err)
 	}
-	poolAfter := poolStats(client.Allocator())
+	poolAfter := poolStats(experimental.Allocator(client))
 	prog.finish()
 	if results == nil && upErr != nil {
 		// The batch was rejected before anything was sent: a bad bucket
 		// name or an option UploadMany refuses.
-		if uploader.IsInvalidArgument(upErr) {
+		if uploader.CodeOf(upErr) == codes.InvalidArgument {
 			return nil, usageError{upErr}
 		}
 		return nil, upErr

@@ -18,7 +18,6 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/objup/objup/fakes"
-	"github.com/objup/objup/uploader"
 )
 
 // hermetic clears the emulator variable so that the run targets the
@@ -26,7 +25,7 @@ import (
 // the test ends: run must leave nothing behind.
 func hermetic(t *testing.T) {
 	t.Helper()
-	t.Setenv(uploader.EmulatorEnv, "")
+	t.Setenv("STORAGE_EMULATOR_HOST_GRPC", "")
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 }
@@ -332,7 +331,7 @@ func TestEmulator(t *testing.T) {
 		t.Errorf("ok %v, failed %d, hint %q; want 3 failures and a hint about the bucket", s.OK, s.Failed, s.Hint)
 	}
 
-	t.Setenv(uploader.EmulatorEnv, srv.GRPCAddr())
+	t.Setenv("STORAGE_EMULATOR_HOST_GRPC", srv.GRPCAddr())
 	s = runJSON(t, 0, "-n", "30", "-bucket", "fresh-bucket", "-prefix", "env/")
 	if !s.OK || s.Uploaded != 30 || s.Verify.Method != verifyResponses || !s.Verify.Passed || s.Verify.Verified != 30 ||
 		!strings.Contains(s.Verify.Note, "-http-endpoint") {

@@ -11,6 +11,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/objup/objup/pool"
 	"github.com/objup/objup/uploader"
 )
@@ -205,9 +207,9 @@ func (s *summary) addResults(objects []object, results []uploader.Result, elapse
 func (s *summary) addError(name string, err error) {
 	if s.Hint == "" {
 		switch {
-		case uploader.IsNotFound(err):
+		case uploader.CodeOf(err) == codes.NotFound:
 			s.Hint = hintNotFound[s.Target]
-		case uploader.IsPermissionDenied(err) && s.Target == targetGCS.String():
+		case uploader.CodeOf(err) == codes.PermissionDenied && s.Target == targetGCS.String():
 			s.Hint = "the credentials may not write to the bucket; check gcloud auth application-default login and the bucket's IAM"
 		}
 	}

@@ -18,7 +18,7 @@ import (
 )
 
 // The uploader's metrics and attributes that the per-tenant summary reads
-// (see uploader.WithMeterProvider).
+// (see uploader.Telemetry.MeterProvider).
 const (
 	metricUploads  = "objup.uploads"
 	metricSize     = "objup.upload.size"
@@ -132,7 +132,7 @@ func newMeterProvider() (*sdkmetric.MeterProvider, *sdkmetric.ManualReader) {
 	return sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), reader
 }
 
-// tenantAttribute is the client's uploader.WithTenantAttribute: every
+// tenantAttribute is the client's uploader.Telemetry.TenantAttribute: every
 // tenant is its own attribute value. A service with many tenants would map
 // them to few values instead (each value is a time series).
 func tenantAttribute(tenant string) (string, bool) { return tenant, true }
@@ -140,7 +140,7 @@ func tenantAttribute(tenant string) (string, bool) { return tenant, true }
 // clientTelemetry are the client options that record the metrics the
 // per-tenant summary reads.
 func clientTelemetry(mp *sdkmetric.MeterProvider) []option.ClientOption {
-	return []option.ClientOption{uploader.WithMeterProvider(mp), uploader.WithTenantAttribute(tenantAttribute)}
+	return []option.ClientOption{uploader.WithTelemetry(uploader.Telemetry{MeterProvider: mp}), uploader.WithTelemetry(uploader.Telemetry{TenantAttribute: tenantAttribute})}
 }
 
 // tenantsFrom collects the uploader's metrics from reader and returns them

@@ -29,7 +29,7 @@ func TestSinkCompose(t *testing.T) {
 	// composes of parts and a final one, of 41 components.
 	data := sinkData(40*256<<10+7, 1)
 	a, err := ours.Upload(ctx, sinkBucket, "big", bytes.NewReader(data),
-		uploader.WithParallelUpload(uploader.ParallelUpload{PartSize: 256 << 10, Parts: 4}), uploader.WithDoesNotExist())
+		uploader.WithParallelUpload(uploader.ParallelUpload{PartSize: 256 << 10, Parts: 4}), uploader.WithConditions(uploader.Conditions{DoesNotExist: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,13 +38,13 @@ func TestSinkCompose(t *testing.T) {
 	}
 	k.mu.Lock()
 	for key := range k.kept {
-		if strings.Contains(key, uploader.DefaultTempPrefix) {
+		if strings.Contains(key, "objup-tmp/") {
 			t.Errorf("temporary object %s left", key)
 		}
 	}
 	k.mu.Unlock()
 	// The object exists now: a write that needs it absent fails.
-	if _, err := ours.Upload(ctx, sinkBucket, "big", bytes.NewReader(data[:10]), uploader.WithDoesNotExist()); !uploader.IsPreconditionFailed(err) {
+	if _, err := ours.Upload(ctx, sinkBucket, "big", bytes.NewReader(data[:10]), uploader.WithConditions(uploader.Conditions{DoesNotExist: true})); uploader.CodeOf(err) != codes.FailedPrecondition {
 		t.Fatalf("write if absent over a kept object: %v, want FailedPrecondition", err)
 	}
 

@@ -28,6 +28,7 @@ import (
 	"github.com/objup/objup/internal/crc32c"
 	"github.com/objup/objup/internal/wire"
 	"github.com/objup/objup/uploader"
+	"github.com/objup/objup/uploader/experimental"
 )
 
 const sinkBucket = "sink-test"
@@ -278,7 +279,7 @@ func TestSinkMD5(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			a, err := c.Upload(ctx, sinkBucket, "md5", bytes.NewReader(tt.data), uploader.WithMD5())
+			a, err := c.Upload(ctx, sinkBucket, "md5", bytes.NewReader(tt.data), experimental.WithMD5())
 			if status.Code(err) != tt.code {
 				t.Fatalf("Upload: %v; want %v", err, tt.code)
 			}

@@ -11,13 +11,13 @@
 //	      [-tenant ID] [-ramp] [-prefix P] [-chunk BYTES]
 //
 // The clients: "objup" is uploader.Client with its defaults (the admission
-// stage on); "objup-noadmission" adds uploader.WithoutAdmission;
+// stage on); "objup-noadmission" adds experimental.WithoutAdmission;
 // "official" is cloud.google.com/go/storage's gRPC client, each object in
 // one request (Writer.ChunkSize 0, which keeps no copy of the data, so that
 // a retry under a precondition carries none and fails; -chunk sets another
 // ChunkSize, such as 262144, with which a 4 KiB object still goes in one
 // request and a retry resends it). -ifnew makes every upload conditional
-// on the object not existing (uploader.WithDoesNotExist, or the official
+// on the object not existing (uploader.Conditions{DoesNotExist: true}, or the official
 // client's DoesNotExist condition). -tenant sends the x-scope-orgid header
 // (header.WithTenant or Item.Tenant for objup, outgoing metadata for the
 // official client). -many N (objup only) uploads batches of N items with
@@ -69,6 +69,7 @@ import (
 
 	"github.com/objup/objup/header"
 	"github.com/objup/objup/uploader"
+	"github.com/objup/objup/uploader/experimental"
 )
 
 // grace is how long an upload may run after the duration ends.
@@ -219,7 +220,7 @@ func (c *config) uploader(ctx context.Context) (fleetClient, func(), error) {
 		return fleetClient{one: one, code: officialCode}, func() { sc.Close() }, nil
 	}
 	if c.client == "objup-noadmission" {
-		dial = append(dial, uploader.WithoutAdmission())
+		dial = append(dial, experimental.WithoutAdmission())
 	}
 	oc, err := uploader.NewClient(ctx, dial...)
 	if err != nil {
@@ -227,7 +228,7 @@ func (c *config) uploader(ctx context.Context) (fleetClient, func(), error) {
 	}
 	var wopts []uploader.WriterOption
 	if c.ifNew {
-		wopts = append(wopts, uploader.WithDoesNotExist())
+		wopts = append(wopts, uploader.WithConditions(uploader.Conditions{DoesNotExist: true}))
 	}
 	one := func(ctx context.Context, name string, data []byte) error {
 		if c.tenant != "" {

@@ -47,7 +47,7 @@ type Telemetry struct {
 	flushes   metric.Float64Histogram
 	takeovers metric.Int64Counter
 	redirects metric.Int64Counter
-	// Per tenant, only WithTenantAttribute.
+	// Per tenant, only Telemetry.TenantAttribute.
 	bufferWait metric.Float64Histogram
 	limitWaits metric.Int64Counter
 
@@ -145,12 +145,12 @@ func New(cfg Config, alloc pool.Allocator, code func(error) codes.Code) (*Teleme
 		return nil, err
 	}
 	if t.admissionWait, err = m.Float64Histogram("objup.admission.wait", metric.WithUnit("s"),
-		metric.WithDescription("Waits of writes for their turn at a bucket that pushed back, by tenant with WithTenantAttribute."),
+		metric.WithDescription("Waits of writes for their turn at a bucket that pushed back, by tenant with Telemetry.TenantAttribute."),
 		metric.WithExplicitBucketBoundaries(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)); err != nil {
 		return nil, err
 	}
 	if t.flushes, err = m.Float64Histogram("objup.append.flush.duration", metric.WithUnit("s"),
-		metric.WithDescription("Flushes of appendable objects, from Flush to the service's persisted size, by tenant with WithTenantAttribute."),
+		metric.WithDescription("Flushes of appendable objects, from Flush to the service's persisted size, by tenant with Telemetry.TenantAttribute."),
 		metric.WithExplicitBucketBoundaries(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)); err != nil {
 		return nil, err
 	}
