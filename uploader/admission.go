@@ -20,7 +20,7 @@ import (
 // (its stream, its status queries) passes freely: the session's start was
 // admitted.
 type admitted struct {
-	transport
+	Transport
 	stage  *admit.Stage  // nil WithoutAdmission
 	writes *tenantWrites // per-tenant rates (TenantLimits.Writes), or nil
 }
@@ -51,22 +51,22 @@ func (t *tenantWrites) wait(ctx context.Context) error {
 
 // wait waits for u's write's turn: the tenant's rate first, then the
 // bucket's; its error is the context's, as a request that never left.
-func (a admitted) wait(u *upload) (*admit.Bucket, error) {
+func (a admitted) wait(u *Request) (*admit.Bucket, error) {
 	if a.writes != nil {
-		if err := a.writes.wait(u.ctx); err != nil {
+		if err := a.writes.wait(u.Ctx); err != nil {
 			return nil, status.FromContextError(err).Err()
 		}
 	}
 	if a.stage == nil {
 		return nil, nil
 	}
-	b := a.stage.Bucket(u.bucket)
+	b := a.stage.Bucket(u.Bucket)
 	var prio int64
-	if ev := u.life.ev; ev != nil {
+	if ev := u.Life.Ev; ev != nil {
 		prio = int64(ev.Start())
 	}
-	d, err := b.Wait(u.ctx, prio, u.scratch.refused)
-	if ev := u.life.ev; ev != nil && d > 0 {
+	d, err := b.Wait(u.Ctx, prio, u.Scratch.Refused)
+	if ev := u.Life.Ev; ev != nil && d > 0 {
 		ev.Admitted(d)
 	}
 	if err != nil {
@@ -75,62 +75,62 @@ func (a admitted) wait(u *upload) (*admit.Bucket, error) {
 	return b, nil
 }
 
-func (a admitted) writeObject(u *upload, rs []*chunkRef, timeout time.Duration) (*wire.Object, bool, error) {
+func (a admitted) WriteObject(u *Request, rs []*ChunkRef, timeout time.Duration) (*wire.Object, bool, error) {
 	b, err := a.wait(u)
 	if err != nil {
 		return nil, false, err
 	}
-	o, sent, err := a.transport.writeObject(u, rs, timeout)
+	o, sent, err := a.Transport.WriteObject(u, rs, timeout)
 	answer(u, b, err)
 	return o, sent, err
 }
 
-func (a admitted) startUpload(u *upload, timeout time.Duration) (string, error) {
+func (a admitted) StartUpload(u *Request, timeout time.Duration) (string, error) {
 	b, err := a.wait(u)
 	if err != nil {
 		return "", err
 	}
-	id, err := a.transport.startUpload(u, timeout)
+	id, err := a.Transport.StartUpload(u, timeout)
 	answer(u, b, err)
 	return id, err
 }
 
-func (a admitted) composeObject(u *upload, srcs []source, timeout time.Duration) (*wire.Object, error) {
+func (a admitted) ComposeObject(u *Request, srcs []Source, timeout time.Duration) (*wire.Object, error) {
 	b, err := a.wait(u)
 	if err != nil {
 		return nil, err
 	}
-	o, err := a.transport.composeObject(u, srcs, timeout)
+	o, err := a.Transport.ComposeObject(u, srcs, timeout)
 	answer(u, b, err)
 	return o, err
 }
 
-func (a admitted) deleteObject(u *upload, name string, gen int64, timeout time.Duration) error {
+func (a admitted) DeleteObject(u *Request, name string, gen int64, timeout time.Duration) error {
 	b, err := a.wait(u)
 	if err != nil {
 		return err
 	}
-	err = a.transport.deleteObject(u, name, gen, timeout)
+	err = a.Transport.DeleteObject(u, name, gen, timeout)
 	answer(u, b, err)
 	return err
 }
 
-func (a admitted) close() error {
+func (a admitted) Close() error {
 	if a.stage != nil {
 		a.stage.Close()
 	}
-	return a.transport.close()
+	return a.Transport.Close()
 }
 
 // answer tells b, if any, the outcome of u's write; a write the service
 // refused for load waits for its turn when it is retried.
-func answer(u *upload, b *admit.Bucket, err error) {
+func answer(u *Request, b *admit.Bucket, err error) {
 	if b == nil {
 		return
 	}
 	o := outcomeOf(err)
 	if o == admit.Pushback || o == admit.NamePushback {
-		u.scratch.refused = true
+		u.Scratch.Refused = true
 	}
 	b.Answer(o)
 }

@@ -73,15 +73,15 @@ func (w *Writer) startAppendable() {
 		return
 	}
 	yes := true
-	w.scratch.spec.Appendable = &yes
-	w.app = &appendState{unfinalized: w.cfg.keepOpen}
+	w.Scratch.Spec.Appendable = &yes
+	w.App = &Appendable{Unfinalized: w.cfg.keepOpen}
 }
 
 // grpc reports whether the client uploads over gRPC.
 func (c *Client) grpc() bool {
 	tr := c.tr
 	if a, ok := tr.(admitted); ok {
-		tr = a.transport
+		tr = a.Transport
 	}
 	_, ok := tr.(*grpcTransport)
 	return ok
@@ -112,7 +112,7 @@ func (c *Client) TakeOver(ctx context.Context, bucket, object string, gen int64,
 		w.end()
 		return nil, 0, invalid("TakeOver", bucket, object, "%w", err)
 	}
-	w.app.takeover, w.app.gen = true, gen
+	w.App.Takeover, w.App.Gen = true, gen
 	m := &session{w: w}
 	w.mode = m
 	if err := m.start(); err != nil {
@@ -121,10 +121,10 @@ func (c *Client) TakeOver(ctx context.Context, bucket, object string, gen int64,
 		w.end()
 		return nil, 0, w.err
 	}
-	a := w.app
-	a.mu.Lock()
-	persisted, crc, hasCRC := a.persisted, a.crc, a.hasCRC
-	a.mu.Unlock()
+	a := w.App
+	a.Mu.Lock()
+	persisted, crc, hasCRC := a.Persisted, a.CRC, a.HasCRC
+	a.Mu.Unlock()
 	m.s.startAt(persisted)
 	var chOpts []chunker.Option
 	chOpts = append(chOpts, chunker.Continuing(persisted, crc))
@@ -143,7 +143,7 @@ func (c *Client) TakeOver(ctx context.Context, bucket, object string, gen int64,
 // takeoverOptions refuses the options a takeover cannot honour.
 func (w *Writer) takeoverOptions(gen int64) error {
 	cfg := &w.cfg
-	s := &w.scratch.spec
+	s := &w.Scratch.Spec
 	o := s.Resource
 	switch {
 	case gen <= 0:
@@ -177,16 +177,16 @@ func (w *Writer) Flush(ctx context.Context) (int64, error) {
 	w.enter("Flush")
 	defer w.leave()
 	switch {
-	case w.app == nil:
-		return 0, invalid("Flush", w.bucket, w.object, "Flush needs an appendable object (WithAppendable or Client.TakeOver)")
+	case w.App == nil:
+		return 0, invalid("Flush", w.Bucket, w.Object, "Flush needs an appendable object (WithAppendable or Client.TakeOver)")
 	case ctx == nil:
-		return 0, invalid("Flush", w.bucket, w.object, "nil context")
+		return 0, invalid("Flush", w.Bucket, w.Object, "nil context")
 	}
 	if err := w.usable("Flush"); err != nil {
 		return 0, err
 	}
 	if err := ctx.Err(); err != nil {
-		return 0, w.target.err("Flush", err)
+		return 0, w.Target.err("Flush", err)
 	}
 	start := time.Now()
 	if w.ch.NeedsBuffer() && w.ch.Holding() {
@@ -205,7 +205,7 @@ func (w *Writer) Flush(ctx context.Context) (int64, error) {
 	}
 	m := w.mode.(*session)
 	if err := m.start(); err != nil {
-		w.life.putBuffer(c.Buf)
+		w.Life.PutBuffer(c.Buf)
 		w.fail("Flush", err)
 		return 0, w.err
 	}
@@ -213,9 +213,9 @@ func (w *Writer) Flush(ctx context.Context) (int64, error) {
 	if len(c.Data) == 0 {
 		// Nothing new: the buffer goes back, and the flush asks only
 		// what is persisted.
-		w.life.putBuffer(c.Buf)
+		w.Life.PutBuffer(c.Buf)
 	} else {
-		s.take(w.life.newRef(smallFlush(w, c)))
+		s.take(w.Life.NewRef(smallFlush(w, c)))
 	}
 	if err := s.send(true); err != nil {
 		w.fail("Flush", err)
@@ -223,8 +223,8 @@ func (w *Writer) Flush(ctx context.Context) (int64, error) {
 	}
 	last := s.lastNow()
 	if err := s.waitIn(ctx, func() bool { return s.persisted >= last }); err != nil {
-		if ctx.Err() != nil && w.ctx.Err() == nil {
-			return s.persistedNow(), w.target.err("Flush", err)
+		if ctx.Err() != nil && w.Ctx.Err() == nil {
+			return s.persistedNow(), w.Target.err("Flush", err)
 		}
 		w.fail("Flush", err)
 		return 0, w.err
@@ -247,7 +247,7 @@ func smallFlush(w *Writer, c chunker.Chunk) chunker.Chunk {
 	}
 	small := make([]byte, len(c.Data))
 	copy(small, c.Data)
-	w.life.putBuffer(c.Buf)
+	w.Life.PutBuffer(c.Buf)
 	c.Buf, c.Data = nil, small
 	return c
 }
@@ -257,7 +257,7 @@ func smallFlush(w *Writer, c chunker.Chunk) chunker.Chunk {
 // creates and finalizes it in one round trip; see writeAppendable), or
 // the appendable session when the object is to stay unfinalized.
 func (w *Writer) single(last chunker.Chunk) mode {
-	if a := w.app; a != nil && (a.unfinalized || a.takeover) {
+	if a := w.App; a != nil && (a.Unfinalized || a.Takeover) {
 		return w.choose(last)
 	}
 	if w.cfg.resumable {
@@ -272,26 +272,26 @@ func (w *Writer) single(last chunker.Chunk) mode {
 // WithoutFinalize, flushed and left open.
 func (m *session) finishAppendable(last chunker.Chunk) (*wire.Object, error) {
 	w := m.w
-	r := w.life.newRef(last)
+	r := w.Life.NewRef(last)
 	if err := w.sentCRCMismatch(); err != nil {
-		r.unref()
+		r.Unref()
 		return nil, err
 	}
 	if err := m.start(); err != nil {
-		r.unref()
+		r.Unref()
 		return nil, err
 	}
 	s := m.s
-	if !w.app.unfinalized {
-		w.scratch.hasSums = w.checksums() != nil
+	if !w.App.Unfinalized {
+		w.Scratch.HasSums = w.checksums() != nil
 		o, err := s.finish(r)
 		if err != nil && answerLost(err) {
 			// The finish may have finalized the object: its generation,
 			// the object's identity, is looked up.
 			err = s.teardown(err)
-			w.app.mu.Lock()
-			gen := w.app.gen
-			w.app.mu.Unlock()
+			w.App.Mu.Lock()
+			gen := w.App.Gen
+			w.App.Mu.Unlock()
 			o, err = w.finalizedAt(w.c.tr, gen, err)
 		}
 		return o, err
@@ -304,12 +304,12 @@ func (m *session) finishAppendable(last chunker.Chunk) (*wire.Object, error) {
 	if err := s.waitFor(func() bool { return s.persisted >= end }); err != nil {
 		return nil, err
 	}
-	a := w.app
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	o := &wire.Object{Name: w.object, Bucket: w.resource(), Generation: a.gen}
-	if a.object != nil {
-		o = proto.Clone(a.object).(*wire.Object)
+	a := w.App
+	a.Mu.Lock()
+	defer a.Mu.Unlock()
+	o := &wire.Object{Name: w.Object, Bucket: w.Resource(), Generation: a.Gen}
+	if a.Object != nil {
+		o = proto.Clone(a.Object).(*wire.Object)
 	}
 	o.Size, o.Checksums = end, nil
 	return o, nil
@@ -323,9 +323,9 @@ func (m *session) finishAppendable(last chunker.Chunk) (*wire.Object, error) {
 // if a flush created it, stays unfinalized.
 func (w *Writer) sentCRCMismatch() error {
 	cfg := &w.cfg
-	if w.app == nil || !cfg.hasCRC || cfg.knob.NoCRC32C || w.ch.CRC32C() == cfg.sendCRC {
+	if w.App == nil || !cfg.hasCRC || cfg.knob.NoCRC32C || w.ch.CRC32C() == cfg.sendCRC {
 		return nil
 	}
-	return &Error{Op: "Close", Bucket: w.bucket, Object: w.object, Code: codes.DataLoss,
+	return &Error{Op: "Close", Bucket: w.Bucket, Object: w.Object, Code: codes.DataLoss,
 		Err: fmt.Errorf("WithSendCRC32C says %08x, the bytes written have %08x: the object is not finalized", cfg.sendCRC, w.ch.CRC32C())}
 }

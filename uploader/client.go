@@ -47,7 +47,7 @@ type Client struct {
 	retry       retryConfig
 	pools       sync.Map // chunk size -> *pool.Pool, for Writers with their own chunk size
 	tel         *telemetry.Telemetry
-	tr          transport // gRPC, or the JSON API (WithHTTP)
+	tr          Transport // gRPC, or the JSON API (WithHTTP)
 	conns       int       // the connections that carry data (gRPC's pool; knob.DefaultConnectionPool for HTTP)
 	tenants     tenants
 	closed      atomic.Bool
@@ -155,7 +155,7 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 // and the tenants' write rates (TenantLimits.Writes) in front of the
 // client's transport.
 func (c *Client) admit(cfg clientConfig) {
-	a := admitted{transport: c.tr}
+	a := admitted{Transport: c.tr}
 	if w := cfg.tenantLimits.Writes; w > 0 {
 		a.writes = &tenantWrites{rate: rate.Limit(w), burst: max(1, int(math.Ceil(w/10)))}
 	}
@@ -277,7 +277,7 @@ func (c *Client) Close() error {
 	c.bgMu.Unlock()
 	c.bg.Wait()
 	c.tel.Close()
-	return c.tr.close()
+	return c.tr.Close()
 }
 
 // background runs f after the call that started it returned, until f

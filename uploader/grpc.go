@@ -123,7 +123,7 @@ func (c *grpcConn) doneData() {
 	c.active.Add(-1)
 }
 
-func (g *grpcTransport) close() error {
+func (g *grpcTransport) Close() error {
 	err := g.pool.Close()
 	if g.lane != nil {
 		err = errors.Join(err, g.lane.Close())
@@ -131,4 +131,4 @@ func (g *grpcTransport) close() error {
 	return err
 }
 
-func (g *grpcTransport) names() *callNames { return &grpcNames }
+func (g *grpcTransport) Names() *CallNames { return &grpcNames }

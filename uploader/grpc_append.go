@@ -17,56 +17,56 @@ import (
 	"github.com/objup/objup/internal/wire"
 )
 
-// appendState is what an appendable upload (WithAppendable, or
+// Appendable is what an appendable upload (WithAppendable, or
 // Client.TakeOver) knows of its object on the service: its generation, the
 // latest write handle and routing token, and what the last stream found
 // persisted when it opened. The Writer sets it up; the gRPC transport keeps
 // it current (a stream's receiver stores each new handle, a redirect's
 // error the new route), under mu.
-type appendState struct {
-	unfinalized bool // WithoutFinalize: Close leaves the object unfinalized
-	takeover    bool // the object exists (Client.TakeOver): gen names it
-	opened      bool // a stream that creates the object went out
+type Appendable struct {
+	Unfinalized bool // WithoutFinalize: Close leaves the object unfinalized
+	Takeover    bool // the object exists (Client.TakeOver): gen names it
+	Opened      bool // a stream that creates the object went out
 
-	mu        sync.Mutex
-	gen       int64
-	handle    []byte
-	token     string       // the routing token of the last redirect
-	persisted int64        // the service's persisted size when the last stream opened
-	crc       uint32       // the CRC32C of those bytes, if hasCRC
-	hasCRC    bool         // the service gave persisted_data_checksums
-	object    *wire.Object // the object as the last open returned it, if it did
-	created   bool         // a stream created the object (the first open succeeded)
-	conn      *grpcConn    // the connection of the object's streams
-	ready     *grpcStream  // a stream reopened by queryStatus, for openStream to adopt
+	Mu        sync.Mutex
+	Gen       int64
+	Handle    []byte
+	Token     string       // the routing token of the last redirect
+	Persisted int64        // the service's persisted size when the last stream opened
+	CRC       uint32       // the CRC32C of those bytes, if hasCRC
+	HasCRC    bool         // the service gave persisted_data_checksums
+	Object    *wire.Object // the object as the last open returned it, if it did
+	Created   bool         // a stream created the object (the first open succeeded)
+	Conn      *grpcConn    // the connection of the object's streams
+	Ready     *grpcStream  // a stream reopened by queryStatus, for openStream to adopt
 }
 
-// route returns the generation, handle and routing token to open a stream
+// Route returns the generation, handle and routing token to open a stream
 // with, and whether the object exists (a stream created it, or it was
 // taken over): else the stream creates it.
-func (a *appendState) route() (gen int64, handle []byte, token string, exists bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.gen, a.handle, a.token, a.created || a.takeover
+func (a *Appendable) Route() (gen int64, handle []byte, token string, exists bool) {
+	a.Mu.Lock()
+	defer a.Mu.Unlock()
+	return a.Gen, a.Handle, a.Token, a.Created || a.Takeover
 }
 
-// answered takes in an answer of the object's stream: a new write handle,
+// Answered takes in an answer of the object's stream: a new write handle,
 // which the service sends now and then.
-func (a *appendState) answered(resp *wire.BidiWriteObjectResponse) {
-	a.mu.Lock()
+func (a *Appendable) Answered(resp *wire.BidiWriteObjectResponse) {
+	a.Mu.Lock()
 	if h := resp.GetWriteHandle(); h != nil {
-		a.handle = append(a.handle[:0:0], h.GetHandle()...)
+		a.Handle = append(a.Handle[:0:0], h.GetHandle()...)
 	}
-	a.mu.Unlock()
+	a.Mu.Unlock()
 }
 
-// dropReady tears down a stream that queryStatus reopened and no
+// DropReady tears down a stream that queryStatus reopened and no
 // openStream took (its receiver never ran).
-func (a *appendState) dropReady() {
-	a.mu.Lock()
-	gs := a.ready
-	a.ready = nil
-	a.mu.Unlock()
+func (a *Appendable) DropReady() {
+	a.Mu.Lock()
+	gs := a.Ready
+	a.Ready = nil
+	a.Mu.Unlock()
 	if gs != nil {
 		gs.cancel(errors.New("upload closed"))
 		close(gs.recvDone)
@@ -74,39 +74,39 @@ func (a *appendState) dropReady() {
 	}
 }
 
-// redirected takes the route of a redirect out of err, if err is one (an
+// Redirected takes the route of a redirect out of err, if err is one (an
 // ABORTED status with a BidiWriteObjectRedirectedError), notes it in ev
 // (if not nil), and reports whether it was.
-func (a *appendState) redirected(err error, ev *uploadEvents) bool {
-	r := redirectOf(err)
+func (a *Appendable) Redirected(err error, ev *uploadEvents) bool {
+	r := RedirectOf(err)
 	if r == nil {
 		return false
 	}
 	if ev != nil {
 		ev.Redirected(r.GetRoutingToken())
 	}
-	a.mu.Lock()
+	a.Mu.Lock()
 	if r.RoutingToken != nil {
-		a.token = r.GetRoutingToken()
+		a.Token = r.GetRoutingToken()
 	}
 	if r.WriteHandle != nil {
-		a.handle = append(a.handle[:0:0], r.GetWriteHandle().GetHandle()...)
+		a.Handle = append(a.Handle[:0:0], r.GetWriteHandle().GetHandle()...)
 	}
 	if r.Generation != nil {
 		// The object exists: the stream is opened again on it.
-		a.gen, a.created = r.GetGeneration(), true
+		a.Gen, a.Created = r.GetGeneration(), true
 	}
-	a.mu.Unlock()
+	a.Mu.Unlock()
 	return true
 }
 
 // redirectTypeURL names the detail of a redirect.
 const redirectTypeURL = "type.googleapis.com/google.storage.v2.BidiWriteObjectRedirectedError"
 
-// redirectOf returns the BidiWriteObjectRedirectedError that err carries,
+// RedirectOf returns the BidiWriteObjectRedirectedError that err carries,
 // or nil. internal/wire registers its messages under a package of its own,
 // so the detail is decoded here by its type URL.
-func redirectOf(err error) *wire.BidiWriteObjectRedirectedError {
+func RedirectOf(err error) *wire.BidiWriteObjectRedirectedError {
 	st, ok := status.FromError(err)
 	if !ok || st.Code() != codes.Aborted {
 		return nil
@@ -123,9 +123,9 @@ func redirectOf(err error) *wire.BidiWriteObjectRedirectedError {
 	return nil
 }
 
-// isRedirect reports whether err asks the client to open its stream again
+// IsRedirect reports whether err asks the client to open its stream again
 // elsewhere.
-func isRedirect(err error) bool { return redirectOf(err) != nil }
+func IsRedirect(err error) bool { return RedirectOf(err) != nil }
 
 // openAppend opens a BidiWriteObject stream on u's appendable object and
 // reads the service's first answer: the first message creates the object
@@ -135,21 +135,21 @@ func isRedirect(err error) bool { return redirectOf(err) != nil }
 // what the service persisted: the stream goes on from there, once run
 // gives it its sink. The stream goes on the object's connection once it has
 // one.
-func (g *grpcTransport) openAppend(u *upload, timeout time.Duration) (*grpcStream, error) {
-	a := u.app
-	gen, handle, token, exists := a.route()
-	ctx, cancel := context.WithCancelCause(u.ctx)
-	a.mu.Lock()
-	c := a.conn
-	a.mu.Unlock()
+func (g *grpcTransport) openAppend(u *Request, timeout time.Duration) (*grpcStream, error) {
+	a := u.App
+	gen, handle, token, exists := a.Route()
+	ctx, cancel := context.WithCancelCause(u.Ctx)
+	a.Mu.Lock()
+	c := a.Conn
+	a.Mu.Unlock()
 	if c != nil {
 		c.useData()
 	} else {
 		c = g.pick(true)
 	}
-	octx := u.outgoing(ctx)
+	octx := u.Outgoing(ctx)
 	if token != "" {
-		octx = header.OutgoingContext(ctx, requestParamsKey, u.params+"&routing_token="+url.QueryEscape(token))
+		octx = header.OutgoingContext(ctx, RequestParamsKey, u.Params+"&routing_token="+url.QueryEscape(token))
 	}
 	st, err := wire.NewBidiWriteObjectStream(octx, c.ClientConn, g.callOpts...)
 	if err != nil {
@@ -162,7 +162,7 @@ func (g *grpcTransport) openAppend(u *upload, timeout time.Duration) (*grpcStrea
 	gs.timer = time.AfterFunc(timeout, func() { cancel(errChunkTimeout) })
 	req := &wire.BidiWriteObjectRequest{Flush: true, StateLookup: true}
 	if exists {
-		spec := &wire.AppendObjectSpec{Bucket: u.resource(), Object: u.object, Generation: gen}
+		spec := &wire.AppendObjectSpec{Bucket: u.Resource(), Object: u.Object, Generation: gen}
 		if handle != nil {
 			spec.WriteHandle = &wire.BidiWriteHandle{Handle: handle}
 		}
@@ -171,10 +171,10 @@ func (g *grpcTransport) openAppend(u *upload, timeout time.Duration) (*grpcStrea
 		}
 		req.FirstMessage = &wire.BidiWriteObjectRequest_AppendObjectSpec{AppendObjectSpec: spec}
 	} else {
-		req.FirstMessage = &wire.BidiWriteObjectRequest_WriteObjectSpec{WriteObjectSpec: u.spec()}
-		a.mu.Lock()
-		a.opened = true
-		a.mu.Unlock()
+		req.FirstMessage = &wire.BidiWriteObjectRequest_WriteObjectSpec{WriteObjectSpec: u.Spec()}
+		a.Mu.Lock()
+		a.Opened = true
+		a.Mu.Unlock()
 	}
 	resp := new(wire.BidiWriteObjectResponse)
 	err = st.SendMsg(req)
@@ -187,12 +187,12 @@ func (g *grpcTransport) openAppend(u *upload, timeout time.Duration) (*grpcStrea
 		if errors.Is(context.Cause(ctx), errChunkTimeout) {
 			err = errChunkTimeout
 		}
-		if a.redirected(err, u.life.ev) && !exists {
+		if a.Redirected(err, u.Life.Ev) && !exists {
 			// An answer: the service did not create the object here
 			// (it would have named the generation).
-			a.mu.Lock()
-			a.opened = false
-			a.mu.Unlock()
+			a.Mu.Lock()
+			a.Opened = false
+			a.Mu.Unlock()
 		}
 		cancel(err)
 		c.doneData()
@@ -203,20 +203,20 @@ func (g *grpcTransport) openAppend(u *upload, timeout time.Duration) (*grpcStrea
 	if o != nil {
 		persisted = o.GetSize()
 	}
-	a.mu.Lock()
-	a.conn, a.persisted, a.created = c, persisted, true
+	a.Mu.Lock()
+	a.Conn, a.Persisted, a.Created = c, persisted, true
 	if o != nil {
-		a.object, a.gen = o, o.GetGeneration()
+		a.Object, a.Gen = o, o.GetGeneration()
 	}
 	cs := resp.GetPersistedDataChecksums()
 	if cs == nil && o != nil {
 		cs = o.GetChecksums()
 	}
-	a.crc, a.hasCRC = cs.GetCrc32C(), cs != nil && cs.Crc32C != nil
+	a.CRC, a.HasCRC = cs.GetCrc32C(), cs != nil && cs.Crc32C != nil
 	if h := resp.GetWriteHandle(); h != nil {
-		a.handle = append(a.handle[:0:0], h.GetHandle()...)
+		a.Handle = append(a.Handle[:0:0], h.GetHandle()...)
 	}
-	a.mu.Unlock()
+	a.Mu.Unlock()
 	gs.sentTo, gs.armedTo = persisted, persisted
 	gs.acked.Store(persisted)
 	return gs, nil
@@ -228,23 +228,23 @@ func (g *grpcTransport) openAppend(u *upload, timeout time.Duration) (*grpcStrea
 // with that stream. A finish that went out may have finalized the object
 // before its answer was lost: then the object itself is looked up, and
 // returned if it is this upload's generation of size bytes.
-func (g *grpcTransport) appendStatus(u *upload, size int64, timeout time.Duration) (int64, *wire.Object, error) {
-	a := u.app
-	a.dropReady()
-	a.mu.Lock()
-	lost := a.opened && !a.created && !a.takeover
-	a.mu.Unlock()
+func (g *grpcTransport) appendStatus(u *Request, size int64, timeout time.Duration) (int64, *wire.Object, error) {
+	a := u.App
+	a.DropReady()
+	a.Mu.Lock()
+	lost := a.Opened && !a.Created && !a.Takeover
+	a.Mu.Unlock()
 	if lost {
 		// The first open went out and got no answer (see errFirstOpenLost).
-		return 0, nil, &Error{Op: grpcNames.stream, Bucket: u.bucket, Object: u.object, Code: codes.Aborted, unknown: true, Err: errFirstOpenLost}
+		return 0, nil, &Error{Op: grpcNames.Stream, Bucket: u.Bucket, Object: u.Object, Code: codes.Aborted, unknown: true, Err: errFirstOpenLost}
 	}
 	gs, err := g.openAppend(u, timeout)
 	if err != nil {
 		if size >= 0 && status.Code(err) == codes.FailedPrecondition {
-			if o, gerr := g.getObject(u, u.object, timeout); gerr == nil && o.GetSize() == size && o.GetFinalizeTime() != nil {
-				a.mu.Lock()
-				ours := o.GetGeneration() == a.gen
-				a.mu.Unlock()
+			if o, gerr := g.GetObject(u, u.Object, timeout); gerr == nil && o.GetSize() == size && o.GetFinalizeTime() != nil {
+				a.Mu.Lock()
+				ours := o.GetGeneration() == a.Gen
+				a.Mu.Unlock()
 				if ours {
 					return size, o, nil
 				}
@@ -252,15 +252,15 @@ func (g *grpcTransport) appendStatus(u *upload, size int64, timeout time.Duratio
 		}
 		return 0, nil, err
 	}
-	u.life.forceRelease()
-	a.mu.Lock()
-	a.ready = gs
-	o := a.object
-	a.mu.Unlock()
+	u.Life.ForceRelease()
+	a.Mu.Lock()
+	a.Ready = gs
+	o := a.Object
+	a.Mu.Unlock()
 	if isFinalized(o) {
 		// A finish whose answer was lost finalized the object: the
 		// reopened stream answered with it, and ends.
-		a.dropReady()
+		a.DropReady()
 		return o.GetSize(), o, nil
 	}
 	return gs.acked.Load(), nil, nil
@@ -280,12 +280,12 @@ var errFirstOpenLost = errors.New("the answer to the stream that creates the obj
 // openAppendStream is openStream for an appendable object: it goes on with
 // the stream appendStatus opened, or opens one (the object's first, or a
 // takeover's).
-func (g *grpcTransport) openAppendStream(u *upload, persisted int64, sink streamSink, timeout time.Duration) (stream, error) {
-	a := u.app
-	a.mu.Lock()
-	gs := a.ready
-	a.ready = nil
-	a.mu.Unlock()
+func (g *grpcTransport) openAppendStream(u *Request, persisted int64, sink StreamSink, timeout time.Duration) (Stream, error) {
+	a := u.App
+	a.Mu.Lock()
+	gs := a.Ready
+	a.Ready = nil
+	a.Mu.Unlock()
 	if gs == nil {
 		var err error
 		if gs, err = g.openAppend(u, timeout); err != nil {
@@ -296,7 +296,7 @@ func (g *grpcTransport) openAppendStream(u *upload, persisted int64, sink stream
 	go gs.receive()
 	if got := gs.acked.Load(); got != persisted && persisted != 0 {
 		err := fmt.Errorf("the service reports %d bytes persisted, %d were expected", got, persisted)
-		gs.teardown(err)
+		gs.Teardown(err)
 		return nil, status.Error(codes.Unavailable, err.Error())
 	}
 	return gs, nil
@@ -311,31 +311,31 @@ func isFinalized(o *wire.Object) bool { return o != nil && o.GetFinalizeTime() !
 // object's checksums; then it waits for the finalized object. A small
 // object in a zonal bucket costs one round trip, as a WriteObject would
 // elsewhere.
-func (g *grpcTransport) writeAppendable(u *upload, rs []*chunkRef, timeout time.Duration) (o *wire.Object, sent bool, err error) {
-	ctx, cancel := context.WithTimeout(u.attemptCtx(), timeout)
+func (g *grpcTransport) writeAppendable(u *Request, rs []*ChunkRef, timeout time.Duration) (o *wire.Object, sent bool, err error) {
+	ctx, cancel := context.WithTimeout(u.AttemptCtx(), timeout)
 	defer cancel()
 	st, end, err := attemptStream(g, u, ctx, timeout, wire.NewBidiWriteObjectStream)
 	defer func() { end(err) }()
 	if err != nil {
 		return nil, false, err
 	}
-	u.scratch.spec.ObjectSize = nil // an appendable object's size is what its writes make it
+	u.Scratch.Spec.ObjectSize = nil // an appendable object's size is what its writes make it
 	base := rs[0].Offset
 	i, rel := 0, 0
 	for first := true; first || i < len(rs); first = false {
-		msg, req := newReqMsg[wire.BidiWriteObjectRequest]()
+		msg, req := NewReqMsg[wire.BidiWriteObjectRequest]()
 		req.WriteOffset = rs[min(i, len(rs)-1)].Offset + int64(rel) - base
 		if first {
-			req.FirstMessage = &wire.BidiWriteObjectRequest_WriteObjectSpec{WriteObjectSpec: u.spec()}
+			req.FirstMessage = &wire.BidiWriteObjectRequest_WriteObjectSpec{WriteObjectSpec: u.Spec()}
 		}
 		var crc uint32
 		crc, i, rel = u.fill(msg, rs, i, rel)
 		if i == len(rs) {
-			req.FinishWrite, req.ObjectChecksums = true, u.checksums()
+			req.FinishWrite, req.ObjectChecksums = true, u.Checksums()
 		}
-		msg.CRC32C, msg.HasCRC = crc, !u.noCRC()
+		msg.CRC32C, msg.HasCRC = crc, !u.NoCRC()
 		err = st.SendMsg(&msg.WriteMsg)
-		u.life.sent(msg)
+		u.Life.Sent(msg)
 		sent = sent || msg.Marshaled()
 		if err != nil {
 			break

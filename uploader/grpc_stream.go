@@ -24,8 +24,8 @@ type bidiStream = grpc.BidiStreamingClient[wire.BidiWriteObjectRequest, wire.Bid
 // sink). A sent message not acknowledged within the attempt timeout
 // cancels the stream.
 type grpcStream struct {
-	sink   streamSink
-	u      *upload
+	sink   StreamSink
+	u      *Request
 	id     string    // the session's
 	via    *grpcConn // the connection the stream took
 	conn   *grpcConn // counts the stream until it is torn down
@@ -38,7 +38,7 @@ type grpcStream struct {
 	recvDone chan struct{}
 	timeout  time.Duration
 	acked    atomic.Int64 // persisted, as the service last said
-	app      *appendState // an appendable object's, else nil
+	app      *Appendable // an appendable object's, else nil
 	finished atomic.Bool  // the service returned the object
 	err      error        // why the receiver stopped; read after recvDone
 
@@ -54,25 +54,25 @@ type grpcStream struct {
 	fresh   bool        // the next message is the stream's first: it names the upload
 	sentTo  int64       // the offset up to which data went out
 	finSent bool        // finish_write went out
-	want    pushed      // what the last send was asked to send
-	batch   []*chunkRef // scratch: the chunks a send goes through
+	want    Pushed      // what the last send was asked to send
+	batch   []*ChunkRef // scratch: the chunks a send goes through
 }
 
-// openStream opens the session's stream on the connection its first stream
+// OpenStream opens the session's stream on the connection its first stream
 // took (route; see pick), so that a status query on that connection proves
 // the writer went past every message of the session's earlier streams.
-func (g *grpcTransport) openStream(u *upload, id string, route any, persisted int64, sink streamSink, timeout time.Duration) (stream, error) {
-	if u.app != nil {
+func (g *grpcTransport) OpenStream(u *Request, id string, route any, persisted int64, sink StreamSink, timeout time.Duration) (Stream, error) {
+	if u.App != nil {
 		return g.openAppendStream(u, persisted, sink, timeout)
 	}
-	ctx, cancel := context.WithCancelCause(u.ctx)
+	ctx, cancel := context.WithCancelCause(u.Ctx)
 	c, ok := route.(*grpcConn)
 	if ok {
 		c.useData()
 	} else {
 		c = g.pick(true)
 	}
-	st, err := wire.NewBidiWriteObjectStream(u.outgoing(ctx), c.ClientConn, g.callOpts...)
+	st, err := wire.NewBidiWriteObjectStream(u.Outgoing(ctx), c.ClientConn, g.callOpts...)
 	if err != nil {
 		c.doneData()
 		cancel(err)
@@ -88,7 +88,7 @@ func (g *grpcTransport) openStream(u *upload, id string, route any, persisted in
 	return gs, nil
 }
 
-func (g *grpcStream) route() any { return g.via }
+func (g *grpcStream) Route() any { return g.via }
 
 // receive reads the service's answers until the stream ends.
 func (g *grpcStream) receive() {
@@ -112,7 +112,7 @@ func (g *grpcStream) receive() {
 				continue
 			}
 			if g.app != nil {
-				g.app.answered(resp)
+				g.app.Answered(resp)
 				if !isFinalized(o) {
 					// An appendable object's resource before the
 					// finish: what it persisted so far.
@@ -123,7 +123,7 @@ func (g *grpcStream) receive() {
 			if o != nil {
 				g.finished.Store(true)
 			}
-			err = g.sink.ack(persisted, o)
+			err = g.sink.Ack(persisted, o)
 			g.rearm(persisted, o != nil)
 			if err == nil {
 				continue
@@ -132,11 +132,11 @@ func (g *grpcStream) receive() {
 			err = fmt.Errorf("the service ended the stream before the upload finished: %w", io.ErrUnexpectedEOF)
 		}
 		if g.app != nil {
-			g.app.redirected(err, g.u.life.ev)
+			g.app.Redirected(err, g.u.Life.Ev)
 		}
 		g.err = err
 		g.cancel(err)
-		g.sink.broke(err)
+		g.sink.Broke(err)
 		return
 	}
 }
@@ -162,42 +162,42 @@ func (g *grpcStream) armTimer(to int64, fin bool) {
 	g.tmu.Unlock()
 }
 
-func (g *grpcStream) idle() bool { return g.sentTo <= g.acked.Load() }
+func (g *grpcStream) Idle() bool { return g.sentTo <= g.acked.Load() }
 
-func (g *grpcStream) behind() bool {
-	return g.sentTo < g.want.last || (g.want.final && !g.finSent)
+func (g *grpcStream) Behind() bool {
+	return g.sentTo < g.want.Last || (g.want.Final && !g.finSent)
 }
 
-func (g *grpcStream) broken() context.Context { return g.ctx }
+func (g *grpcStream) Broken() context.Context { return g.ctx }
 
-// send sends the data pushed and not yet sent on the stream, from sentTo,
+// Send sends the data pushed and not yet sent on the stream, from sentTo,
 // in messages of up to 2 MiB made of consecutive chunks (each chunk a part
 // of the message, not copied), each with its CRC32C combined from the
 // chunks' and a flush and state lookup. Unless all is set it sends only
 // whole 2 MiB messages and keeps the rest for later; with all set, a final
 // session's finish_write with the object's checksums follows the data, and
 // the stream is half-closed.
-func (g *grpcStream) send(p pushed, all bool) error {
+func (g *grpcStream) Send(p Pushed, all bool) error {
 	g.want = p
-	life := &g.u.life
-	if g.sentTo < p.last {
-		batch := g.sink.unsent(g.sentTo, g.batch[:0])
+	life := &g.u.Life
+	if g.sentTo < p.Last {
+		batch := g.sink.Unsent(g.sentTo, g.batch[:0])
 		g.batch = batch // keep the capacity for the next send
 		defer clear(batch)
-		for len(batch) > 0 && g.sentTo < p.last && (all || p.last-g.sentTo >= maxMessage) {
-			msg, req := newReqMsg[wire.BidiWriteObjectRequest]()
+		for len(batch) > 0 && g.sentTo < p.Last && (all || p.Last-g.sentTo >= MaxMessage) {
+			msg, req := NewReqMsg[wire.BidiWriteObjectRequest]()
 			start, size := g.sentTo, 0
 			var crc uint32
-			for len(batch) > 0 && msg.parts() < maxParts {
+			for len(batch) > 0 && msg.Parts() < MaxParts {
 				r := batch[0]
 				rel := int(g.sentTo - r.Offset)
 				piece := rel / chunker.MaxPiece
 				end := min((piece+1)*chunker.MaxPiece, len(r.Data))
 				data := r.Data[rel:end]
-				if size > 0 && size+len(data) > maxMessage {
+				if size > 0 && size+len(data) > MaxMessage {
 					break
 				}
-				if !g.u.noCRC() {
+				if !g.u.NoCRC() {
 					pc := r.PieceCRC32C(piece)
 					if rel != piece*chunker.MaxPiece {
 						// A tail resent after a resume: checksum it afresh
@@ -206,7 +206,7 @@ func (g *grpcStream) send(p pushed, all bool) error {
 					}
 					crc = crc32c.Combine(crc, pc, int64(len(data)))
 				}
-				life.add(msg, r, data)
+				life.Add(msg, r, data)
 				size += len(data)
 				g.sentTo += int64(len(data))
 				if end == len(r.Data) {
@@ -215,22 +215,22 @@ func (g *grpcStream) send(p pushed, all bool) error {
 			}
 			g.startRequest(req, start)
 			req.Flush, req.StateLookup = true, true
-			msg.CRC32C, msg.HasCRC = crc, !g.u.noCRC()
+			msg.CRC32C, msg.HasCRC = crc, !g.u.NoCRC()
 			g.armTimer(g.sentTo, false)
 			err := g.stream.SendMsg(&msg.WriteMsg)
-			life.sent(msg)
+			life.Sent(msg)
 			if err != nil {
 				return err
 			}
 		}
 	}
-	if !all || !p.final || g.finSent || g.sentTo < p.last {
+	if !all || !p.Final || g.finSent || g.sentTo < p.Last {
 		return nil
 	}
 	req := new(wire.BidiWriteObjectRequest)
-	g.startRequest(req, p.last)
-	req.FinishWrite, req.ObjectChecksums = true, g.u.checksums()
-	g.armTimer(p.last, true)
+	g.startRequest(req, p.Last)
+	req.FinishWrite, req.ObjectChecksums = true, g.u.Checksums()
+	g.armTimer(p.Last, true)
 	g.finSent = true
 	if err := g.stream.SendMsg(req); err != nil {
 		return err
@@ -248,10 +248,10 @@ func (g *grpcStream) startRequest(req *wire.BidiWriteObjectRequest, offset int64
 	}
 }
 
-// teardown cancels the stream and waits for its receiver. It returns the
+// Teardown cancels the stream and waits for its receiver. It returns the
 // failure as the stream saw it: its own attempt timeout (which gRPC reports
 // as a plain Canceled), or the stream's status when a send only saw io.EOF.
-func (g *grpcStream) teardown(cause error) error {
+func (g *grpcStream) Teardown(cause error) error {
 	if errors.Is(context.Cause(g.ctx), errChunkTimeout) {
 		// No acknowledgement within the attempt timeout: the stream is
 		// cancelled (reset), not its connection, which other uploads'
@@ -275,8 +275,8 @@ func (g *grpcStream) teardown(cause error) error {
 	return cause
 }
 
-// done waits for the stream's status after the finished object.
-func (g *grpcStream) done(ctx context.Context) {
+// Done waits for the stream's status after the finished object.
+func (g *grpcStream) Done(ctx context.Context) {
 	select {
 	case <-g.recvDone:
 	case <-ctx.Done():

@@ -15,7 +15,7 @@ import (
 // invoke makes one attempt of a unary call, bounded by timeout, in the
 // upload's attempt context, on a connection of the small calls (see pick).
 // It runs on the Writer's goroutine only.
-func (g *grpcTransport) invoke(u *upload, method string, req, resp any, timeout time.Duration) error {
+func (g *grpcTransport) invoke(u *Request, method string, req, resp any, timeout time.Duration) error {
 	return g.invokeOn(g.pick(false), u, method, req, resp, timeout)
 }
 
@@ -26,15 +26,15 @@ func (g *grpcTransport) invoke(u *upload, method string, req, resp any, timeout 
 // uploads' streams share. A connection that died silently is found by
 // gRPC keepalive and the kernel's TCP_USER_TIMEOUT, which gRPC sets on the
 // connections it dials.
-func (g *grpcTransport) invokeOn(c *grpcConn, u *upload, method string, req, resp any, timeout time.Duration) error {
-	u.attempt.Arm(u.outgoing(u.attemptCtx()), timeout)
-	err := c.Invoke(&u.attempt, method, req, resp, g.callOpts...)
-	u.attempt.Disarm()
+func (g *grpcTransport) invokeOn(c *grpcConn, u *Request, method string, req, resp any, timeout time.Duration) error {
+	u.Attempt.Arm(u.Outgoing(u.AttemptCtx()), timeout)
+	err := c.Invoke(&u.Attempt, method, req, resp, g.callOpts...)
+	u.Attempt.Disarm()
 	c.done()
 	return err
 }
 
-// writeObject sends rs as one WriteObject call.
+// WriteObject sends rs as one WriteObject call.
 //
 // An object of one chunk of at most 2 MiB goes out as a unary call (one
 // request message, one response): on the wire it is a client stream of one
@@ -43,11 +43,11 @@ func (g *grpcTransport) invokeOn(c *grpcConn, u *upload, method string, req, res
 // messages of at most 2 MiB on one WriteObject client stream, each made of
 // consecutive pieces of the chunks with its CRC32C combined from theirs,
 // the last with finish_write; gRPC starts one goroutine for such a stream.
-func (g *grpcTransport) writeObject(u *upload, rs []*chunkRef, timeout time.Duration) (*wire.Object, bool, error) {
-	if u.app != nil {
+func (g *grpcTransport) WriteObject(u *Request, rs []*ChunkRef, timeout time.Duration) (*wire.Object, bool, error) {
+	if u.App != nil {
 		return g.writeAppendable(u, rs, timeout)
 	}
-	if len(rs) == 1 && len(rs[0].Data) <= maxMessage {
+	if len(rs) == 1 && len(rs[0].Data) <= MaxMessage {
 		return g.writeUnary(u, rs[0], timeout)
 	}
 	return g.writeStream(u, rs, timeout)
@@ -55,25 +55,25 @@ func (g *grpcTransport) writeObject(u *upload, rs []*chunkRef, timeout time.Dura
 
 // writeUnary makes one attempt of a one-message WriteObject. sent reports
 // whether the request may have left the process.
-func (g *grpcTransport) writeUnary(u *upload, r *chunkRef, timeout time.Duration) (o *wire.Object, sent bool, err error) {
-	sc := &u.scratch
-	sc.first.WriteObjectSpec = &sc.spec
-	sc.req.FirstMessage, sc.req.FinishWrite, sc.req.ObjectChecksums = &sc.first, true, u.checksums()
-	msg := u.life.newMsg()
+func (g *grpcTransport) writeUnary(u *Request, r *ChunkRef, timeout time.Duration) (o *wire.Object, sent bool, err error) {
+	sc := &u.Scratch
+	sc.First.WriteObjectSpec = &sc.Spec
+	sc.Req.FirstMessage, sc.Req.FinishWrite, sc.Req.ObjectChecksums = &sc.First, true, u.Checksums()
+	msg := u.Life.NewMsg()
 	if len(r.Data) > 0 {
-		u.life.add(msg, r, r.Data)
+		u.Life.Add(msg, r, r.Data)
 	}
-	msg.Req, msg.CRC32C, msg.HasCRC = &sc.req, r.CRC32C, !u.noCRC()
-	sc.resp.Reset()
-	err = g.invoke(u, wire.MethodWriteObject, &msg.WriteMsg, &sc.resp, timeout)
-	u.life.sent(msg)
-	return sc.resp.GetResource(), msg.Marshaled(), err
+	msg.Req, msg.CRC32C, msg.HasCRC = &sc.Req, r.CRC32C, !u.NoCRC()
+	sc.Resp.Reset()
+	err = g.invoke(u, wire.MethodWriteObject, &msg.WriteMsg, &sc.Resp, timeout)
+	u.Life.Sent(msg)
+	return sc.Resp.GetResource(), msg.Marshaled(), err
 }
 
 // writeStream makes one attempt of a WriteObject client stream of several
 // messages, each of up to 2 MiB of consecutive pieces of rs.
-func (g *grpcTransport) writeStream(u *upload, rs []*chunkRef, timeout time.Duration) (o *wire.Object, sent bool, err error) {
-	ctx, cancel := context.WithTimeout(u.attemptCtx(), timeout)
+func (g *grpcTransport) writeStream(u *Request, rs []*ChunkRef, timeout time.Duration) (o *wire.Object, sent bool, err error) {
+	ctx, cancel := context.WithTimeout(u.AttemptCtx(), timeout)
 	defer cancel()
 	st, end, err := attemptStream(g, u, ctx, timeout, wire.NewWriteObjectStream)
 	defer func() { end(err) }()
@@ -83,19 +83,19 @@ func (g *grpcTransport) writeStream(u *upload, rs []*chunkRef, timeout time.Dura
 	base := rs[0].Offset
 	i, rel := 0, 0 // the chunk and the offset in it where the next message starts
 	for first := true; first || i < len(rs); first = false {
-		msg, req := newReqMsg[wire.WriteObjectRequest]()
+		msg, req := NewReqMsg[wire.WriteObjectRequest]()
 		req.WriteOffset = rs[min(i, len(rs)-1)].Offset + int64(rel) - base
 		if first {
-			req.FirstMessage = &wire.WriteObjectRequest_WriteObjectSpec{WriteObjectSpec: u.spec()}
+			req.FirstMessage = &wire.WriteObjectRequest_WriteObjectSpec{WriteObjectSpec: u.Spec()}
 		}
 		var crc uint32
 		crc, i, rel = u.fill(msg, rs, i, rel)
 		if i == len(rs) {
-			req.FinishWrite, req.ObjectChecksums = true, u.checksums()
+			req.FinishWrite, req.ObjectChecksums = true, u.Checksums()
 		}
-		msg.CRC32C, msg.HasCRC = crc, !u.noCRC()
+		msg.CRC32C, msg.HasCRC = crc, !u.NoCRC()
 		err = st.SendMsg(&msg.WriteMsg)
-		u.life.sent(msg)
+		u.Life.Sent(msg)
 		sent = sent || msg.Marshaled()
 		if err != nil {
 			// The stream's status tells why it broke.
@@ -112,25 +112,25 @@ func (g *grpcTransport) writeStream(u *upload, rs []*chunkRef, timeout time.Dura
 // caller calls end with the attempt's error once it is over: end gives the
 // connection back. An abandoned attempt is cancelled with ctx, which
 // resets its stream only.
-func attemptStream[S interface{ Context() context.Context }](g *grpcTransport, u *upload, ctx context.Context, timeout time.Duration,
+func attemptStream[S interface{ Context() context.Context }](g *grpcTransport, u *Request, ctx context.Context, timeout time.Duration,
 	open func(context.Context, grpc.ClientConnInterface, ...grpc.CallOption) (S, error)) (st S, end func(error), err error) {
 	c := g.pick(true)
 	end = func(error) { c.doneData() }
-	st, err = open(u.outgoing(ctx), c.ClientConn, g.callOpts...)
+	st, err = open(u.Outgoing(ctx), c.ClientConn, g.callOpts...)
 	return st, end, err
 }
 
 // fill adds to msg up to 2 MiB of consecutive pieces of rs, from offset
 // rel of chunk i on, and returns their CRC32C and where the next message
 // starts.
-func (u *upload) fill(msg *outMsg, rs []*chunkRef, i, rel int) (crc uint32, nextI, nextRel int) {
+func (u *Request) fill(msg *OutMsg, rs []*ChunkRef, i, rel int) (crc uint32, nextI, nextRel int) {
 	size := 0
-	for i < len(rs) && msg.parts() < maxParts {
+	for i < len(rs) && msg.Parts() < MaxParts {
 		r := rs[i]
 		piece := rel / chunker.MaxPiece
 		end := min((piece+1)*chunker.MaxPiece, len(r.Data))
 		data := r.Data[rel:end]
-		if size > 0 && size+len(data) > maxMessage {
+		if size > 0 && size+len(data) > MaxMessage {
 			break
 		}
 		if len(data) > 0 {
@@ -139,7 +139,7 @@ func (u *upload) fill(msg *outMsg, rs []*chunkRef, i, rel int) (crc uint32, next
 				pc = crc32c.Checksum(data)
 			}
 			crc = crc32c.Combine(crc, pc, int64(len(data)))
-			u.life.add(msg, r, data)
+			u.Life.Add(msg, r, data)
 			size += len(data)
 		}
 		rel = end
@@ -150,20 +150,20 @@ func (u *upload) fill(msg *outMsg, rs []*chunkRef, i, rel int) (crc uint32, next
 	return crc, i, rel
 }
 
-// composeObject makes one attempt of ComposeObject into u's object.
-func (g *grpcTransport) composeObject(u *upload, srcs []source, timeout time.Duration) (*wire.Object, error) {
-	spec := u.spec()
+// ComposeObject makes one attempt of ComposeObject into u's object.
+func (g *grpcTransport) ComposeObject(u *Request, srcs []Source, timeout time.Duration) (*wire.Object, error) {
+	spec := u.Spec()
 	req := &wire.ComposeObjectRequest{
 		Destination:              spec.GetResource(),
 		DestinationPredefinedAcl: spec.GetPredefinedAcl(),
 		IfGenerationMatch:        spec.IfGenerationMatch,
 		IfMetagenerationMatch:    spec.IfMetagenerationMatch,
 		KmsKey:                   spec.GetResource().GetKmsKey(),
-		ObjectChecksums:          u.checksums(),
+		ObjectChecksums:          u.Checksums(),
 		SourceObjects:            make([]*wire.ComposeObjectRequest_SourceObject, len(srcs)),
 	}
 	for i, s := range srcs {
-		req.SourceObjects[i] = &wire.ComposeObjectRequest_SourceObject{Name: s.name, Generation: s.gen}
+		req.SourceObjects[i] = &wire.ComposeObjectRequest_SourceObject{Name: s.Name, Generation: s.Gen}
 	}
 	o := new(wire.Object)
 	if err := g.invoke(u, wire.MethodComposeObject, req, o, timeout); err != nil {
@@ -172,15 +172,15 @@ func (g *grpcTransport) composeObject(u *upload, srcs []source, timeout time.Dur
 	return o, nil
 }
 
-// deleteObject makes one attempt of DeleteObject.
-func (g *grpcTransport) deleteObject(u *upload, name string, gen int64, timeout time.Duration) error {
-	req := &wire.DeleteObjectRequest{Bucket: u.resource(), Object: name, Generation: gen}
+// DeleteObject makes one attempt of DeleteObject.
+func (g *grpcTransport) DeleteObject(u *Request, name string, gen int64, timeout time.Duration) error {
+	req := &wire.DeleteObjectRequest{Bucket: u.Resource(), Object: name, Generation: gen}
 	return g.invoke(u, wire.MethodDeleteObject, req, new(emptypb.Empty), timeout)
 }
 
-// getObject makes one attempt of GetObject.
-func (g *grpcTransport) getObject(u *upload, name string, timeout time.Duration) (*wire.Object, error) {
-	req := &wire.GetObjectRequest{Bucket: u.resource(), Object: name}
+// GetObject makes one attempt of GetObject.
+func (g *grpcTransport) GetObject(u *Request, name string, timeout time.Duration) (*wire.Object, error) {
+	req := &wire.GetObjectRequest{Bucket: u.Resource(), Object: name}
 	o := new(wire.Object)
 	if err := g.invoke(u, wire.MethodGetObject, req, o, timeout); err != nil {
 		return nil, err
@@ -188,13 +188,13 @@ func (g *grpcTransport) getObject(u *upload, name string, timeout time.Duration)
 	return o, nil
 }
 
-func (g *grpcTransport) startUpload(u *upload, timeout time.Duration) (string, error) {
-	if u.app != nil {
+func (g *grpcTransport) StartUpload(u *Request, timeout time.Duration) (string, error) {
+	if u.App != nil {
 		// An appendable object has no session: its first stream creates
 		// it (see openAppend).
 		return "", nil
 	}
-	req := &wire.StartResumableWriteRequest{WriteObjectSpec: u.spec()}
+	req := &wire.StartResumableWriteRequest{WriteObjectSpec: u.Spec()}
 	var resp wire.StartResumableWriteResponse
 	if err := g.invoke(u, wire.MethodStartResumableWrite, req, &resp, timeout); err != nil {
 		return "", err
@@ -202,15 +202,15 @@ func (g *grpcTransport) startUpload(u *upload, timeout time.Duration) (string, e
 	return resp.GetUploadId(), nil
 }
 
-// queryStatus asks on the connection of the session's streams, when it has
+// QueryStatus asks on the connection of the session's streams, when it has
 // had one: a call that completed there after the old stream was torn down
 // proves that connection's writer went past that stream's messages, so
 // what gRPC still holds of them it never releases, and they are released
 // by force (see outMsg). Every stream of a session takes that connection
 // (see openStream), so this covers all of its messages; a call on another
 // connection would prove nothing.
-func (g *grpcTransport) queryStatus(u *upload, id string, route any, size int64, timeout time.Duration) (int64, *wire.Object, error) {
-	if u.app != nil {
+func (g *grpcTransport) QueryStatus(u *Request, id string, route any, size int64, timeout time.Duration) (int64, *wire.Object, error) {
+	if u.App != nil {
 		return g.appendStatus(u, size, timeout)
 	}
 	var st wire.QueryWriteStatusResponse
@@ -225,7 +225,7 @@ func (g *grpcTransport) queryStatus(u *upload, id string, route any, size int64,
 		return 0, nil, err
 	}
 	if streamed {
-		u.life.forceRelease()
+		u.Life.ForceRelease()
 	}
 	if o := st.GetResource(); o != nil {
 		return o.GetSize(), o, nil
@@ -233,21 +233,21 @@ func (g *grpcTransport) queryStatus(u *upload, id string, route any, size int64,
 	return st.GetPersistedSize(), nil, nil
 }
 
-// cancelUpload makes one attempt of CancelResumableWrite, in u's context
+// CancelUpload makes one attempt of CancelResumableWrite, in u's context
 // or, once that ended, bounded by timeout alone (an abandoned session is
 // cancelled in the background).
-func (g *grpcTransport) cancelUpload(u *upload, id string, timeout time.Duration) error {
-	if u.app != nil || id == "" {
+func (g *grpcTransport) CancelUpload(u *Request, id string, timeout time.Duration) error {
+	if u.App != nil || id == "" {
 		// An appendable object has no session to cancel.
 		return nil
 	}
 	cu := u
-	if u.ctx.Err() != nil {
-		cu = u.detached(context.WithoutCancel(u.ctx))
+	if u.Ctx.Err() != nil {
+		cu = u.Detached(context.WithoutCancel(u.Ctx))
 	}
 	return g.invoke(cu, wire.MethodCancelResumableWrite, &wire.CancelResumableWriteRequest{UploadId: id}, new(wire.CancelResumableWriteResponse), timeout)
 }
 
-// window: a stream's messages are acknowledged one by one, so the window is
+// Window: a stream's messages are acknowledged one by one, so the Window is
 // what may be unacknowledged.
-func (g *grpcTransport) window(perSend int64) int64 { return perSend }
+func (g *grpcTransport) Window(perSend int64) int64 { return perSend }

@@ -125,9 +125,9 @@ func newHTTPTransport(ctx context.Context, apiOpts []option.ClientOption) (*http
 	return &httpTransport{hc: hc, base: base, boundary: "objup" + hex.EncodeToString(b[:])}, nil
 }
 
-func (t *httpTransport) names() *callNames { return &httpNames }
+func (t *httpTransport) Names() *CallNames { return &httpNames }
 
-func (t *httpTransport) close() error {
+func (t *httpTransport) Close() error {
 	if !t.closed.Swap(true) {
 		t.hc.CloseIdleConnections()
 	}
@@ -146,9 +146,9 @@ func (t *httpTransport) objectURL(bucket, name string) string {
 
 // query returns the upload's query parameters: its type, the preconditions
 // and the predefined ACL, as the JSON API takes them.
-func (u *upload) query(uploadType string) url.Values {
+func (u *Request) query(uploadType string) url.Values {
 	q := url.Values{"uploadType": {uploadType}}
-	s := u.spec()
+	s := u.Spec()
 	for _, p := range []struct {
 		name string
 		v    *int64
@@ -175,7 +175,7 @@ func (u *upload) query(uploadType string) url.Values {
 // request's context, so the attempt context of gRPC calls, which takes one,
 // is not used here.) It touches nothing of the upload's but its target, so
 // it may run off the Writer's goroutine.
-func (t *httpTransport) do(ctx context.Context, u *upload, timeout time.Duration, method, url string, body io.ReadCloser, size int64, hdr http.Header) (resp *http.Response, cancel context.CancelFunc, err error) {
+func (t *httpTransport) do(ctx context.Context, u *Request, timeout time.Duration, method, url string, body io.ReadCloser, size int64, hdr http.Header) (resp *http.Response, cancel context.CancelFunc, err error) {
 	ctx, stop := context.WithTimeout(ctx, timeout)
 	defer func() {
 		if err != nil {
@@ -198,7 +198,7 @@ func (t *httpTransport) do(ctx context.Context, u *upload, timeout time.Duration
 	for k, v := range hdr {
 		req.Header[k] = v
 	}
-	header.SetHTTP(u.ctx, req.Header)
+	header.SetHTTP(u.Ctx, req.Header)
 	resp, err = t.hc.Do(req)
 	if err != nil {
 		return nil, nil, httpError(err)

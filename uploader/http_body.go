@@ -15,7 +15,7 @@ import (
 // may be after the response arrived.
 type httpBody struct {
 	parts [][]byte
-	holds []*hold
+	holds []*Hold
 	done  atomic.Bool
 }
 
@@ -59,7 +59,7 @@ func (b *httpBody) WriteTo(w io.Writer) (int64, error) {
 func (b *httpBody) Close() error {
 	if b.done.CompareAndSwap(false, true) {
 		for _, h := range b.holds {
-			h.release()
+			h.Release()
 		}
 	}
 	return nil
@@ -75,13 +75,13 @@ func closeResponse(resp *http.Response) {
 // bodyOver returns a request body over r.Data[from-r.Offset:] for each of
 // rs, holding a reference on each chunk until net/http is done with it, with
 // prefix and suffix around it.
-func (u *upload) bodyOver(prefix []byte, rs []*chunkRef, from int64, suffix []byte) *httpBody {
+func (u *Request) bodyOver(prefix []byte, rs []*ChunkRef, from int64, suffix []byte) *httpBody {
 	b := &httpBody{}
 	if len(prefix) > 0 {
 		b.parts = append(b.parts, prefix)
 	}
 	for _, r := range rs {
-		if r.end() <= from {
+		if r.End() <= from {
 			continue
 		}
 		data := r.Data[max(from-r.Offset, 0):]
@@ -89,7 +89,7 @@ func (u *upload) bodyOver(prefix []byte, rs []*chunkRef, from int64, suffix []by
 			continue
 		}
 		b.parts = append(b.parts, data)
-		b.holds = append(b.holds, u.life.hold(r))
+		b.holds = append(b.holds, u.Life.HoldRef(r))
 	}
 	if len(suffix) > 0 {
 		b.parts = append(b.parts, suffix)

@@ -17,15 +17,15 @@ import (
 	"github.com/objup/objup/internal/wire"
 )
 
-// writeObject sends rs as one multipart upload: the object resource (with
+// WriteObject sends rs as one multipart upload: the object resource (with
 // the checksums, so the service verifies them) and the media, streamed from
 // the chunks. Preconditions go in the query.
-func (t *httpTransport) writeObject(u *upload, rs []*chunkRef, timeout time.Duration) (*wire.Object, bool, error) {
-	spec := u.spec()
-	meta := metadataJSON(spec, u.checksums())
+func (t *httpTransport) WriteObject(u *Request, rs []*ChunkRef, timeout time.Duration) (*wire.Object, bool, error) {
+	spec := u.Spec()
+	meta := metadataJSON(spec, u.Checksums())
 	prefix, suffix := t.multipartBody(meta, spec.GetResource().GetContentType())
 	body := u.bodyOver(prefix, rs, rs[0].Offset, suffix)
-	resp, cancel, err := t.do(u.attemptCtx(), u, timeout, http.MethodPost, t.uploadURL(u.bucket, u.query("multipart")),
+	resp, cancel, err := t.do(u.AttemptCtx(), u, timeout, http.MethodPost, t.uploadURL(u.Bucket, u.query("multipart")),
 		body, body.size(), http.Header{"Content-Type": {"multipart/related; boundary=" + t.boundary}})
 	if err != nil {
 		return nil, true, err
@@ -45,14 +45,14 @@ func objectOf(resp *http.Response) (*wire.Object, error) {
 	return readObject(resp.Body)
 }
 
-// startUpload starts a resumable upload: the object resource goes first,
+// StartUpload starts a resumable upload: the object resource goes first,
 // and the session URI comes back in Location.
-func (t *httpTransport) startUpload(u *upload, timeout time.Duration) (string, error) {
-	spec := u.spec()
+func (t *httpTransport) StartUpload(u *Request, timeout time.Duration) (string, error) {
+	spec := u.Spec()
 	meta := metadataJSON(spec, nil)
 	body := u.bodyOver(meta, nil, 0, nil)
 	hdr := http.Header{"Content-Type": {"application/json; charset=UTF-8"}, "X-Upload-Content-Type": {spec.GetResource().GetContentType()}}
-	resp, cancel, err := t.do(u.ctx, u, timeout, http.MethodPost, t.uploadURL(u.bucket, u.query("resumable")), body, body.size(), hdr)
+	resp, cancel, err := t.do(u.Ctx, u, timeout, http.MethodPost, t.uploadURL(u.Bucket, u.query("resumable")), body, body.size(), hdr)
 	if err != nil {
 		return "", err
 	}
@@ -68,14 +68,14 @@ func (t *httpTransport) startUpload(u *upload, timeout time.Duration) (string, e
 	return loc, nil
 }
 
-// queryStatus asks the session how much it persisted (Content-Range:
+// QueryStatus asks the session how much it persisted (Content-Range:
 // bytes */size, or */* while the size is unknown).
-func (t *httpTransport) queryStatus(u *upload, uri string, _ any, size int64, timeout time.Duration) (int64, *wire.Object, error) {
+func (t *httpTransport) QueryStatus(u *Request, uri string, _ any, size int64, timeout time.Duration) (int64, *wire.Object, error) {
 	total := "*"
 	if size >= 0 {
 		total = strconv.FormatInt(size, 10)
 	}
-	resp, cancel, err := t.do(u.ctx, u, timeout, http.MethodPut, uri, nil, 0, http.Header{"Content-Range": {"bytes */" + total}})
+	resp, cancel, err := t.do(u.Ctx, u, timeout, http.MethodPut, uri, nil, 0, http.Header{"Content-Range": {"bytes */" + total}})
 	if err != nil {
 		return 0, nil, err
 	}
@@ -83,10 +83,10 @@ func (t *httpTransport) queryStatus(u *upload, uri string, _ any, size int64, ti
 	return readAnswer(resp)
 }
 
-// cancelUpload cancels the session with a DELETE, so the service drops
+// CancelUpload cancels the session with a DELETE, so the service drops
 // what it received; it goes out even when the upload's context ended.
-func (t *httpTransport) cancelUpload(u *upload, uri string, timeout time.Duration) error {
-	resp, cancel, err := t.do(context.WithoutCancel(u.ctx), u, timeout, http.MethodDelete, uri, nil, 0, nil)
+func (t *httpTransport) CancelUpload(u *Request, uri string, timeout time.Duration) error {
+	resp, cancel, err := t.do(context.WithoutCancel(u.Ctx), u, timeout, http.MethodDelete, uri, nil, 0, nil)
 	if err != nil {
 		return err
 	}
@@ -99,9 +99,9 @@ func (t *httpTransport) cancelUpload(u *upload, uri string, timeout time.Duratio
 	return statusError(resp)
 }
 
-// window: one PUT carries a window of chunks while the Writer fills the
+// Window: one PUT carries a Window of chunks while the Writer fills the
 // next, so a session has up to two windows pushed and not persisted.
-func (t *httpTransport) window(perSend int64) int64 { return 2 * perSend }
+func (t *httpTransport) Window(perSend int64) int64 { return 2 * perSend }
 
 // httpStream sends a resumable session's data in PUTs of a window's worth
 // of chunks (half the session's window), each answered by the persisted
@@ -110,8 +110,8 @@ func (t *httpTransport) window(perSend int64) int64 { return 2 * perSend }
 // own while the Writer fills the next window. Chunks go back once
 // persisted and once net/http closed the request body that read them.
 type httpStream struct {
-	sink streamSink
-	u    *upload
+	sink StreamSink
+	u    *Request
 	t    *httpTransport
 	uri  string
 	// ctx is the PUTs' context, cancelled when one fails (which ends the
@@ -125,48 +125,48 @@ type httpStream struct {
 	finished atomic.Bool    // the last answer was the object
 
 	// Owned by the Writer's goroutine.
-	want  pushed      // what the last send was asked to send
-	batch []*chunkRef // scratch: the chunks a PUT sends
+	want  Pushed      // what the last send was asked to send
+	batch []*ChunkRef // scratch: the chunks a PUT sends
 }
 
-func (t *httpTransport) openStream(u *upload, uri string, _ any, persisted int64, sink streamSink, _ time.Duration) (stream, error) {
+func (t *httpTransport) OpenStream(u *Request, uri string, _ any, persisted int64, sink StreamSink, _ time.Duration) (Stream, error) {
 	h := &httpStream{sink: sink, u: u, t: t, uri: uri}
 	h.acked.Store(persisted)
-	h.ctx, h.cancel = context.WithCancel(u.ctx)
+	h.ctx, h.cancel = context.WithCancel(u.Ctx)
 	return h, nil
 }
 
-func (h *httpStream) route() any { return nil }
+func (h *httpStream) Route() any { return nil }
 
-func (h *httpStream) idle() bool { return !h.busy.Load() }
+func (h *httpStream) Idle() bool { return !h.busy.Load() }
 
-func (h *httpStream) behind() bool {
-	return h.want.last > h.acked.Load() || (h.want.final && !h.finished.Load())
+func (h *httpStream) Behind() bool {
+	return h.want.Last > h.acked.Load() || (h.want.Final && !h.finished.Load())
 }
 
-func (h *httpStream) broken() context.Context { return h.ctx }
+func (h *httpStream) Broken() context.Context { return h.ctx }
 
-// send starts a PUT of everything from the persisted offset, on its own
+// Send starts a PUT of everything from the persisted offset, on its own
 // goroutine, unless one is in flight: when a window is ready, or with all
 // set whatever there is (the last, with the total and the checksums, once
 // the session is final).
-func (h *httpStream) send(p pushed, all bool) error {
+func (h *httpStream) Send(p Pushed, all bool) error {
 	h.want = p
 	if h.busy.Load() {
 		return nil
 	}
-	persisted := p.persisted
-	if p.last-persisted < p.window/2 && !all || !h.behind() {
+	persisted := p.Persisted
+	if p.Last-persisted < p.Window/2 && !all || !h.Behind() {
 		return nil
 	}
-	final := all && p.final
-	h.batch = h.sink.unsent(persisted, h.batch[:0])
+	final := all && p.Final
+	h.batch = h.sink.Unsent(persisted, h.batch[:0])
 	body := h.u.bodyOver(nil, h.batch, persisted, nil)
 	clear(h.batch)
 	n := body.size()
 	total := "*"
 	if final {
-		total = strconv.FormatInt(p.last, 10)
+		total = strconv.FormatInt(p.Last, 10)
 	}
 	hdr := http.Header{}
 	switch {
@@ -175,14 +175,14 @@ func (h *httpStream) send(p pushed, all bool) error {
 	default:
 		hdr.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%s", persisted, persisted+n-1, total))
 	}
-	if final && h.u.checksums() != nil {
-		if v := hashHeader(h.u.checksums()); v != "" {
+	if final && h.u.Checksums() != nil {
+		if v := hashHeader(h.u.Checksums()); v != "" {
 			hdr.Set("X-Goog-Hash", v)
 		}
 	}
 	h.busy.Store(true)
 	h.put.Add(1)
-	go h.run(p.timeout, body, n, hdr, final, p.last)
+	go h.run(p.Timeout, body, n, hdr, final, p.Last)
 	return nil
 }
 
@@ -204,27 +204,27 @@ func (h *httpStream) run(timeout time.Duration, body *httpBody, n int64, hdr htt
 		if o != nil {
 			h.finished.Store(true)
 		}
-		err = h.sink.ack(persisted, o)
+		err = h.sink.Ack(persisted, o)
 	}
 	h.busy.Store(false)
 	if err != nil {
 		h.cancel()
-		h.sink.broke(err)
+		h.sink.Broke(err)
 		return
 	}
 	// Idle now: the session may have more to send.
-	h.sink.signal()
+	h.sink.Signal()
 }
 
-// teardown cancels the PUT in flight, if any, and waits for its report.
-func (h *httpStream) teardown(cause error) error {
+// Teardown cancels the PUT in flight, if any, and waits for its report.
+func (h *httpStream) Teardown(cause error) error {
 	h.cancel()
 	h.put.Wait()
 	return cause
 }
 
-// done: the last PUT's answer was the finished object.
-func (h *httpStream) done(context.Context) {}
+// Done: the last PUT's answer was the finished object.
+func (h *httpStream) Done(context.Context) {}
 
 // readAnswer reads a session's answer: 308 with the persisted range, or the
 // finished object. It closes the response.
@@ -261,10 +261,10 @@ func parseRangeEnd(rg string) (int64, bool) {
 	return n, err == nil && n >= 0
 }
 
-// composeObject makes one attempt of objects.compose into u's object: the
+// ComposeObject makes one attempt of objects.compose into u's object: the
 // destination's resource and the sources in the body, its preconditions in
 // the query.
-func (t *httpTransport) composeObject(u *upload, srcs []source, timeout time.Duration) (*wire.Object, error) {
+func (t *httpTransport) ComposeObject(u *Request, srcs []Source, timeout time.Duration) (*wire.Object, error) {
 	type src struct {
 		Name       string `json:"name"`
 		Generation int64  `json:"generation,omitempty,string"`
@@ -272,9 +272,9 @@ func (t *httpTransport) composeObject(u *upload, srcs []source, timeout time.Dur
 	req := struct {
 		Destination   json.RawMessage `json:"destination"`
 		SourceObjects []src           `json:"sourceObjects"`
-	}{Destination: metadataJSON(u.spec(), nil), SourceObjects: make([]src, len(srcs))}
+	}{Destination: metadataJSON(u.Spec(), nil), SourceObjects: make([]src, len(srcs))}
 	for i, s := range srcs {
-		req.SourceObjects[i] = src{Name: s.name, Generation: s.gen}
+		req.SourceObjects[i] = src{Name: s.Name, Generation: s.Gen}
 	}
 	b, err := json.Marshal(&req)
 	if err != nil {
@@ -286,9 +286,9 @@ func (t *httpTransport) composeObject(u *upload, srcs []source, timeout time.Dur
 		q.Del("predefinedAcl")
 		q.Set("destinationPredefinedAcl", acl)
 	}
-	uri := t.objectURL(u.bucket, u.object) + "/compose?" + q.Encode()
+	uri := t.objectURL(u.Bucket, u.Object) + "/compose?" + q.Encode()
 	body := u.bodyOver(b, nil, 0, nil)
-	resp, cancel, err := t.do(u.ctx, u, timeout, http.MethodPost, uri, body, body.size(), http.Header{"Content-Type": {"application/json; charset=UTF-8"}})
+	resp, cancel, err := t.do(u.Ctx, u, timeout, http.MethodPost, uri, body, body.size(), http.Header{"Content-Type": {"application/json; charset=UTF-8"}})
 	if err != nil {
 		return nil, err
 	}
@@ -296,9 +296,9 @@ func (t *httpTransport) composeObject(u *upload, srcs []source, timeout time.Dur
 	return objectOf(resp)
 }
 
-// getObject makes one attempt of objects.get.
-func (t *httpTransport) getObject(u *upload, name string, timeout time.Duration) (*wire.Object, error) {
-	resp, cancel, err := t.do(u.ctx, u, timeout, http.MethodGet, t.objectURL(u.bucket, name), nil, 0, nil)
+// GetObject makes one attempt of objects.get.
+func (t *httpTransport) GetObject(u *Request, name string, timeout time.Duration) (*wire.Object, error) {
+	resp, cancel, err := t.do(u.Ctx, u, timeout, http.MethodGet, t.objectURL(u.Bucket, name), nil, 0, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -306,13 +306,13 @@ func (t *httpTransport) getObject(u *upload, name string, timeout time.Duration)
 	return objectOf(resp)
 }
 
-// deleteObject makes one attempt of objects.delete.
-func (t *httpTransport) deleteObject(u *upload, name string, gen int64, timeout time.Duration) error {
-	uri := t.objectURL(u.bucket, name)
+// DeleteObject makes one attempt of objects.delete.
+func (t *httpTransport) DeleteObject(u *Request, name string, gen int64, timeout time.Duration) error {
+	uri := t.objectURL(u.Bucket, name)
 	if gen != 0 {
 		uri += "?generation=" + strconv.FormatInt(gen, 10)
 	}
-	resp, cancel, err := t.do(u.ctx, u, timeout, http.MethodDelete, uri, nil, 0, nil)
+	resp, cancel, err := t.do(u.Ctx, u, timeout, http.MethodDelete, uri, nil, 0, nil)
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/objup/objup/pool"
 )
 
-// lifetime tracks the chunk buffers of one upload until they may go back to
+// Lifetime tracks the chunk buffers of one upload until they may go back to
 // their allocator. A chunk is referenced by its owner (the Writer, then the
 // session until the service acknowledges it) and by every message gRPC may
 // still read; its buffer goes back when the last reference drops. wait
@@ -20,38 +20,38 @@ import (
 //
 // It belongs to the Writer's goroutine, except outMsg.Put and chunkRef.unref,
 // which gRPC and the session's receiver call from theirs.
-type lifetime struct {
-	alloc    pool.Allocator
+type Lifetime struct {
+	Alloc    pool.Allocator
 	bufs     sync.WaitGroup // chunks whose buffer is not back yet
-	first    chunkRef       // the first chunk, kept here to spare an allocation
-	firstMsg outMsg         // the first message, likewise
-	holds    []*hold        // parts not known to be released
-	holdsBuf [1]*hold       // holds' first backing array: a one-shot upload's part
-	ev       *uploadEvents  // told of forced releases
+	first    ChunkRef       // the first chunk, kept here to spare an allocation
+	firstMsg OutMsg         // the first message, likewise
+	holds    []*Hold        // parts not known to be released
+	holdsBuf [1]*Hold       // holds' first backing array: a one-shot upload's part
+	Ev       *uploadEvents  // told of forced releases
 }
 
-// chunkRef is a chunk in flight. Its buffer goes back to the allocator when the
+// ChunkRef is a chunk in flight. Its buffer goes back to the allocator when the
 // last reference drops.
-type chunkRef struct {
-	l    *lifetime
+type ChunkRef struct {
+	l    *Lifetime
 	refs atomic.Int32
 	chunker.Chunk
 }
 
-func (r *chunkRef) end() int64 { return r.Offset + int64(len(r.Data)) }
+func (r *ChunkRef) End() int64 { return r.Offset + int64(len(r.Data)) }
 
-func (r *chunkRef) unref() {
+func (r *ChunkRef) Unref() {
 	switch n := r.refs.Add(-1); {
 	case n == 0:
 		l := r.l
 		if r.Buf != nil {
-			l.alloc.Put(r.Buf)
+			l.Alloc.Put(r.Buf)
 		}
 		if r != &l.first {
 			// Nothing refers to r any more: pending lists drop a chunk
 			// before its last reference, and a released hold never reads
 			// its chunk again.
-			*r = chunkRef{}
+			*r = ChunkRef{}
 			refPool.Put(r)
 		}
 		l.bufs.Done()
@@ -62,13 +62,13 @@ func (r *chunkRef) unref() {
 
 // refPool recycles the chunk references of resumable uploads: one per chunk
 // would be a quarter of a large upload's allocations.
-var refPool = sync.Pool{New: func() any { return new(chunkRef) }}
+var refPool = sync.Pool{New: func() any { return new(ChunkRef) }}
 
-// newRef takes ownership of a chunk: one reference, the caller's.
-func (l *lifetime) newRef(c chunker.Chunk) *chunkRef {
+// NewRef takes ownership of a chunk: one reference, the caller's.
+func (l *Lifetime) NewRef(c chunker.Chunk) *ChunkRef {
 	r := &l.first
 	if r.l != nil {
-		r = refPool.Get().(*chunkRef)
+		r = refPool.Get().(*ChunkRef)
 	}
 	r.l, r.Chunk = l, c
 	r.refs.Store(1)
@@ -76,14 +76,14 @@ func (l *lifetime) newRef(c chunker.Chunk) *chunkRef {
 	return r
 }
 
-// putBuffer gives back a buffer that was never part of a chunk.
-func (l *lifetime) putBuffer(b *[]byte) {
+// PutBuffer gives back a buffer that was never part of a chunk.
+func (l *Lifetime) PutBuffer(b *[]byte) {
 	if b != nil {
-		l.alloc.Put(b)
+		l.Alloc.Put(b)
 	}
 }
 
-// outMsg is one write message whose payload is one or more parts of chunks:
+// OutMsg is one write message whose payload is one or more parts of chunks:
 // up to maxParts consecutive pieces, at most 2 MiB together. Each part has
 // its hold: the mem.BufferPool that gRPC calls once it no longer reads that
 // part, which drops the part's reference on its chunk, once.
@@ -99,39 +99,39 @@ func (l *lifetime) putBuffer(b *[]byte) {
 // after the upload ended. TestGRPCDropsTornDownFrames pins that grpc-go
 // behaviour: if an upgrade fixes it, the test says so and the forced release
 // can go.
-type outMsg struct {
+type OutMsg struct {
 	wire.WriteMsg
-	h0   hold       // the first part's hold
+	h0   Hold       // the first part's hold
 	more *moreParts // nil until the message has a second part or a partial first one
 }
 
-// maxParts is the most parts a message takes: 2 MiB of 256 KiB chunks.
-const maxParts = maxMessage / (256 << 10)
+// MaxParts is the most parts a message takes: 2 MiB of 256 KiB chunks.
+const MaxParts = MaxMessage / (256 << 10)
 
 // moreParts is the storage of a message's parts beyond a whole first chunk.
 type moreParts struct {
-	datas [maxParts][]byte // the parts' bytes; Data and More point here
-	holds [maxParts - 1]hold
-	parts [maxParts - 1]wire.Part
+	datas [MaxParts][]byte // the parts' bytes; Data and More point here
+	holds [MaxParts - 1]Hold
+	parts [MaxParts - 1]wire.Part
 }
 
-// hold is one part's reference on its chunk until gRPC releases the part.
-type hold struct {
-	ref  *chunkRef
+// Hold is one part's reference on its chunk until gRPC releases the part.
+type Hold struct {
+	ref  *ChunkRef
 	done atomic.Bool
 }
 
 // Get is never called: the payload buffers are ours.
-func (h *hold) Get(int) *[]byte { return nil }
+func (h *Hold) Get(int) *[]byte { return nil }
 
 // Put is called by gRPC once it no longer reads the part.
-func (h *hold) Put(*[]byte) { h.release() }
+func (h *Hold) Put(*[]byte) { h.Release() }
 
-// release drops the part's reference; only the first call counts, and
+// Release drops the part's reference; only the first call counts, and
 // reports true.
-func (h *hold) release() bool {
+func (h *Hold) Release() bool {
 	if h.done.CompareAndSwap(false, true) {
-		h.ref.unref()
+		h.ref.Unref()
 		return true
 	}
 	return false
@@ -141,52 +141,52 @@ func (h *hold) release() bool {
 // that was torn down, when no later RPC proves it has let go of them.
 const orphanGrace = time.Second
 
-// newMsg returns an empty message; add gives it its parts.
-func (l *lifetime) newMsg() *outMsg {
+// NewMsg returns an empty message; add gives it its parts.
+func (l *Lifetime) NewMsg() *OutMsg {
 	if l.firstMsg.Req == nil {
 		// Unused: every message gets its request right after newMsg.
 		return &l.firstMsg
 	}
-	return new(outMsg)
+	return new(OutMsg)
 }
 
 // reqMsg is a message of a stream (R: a BidiWriteObjectRequest or a
 // WriteObjectRequest) with its request and its parts' storage, allocated
 // together: one allocation per 2 MiB message instead of three.
 type reqMsg[R any] struct {
-	outMsg
+	OutMsg
 	req  R
 	more moreParts
 }
 
-// newReqMsg returns an empty message of a stream and its request, which
+// NewReqMsg returns an empty message of a stream and its request, which
 // the caller fills.
-func newReqMsg[R any, P interface {
+func NewReqMsg[R any, P interface {
 	*R
 	proto.Message
-}]() (*outMsg, P) {
+}]() (*OutMsg, P) {
 	m := new(reqMsg[R])
-	m.outMsg.more = &m.more
-	m.outMsg.Req = P(&m.req)
-	return &m.outMsg, &m.req
+	m.OutMsg.more = &m.more
+	m.OutMsg.Req = P(&m.req)
+	return &m.OutMsg, &m.req
 }
 
-// parts returns how many parts m has.
-func (m *outMsg) parts() int {
+// Parts returns how many Parts m has.
+func (m *OutMsg) Parts() int {
 	if m.Data == nil {
 		return 0
 	}
 	return 1 + len(m.More)
 }
 
-// add appends data, a non-empty part of r's chunk, to m's payload, with a
+// Add appends data, a non-empty part of r's chunk, to m's payload, with a
 // reference on r until gRPC releases it.
-func (l *lifetime) add(m *outMsg, r *chunkRef, data []byte) {
-	i := m.parts()
-	if i >= maxParts {
+func (l *Lifetime) Add(m *OutMsg, r *ChunkRef, data []byte) {
+	i := m.Parts()
+	if i >= MaxParts {
 		panic("uploader: too many parts in one message")
 	}
-	var h *hold
+	var h *Hold
 	switch {
 	case i == 0 && len(data) == len(r.Data):
 		m.Data, m.Release, h = &r.Data, &m.h0, &m.h0
@@ -209,10 +209,10 @@ func (l *lifetime) add(m *outMsg, r *chunkRef, data []byte) {
 	l.track(h)
 }
 
-// hold returns a reference on r for a request body that reads r's memory,
+// HoldRef returns a reference on r for a request body that reads r's memory,
 // tracked until released.
-func (l *lifetime) hold(r *chunkRef) *hold {
-	h := &hold{ref: r}
+func (l *Lifetime) HoldRef(r *ChunkRef) *Hold {
+	h := &Hold{ref: r}
 	r.refs.Add(1)
 	l.track(h)
 	return h
@@ -220,7 +220,7 @@ func (l *lifetime) hold(r *chunkRef) *hold {
 
 // track remembers a part until gRPC releases it. Released parts are dropped
 // as the list grows, which keeps it about as long as the parts in flight.
-func (l *lifetime) track(h *hold) {
+func (l *Lifetime) track(h *Hold) {
 	if len(l.holds) >= 32 && len(l.holds) == cap(l.holds) {
 		kept := l.holds[:0]
 		for _, x := range l.holds {
@@ -237,39 +237,39 @@ func (l *lifetime) track(h *hold) {
 	l.holds = append(l.holds, h)
 }
 
-// sent reports the outcome of SendMsg or Invoke for m: a message the codec
+// Sent reports the outcome of SendMsg or Invoke for m: a message the codec
 // never took is released at once. One that gRPC took stays tracked until
 // gRPC releases it, or forceRelease or wait does.
-func (l *lifetime) sent(m *outMsg) {
+func (l *Lifetime) Sent(m *OutMsg) {
 	if m.Data == nil || m.Marshaled() {
 		return
 	}
-	m.h0.release()
+	m.h0.Release()
 	for i := range m.More {
-		m.more.holds[i].release()
+		m.more.holds[i].Release()
 	}
 }
 
-// forceRelease drops the references of every message gRPC still holds. Call
+// ForceRelease drops the references of every message gRPC still holds. Call
 // it only when no call of the upload is in flight and a later RPC on the
 // connection has completed since the last one that carried data: gRPC's
 // writer then went past every earlier message, so it has either released it
 // or never will (see outMsg).
-func (l *lifetime) forceRelease() {
+func (l *Lifetime) ForceRelease() {
 	forced := 0
 	for _, h := range l.holds {
-		if h.release() {
+		if h.Release() {
 			forced++
 		}
 	}
 	clear(l.holds)
 	l.holds = l.holds[:0]
-	l.ev.Forced(forced)
+	l.Ev.Forced(forced)
 }
 
-// holding reports whether gRPC may still hold one of the upload's
+// Holding reports whether gRPC may still hold one of the upload's
 // messages.
-func (l *lifetime) holding() bool {
+func (l *Lifetime) Holding() bool {
 	for _, h := range l.holds {
 		if !h.done.Load() {
 			return true
@@ -278,11 +278,11 @@ func (l *lifetime) holding() bool {
 	return false
 }
 
-// wait blocks until every chunk's buffer is back. The upload is over and its
+// Wait blocks until every chunk's buffer is back. The upload is over and its
 // streams are torn down: whatever gRPC has not released within orphanGrace,
 // it never will, so it is released by force then.
-func (l *lifetime) wait() {
-	var held []*hold
+func (l *Lifetime) Wait() {
+	var held []*Hold
 	for _, h := range l.holds {
 		if !h.done.Load() {
 			held = append(held, h)
@@ -290,11 +290,11 @@ func (l *lifetime) wait() {
 	}
 	l.holds = nil
 	if len(held) > 0 {
-		ev := l.ev
+		ev := l.Ev
 		t := time.AfterFunc(orphanGrace, func() {
 			forced := 0
 			for _, h := range held {
-				if h.release() {
+				if h.Release() {
 					forced++
 				}
 			}

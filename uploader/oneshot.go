@@ -10,23 +10,23 @@ import "github.com/objup/objup/internal/wire"
 // still store it later: the outcome is then what a later attempt's answer
 // says (a success is the object), or unknown (see creation and
 // upload.settled).
-func (w *Writer) writeOnce(r *chunkRef) (*wire.Object, error) {
-	defer r.unref()
+func (w *Writer) writeOnce(r *ChunkRef) (*wire.Object, error) {
+	defer r.Unref()
 	if err := w.sentCRCMismatch(); err != nil {
 		return nil, err
 	}
 	size := int64(len(r.Data))
 	w.spec(r.Data, size)
-	w.scratch.hasSums = w.checksums() != nil
+	w.Scratch.HasSums = w.checksums() != nil
 	tr := w.c.tr
-	w.one[0] = r
-	defer func() { w.one[0] = nil }()
+	w.One[0] = r
+	defer func() { w.One[0] = nil }()
 	var o *wire.Object
 	var cr creation
-	err := w.retry.do(&w.target, tr.names().write, w.idempotent(), nil, func() (string, bool, error) {
+	err := w.retry.do(&w.Target, tr.Names().Write, w.Idempotent(), nil, func() (string, bool, error) {
 		var sent bool
 		var err error
-		o, sent, err = tr.writeObject(&w.upload, w.one[:], w.retry.attemptTimeout())
+		o, sent, err = tr.WriteObject(&w.Request, w.One[:], w.retry.attemptTimeout())
 		o, err = cr.judge(o, sent, err)
 		return "", sent, err
 	})

@@ -62,13 +62,13 @@ func (c *creation) judge(o *wire.Object, sent bool, err error) (*wire.Object, er
 // or the look-up failed, retried as cfg says (it meets the same faults as
 // the upload). Once u's context ended it runs on a context of its own,
 // bounded by outcomeGrace.
-func (u *upload) lookup(tr transport, cfg *retryConfig) *wire.Object {
+func (u *Request) lookup(tr Transport, cfg *retryConfig) *wire.Object {
 	lu, r, done := u.settling(cfg)
 	defer done()
 	var o *wire.Object
-	err := r.do(&lu.target, "get", true, nil, func() (string, bool, error) {
+	err := r.do(&lu.Target, "get", true, nil, func() (string, bool, error) {
 		var err error
-		o, err = tr.getObject(lu, u.object, r.attemptTimeout())
+		o, err = tr.GetObject(lu, u.Object, r.attemptTimeout())
 		if status.Code(err) == codes.NotFound {
 			o, err = nil, nil
 		}
@@ -84,13 +84,13 @@ func (u *upload) lookup(tr transport, cfg *retryConfig) *wire.Object {
 // that settles u's outcome: in u's context while it lasts, else in one of
 // its own bounded by outcomeGrace, and no attempt of it outlasts that
 // context. done releases them.
-func (u *upload) settling(cfg *retryConfig) (*upload, *retrier, func()) {
-	ctx, cancel := u.ctx, context.CancelFunc(func() {})
+func (u *Request) settling(cfg *retryConfig) (*Request, *retrier, func()) {
+	ctx, cancel := u.Ctx, context.CancelFunc(func() {})
 	if ctx.Err() != nil {
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), outcomeGrace)
 	}
-	lu := u.detached(ctx)
-	ev := newEvents(&lu.target, nil)
+	lu := u.Detached(ctx)
+	ev := newEvents(&lu.Target, nil)
 	r := new(retrier)
 	r.init(cfg, &ev)
 	return lu, r, cancel
@@ -101,11 +101,11 @@ func (u *upload) settling(cfg *retryConfig) (*upload, *retrier, func()) {
 // IsOutcomeUnknown when an answer was lost: the object may have been
 // stored, and may still be (the service may apply a request it read whole
 // long after its answer was lost).
-func (u *upload) settled(tr transport, c *creation, err error) (*wire.Object, error) {
+func (u *Request) settled(tr Transport, c *creation, err error) (*wire.Object, error) {
 	if err == nil || !c.lost {
 		return nil, err
 	}
-	oe := u.err(tr.names().write, err)
+	oe := u.err(tr.Names().Write, err)
 	oe.unknown = true
 	return nil, oe
 }
@@ -115,22 +115,22 @@ func (u *upload) settled(tr transport, c *creation, err error) (*wire.Object, er
 // its identity, so the live object is looked up and returned if it is that
 // generation, finalized. Otherwise err is returned, marked
 // IsOutcomeUnknown: the finish may still be applied.
-func (w *Writer) finalizedAt(tr transport, gen int64, err error) (*wire.Object, error) {
+func (w *Writer) finalizedAt(tr Transport, gen int64, err error) (*wire.Object, error) {
 	if gen != 0 {
 		if o := w.lookup(tr, w.cfg.retry); o.GetGeneration() == gen && o.GetFinalizeTime() != nil {
 			return o, nil
 		}
 	}
-	oe := w.upload.err(tr.names().stream, err)
+	oe := w.Request.err(tr.Names().Stream, err)
 	oe.unknown = true
 	return nil, oe
 }
 
-// detached returns an upload to the same object in ctx, for calls made
+// Detached returns an upload to the same object in ctx, for calls made
 // apart from u's own (a look-up, a cleanup): they share none of u's call
 // state, so they may run on another goroutine or after u's call returned.
-func (u *upload) detached(ctx context.Context) *upload {
-	return &upload{target: target{c: u.c, ctx: ctx, bucket: u.bucket, object: u.object, params: u.params}}
+func (u *Request) Detached(ctx context.Context) *Request {
+	return &Request{Target: Target{c: u.c, Ctx: ctx, Bucket: u.Bucket, Object: u.Object, Params: u.Params}}
 }
 
 // finished checks the service's object against what was sent. An object
@@ -139,14 +139,14 @@ func (u *upload) detached(ctx context.Context) *upload {
 // so "nothing was stored" does not hold.
 func (w *Writer) finished(o *wire.Object, size int64) error {
 	if o == nil {
-		return &Error{Op: "Close", Bucket: w.bucket, Object: w.object, Code: codes.Internal, unknown: true, Err: errors.New("the service finished the upload without returning the object")}
+		return &Error{Op: "Close", Bucket: w.Bucket, Object: w.Object, Code: codes.Internal, unknown: true, Err: errors.New("the service finished the upload without returning the object")}
 	}
 	if o.GetSize() != size {
-		return &Error{Op: "Close", Bucket: w.bucket, Object: w.object, Code: codes.DataLoss, unknown: true,
+		return &Error{Op: "Close", Bucket: w.Bucket, Object: w.Object, Code: codes.DataLoss, unknown: true,
 			Err: fmt.Errorf("the service stored generation %d of %d bytes, %d were written", o.GetGeneration(), o.GetSize(), size)}
 	}
 	if cs := o.GetChecksums(); !w.cfg.knob.NoCRC32C && cs != nil && cs.Crc32C != nil && cs.GetCrc32C() != w.ch.CRC32C() {
-		return &Error{Op: "Close", Bucket: w.bucket, Object: w.object, Code: codes.DataLoss, unknown: true,
+		return &Error{Op: "Close", Bucket: w.Bucket, Object: w.Object, Code: codes.DataLoss, unknown: true,
 			Err: fmt.Errorf("the service stored generation %d with CRC32C %08x, %08x was written", o.GetGeneration(), cs.GetCrc32C(), w.ch.CRC32C())}
 	}
 	w.attrs = new(ObjectAttrs)

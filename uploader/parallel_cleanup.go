@@ -23,7 +23,7 @@ func (p *parallel) close() {
 	p.cancel()
 	w := p.w
 	tr, cfg := p.tr, w.cfg.retry
-	base := w.upload.detached(context.WithoutCancel(w.ctx))
+	base := w.Request.Detached(context.WithoutCancel(w.Ctx))
 	done := make(chan struct{})
 	w.c.background(func() {
 		defer close(done)
@@ -31,11 +31,11 @@ func (p *parallel) close() {
 		<-p.allDone
 		if p.cur != nil {
 			for _, r := range p.cur.refs {
-				r.unref()
+				r.Unref()
 			}
 			p.cur = nil
 		}
-		ctx, cancel := context.WithTimeout(base.ctx, cleanupTimeout)
+		ctx, cancel := context.WithTimeout(base.Ctx, cleanupTimeout)
 		defer cancel()
 		// A part whose session's outcome is unknown is settled now, with
 		// the cleanup's time: cancelled, or its object found.
@@ -50,29 +50,29 @@ func (p *parallel) close() {
 			}
 		}
 		_ = sg.Wait()
-		var doomed []source
+		var doomed []Source
 		for _, pt := range p.parts {
 			if pt.gen != 0 || pt.sent.Load() {
-				doomed = append(doomed, source{name: pt.object, gen: pt.gen})
+				doomed = append(doomed, Source{Name: pt.Object, Gen: pt.gen})
 			}
 		}
 		doomed = append(doomed, p.temps...)
-		del := func(d source) {
+		del := func(d Source) {
 			u := &part{}
-			u.target = target{c: base.c, ctx: ctx, bucket: base.bucket, object: d.name, params: base.params}
-			u.ev = newEvents(&u.target, w.ev.Span())
+			u.Target = Target{c: base.c, Ctx: ctx, Bucket: base.Bucket, Object: d.Name, Params: base.Params}
+			u.ev = newEvents(&u.Target, w.ev.Span())
 			u.retry.init(cfg, &u.ev)
-			err := u.retry.do(&u.target, tr.names().delete, true, nil, func() (string, bool, error) {
-				err := tr.deleteObject(&u.upload, d.name, d.gen, u.retry.attemptTimeout())
+			err := u.retry.do(&u.Target, tr.Names().Delete, true, nil, func() (string, bool, error) {
+				err := tr.DeleteObject(&u.Request, d.Name, d.Gen, u.retry.attemptTimeout())
 				if hasCode(err, codes.NotFound) {
 					err = nil
 				}
 				return "", true, err
 			})
 			if err != nil {
-				p.leftBehind(d.name, err)
+				p.leftBehind(d.Name, err)
 			} else if l := w.c.tel.Logger(); l != nil {
-				l.LogAttrs(ctx, slog.LevelDebug, "objup: deleted a temporary object", slog.String("temporary", d.name), slog.Int64("generation", d.gen))
+				l.LogAttrs(ctx, slog.LevelDebug, "objup: deleted a temporary object", slog.String("temporary", d.Name), slog.Int64("generation", d.Gen))
 			}
 		}
 		var g errgroup.Group
@@ -84,9 +84,9 @@ func (p *parallel) close() {
 		// A part whose last answer was lost may still be committing on the
 		// service (it received the whole write before the connection
 		// broke): its delete is repeated once, a moment later.
-		var unknown []source
+		var unknown []Source
 		for _, d := range doomed {
-			if d.gen == 0 {
+			if d.Gen == 0 {
 				unknown = append(unknown, d)
 			}
 		}
@@ -103,11 +103,11 @@ func (p *parallel) close() {
 			_ = g.Wait()
 		}
 		_ = g.Wait()
-		p.life.wait()
+		p.life.Wait()
 	})
 	select {
 	case <-done:
-	case <-w.ctx.Done():
+	case <-w.Ctx.Done():
 	}
 }
 
@@ -118,7 +118,7 @@ func (p *parallel) leftBehind(name string, err error) {
 		s.AddEvent("temporary object left", trace.WithAttributes(attribute.String("object", name), attribute.String("error", err.Error())))
 	}
 	if l := w.c.tel.Logger(); l != nil {
-		l.LogAttrs(context.WithoutCancel(w.ctx), slog.LevelWarn, "objup: could not delete a temporary object", w.ev.LogAttrs(slog.String("temporary", name), slog.Any("error", err))...)
+		l.LogAttrs(context.WithoutCancel(w.Ctx), slog.LevelWarn, "objup: could not delete a temporary object", w.ev.LogAttrs(slog.String("temporary", name), slog.Any("error", err))...)
 	}
 }
 
@@ -130,11 +130,11 @@ func (p *parallel) leftBehind(name string, err error) {
 func (p *parallel) settlePart(ctx context.Context, pt *part) {
 	w := p.w
 	u := &part{}
-	u.target = target{c: w.c, ctx: ctx, bucket: w.bucket, object: pt.object, params: w.params}
-	u.ev = newEvents(&u.target, w.ev.Span())
+	u.Target = Target{c: w.c, Ctx: ctx, Bucket: w.Bucket, Object: pt.Object, Params: w.Params}
+	u.ev = newEvents(&u.Target, w.ev.Span())
 	u.retry.init(w.cfg.retry, &u.ev)
-	err := u.retry.do(&u.target, p.tr.names().query, true, nil, func() (string, bool, error) {
-		o, known := settleSession(&u.upload, p.tr, pt.session, pt.size, u.retry.attemptTimeout)
+	err := u.retry.do(&u.Target, p.tr.Names().Query, true, nil, func() (string, bool, error) {
+		o, known := settleSession(&u.Request, p.tr, pt.session, pt.size, u.retry.attemptTimeout)
 		switch {
 		case o != nil:
 			pt.gen = o.GetGeneration()

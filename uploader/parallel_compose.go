@@ -18,7 +18,7 @@ func (p *parallel) finish(last chunker.Chunk) (*wire.Object, error) {
 			return nil, err
 		}
 	} else {
-		w.life.putBuffer(last.Buf)
+		w.Life.PutBuffer(last.Buf)
 	}
 	if p.cur != nil && len(p.cur.refs) > 0 {
 		if err := p.dispatch(); err != nil {
@@ -28,9 +28,9 @@ func (p *parallel) finish(last chunker.Chunk) (*wire.Object, error) {
 	if err := p.wait(); err != nil {
 		return nil, err
 	}
-	srcs := make([]source, len(p.parts))
+	srcs := make([]Source, len(p.parts))
 	for i, pt := range p.parts {
-		srcs[i] = source{name: pt.object, gen: pt.gen}
+		srcs[i] = Source{Name: pt.Object, Gen: pt.gen}
 	}
 	for round := 0; len(srcs) > maxComposeSources; round++ {
 		next, err := p.composeRound(round, srcs)
@@ -40,13 +40,13 @@ func (p *parallel) finish(last chunker.Chunk) (*wire.Object, error) {
 		srcs = next
 	}
 	w.spec(nil, w.ch.Size())
-	w.scratch.hasSums = w.checksums() != nil
+	w.Scratch.HasSums = w.checksums() != nil
 	var o *wire.Object
-	names := p.tr.names()
+	names := p.tr.Names()
 	var cr creation
-	err := w.retry.do(&w.target, names.compose, w.idempotent(), nil, func() (string, bool, error) {
+	err := w.retry.do(&w.Target, names.Compose, w.Idempotent(), nil, func() (string, bool, error) {
 		var err error
-		o, err = p.tr.composeObject(&w.upload, srcs, w.retry.attemptTimeout())
+		o, err = p.tr.ComposeObject(&w.Request, srcs, w.retry.attemptTimeout())
 		o, err = cr.judge(o, true, err)
 		return "", true, err
 	})
@@ -58,34 +58,34 @@ func (p *parallel) finish(last chunker.Chunk) (*wire.Object, error) {
 
 // composeRound joins srcs 32 at a time into temporary objects, all at
 // once, and returns those.
-func (p *parallel) composeRound(round int, srcs []source) ([]source, error) {
+func (p *parallel) composeRound(round int, srcs []Source) ([]Source, error) {
 	n := (len(srcs) + maxComposeSources - 1) / maxComposeSources
-	next := make([]source, n)
+	next := make([]Source, n)
 	us := make([]*part, n)
 	for i := range us {
 		us[i] = p.newPart(0)
 		// The parts' context ended with them; a compose runs in the
 		// upload's.
-		us[i].ctx = p.w.ctx
-		us[i].object = p.prefix + "compose-" + strconv.Itoa(round) + "-" + strconv.Itoa(i)
+		us[i].Ctx = p.w.Ctx
+		us[i].Object = p.prefix + "compose-" + strconv.Itoa(round) + "-" + strconv.Itoa(i)
 		us[i].initSpec(p.w)
 		// Once its request may have left, an intermediate compose runs
 		// to its answer (see attemptCtx), so that the cleanup finds what
 		// it made.
-		us[i].scratch.settle = true
-		next[i].name = us[i].object
+		us[i].Scratch.Settle = true
+		next[i].Name = us[i].Object
 	}
 	var g errgroup.Group
 	for i, u := range us {
 		group := srcs[i*maxComposeSources : min((i+1)*maxComposeSources, len(srcs))]
 		g.Go(func() error {
 			var o *wire.Object
-			err := u.retry.do(&u.target, p.tr.names().compose, true, nil, func() (string, bool, error) {
+			err := u.retry.do(&u.Target, p.tr.Names().Compose, true, nil, func() (string, bool, error) {
 				var err error
-				o, err = p.tr.composeObject(&u.upload, group, u.retry.attemptTimeout())
+				o, err = p.tr.ComposeObject(&u.Request, group, u.retry.attemptTimeout())
 				return "", true, err
 			})
-			next[i].gen = o.GetGeneration()
+			next[i].Gen = o.GetGeneration()
 			return err
 		})
 	}

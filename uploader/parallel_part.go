@@ -29,9 +29,9 @@ func (p *parallel) push(c chunker.Chunk) error {
 	}
 	// A part is an object of its own: its chunks' offsets start at 0.
 	c.Offset -= pt.base
-	r := p.life.newRef(c)
+	r := p.life.NewRef(c)
 	pt.refs = append(pt.refs, r)
-	pt.scratch.crc = crc32c.Combine(pt.scratch.crc, r.CRC32C, int64(len(r.Data)))
+	pt.Scratch.CRC = crc32c.Combine(pt.Scratch.CRC, r.CRC32C, int64(len(r.Data)))
 	pt.size += int64(len(r.Data))
 	if pt.size >= p.partSize {
 		return p.dispatch()
@@ -44,20 +44,20 @@ func (p *parallel) push(c chunker.Chunk) error {
 func (p *parallel) newPart(i int) *part {
 	w := p.w
 	pt := &part{index: i}
-	pt.target = target{c: w.c, ctx: p.ctx, bucket: w.bucket, object: p.prefix + "part-" + strconv.Itoa(i), params: w.params}
+	pt.Target = Target{c: w.c, Ctx: p.ctx, Bucket: w.Bucket, Object: p.prefix + "part-" + strconv.Itoa(i), Params: w.Params}
 	pt.initSpec(w)
-	pt.ev = newEvents(&pt.target, w.ev.Span())
-	pt.life.ev = &pt.ev
+	pt.ev = newEvents(&pt.Target, w.ev.Span())
+	pt.Life.Ev = &pt.ev
 	pt.retry.init(w.cfg.retry, &pt.ev)
 	return pt
 }
 
 // initSpec makes u's spec that of a temporary object of w's upload.
-func (u *upload) initSpec(w *Writer) {
-	u.scratch.spec.Resource = &u.scratch.object
-	u.scratch.object.Name, u.scratch.object.Bucket = u.object, w.resource()
-	u.scratch.object.ContentType = "application/octet-stream"
-	u.scratch.spec.IfGenerationMatch = new(int64)
+func (u *Request) initSpec(w *Writer) {
+	u.Scratch.Spec.Resource = &u.Scratch.Object
+	u.Scratch.Object.Name, u.Scratch.Object.Bucket = u.Object, w.Resource()
+	u.Scratch.Object.ContentType = "application/octet-stream"
+	u.Scratch.Spec.IfGenerationMatch = new(int64)
 }
 
 // dispatch hands the part being filled to a goroutine of its own. It waits
@@ -68,13 +68,13 @@ func (p *parallel) dispatch() error {
 	p.cur = nil
 	if err := p.slots.Acquire(p.ctx, 1); err != nil {
 		for _, r := range pt.refs {
-			r.unref()
+			r.Unref()
 		}
 		pt.refs = nil
 		return p.failure(err)
 	}
-	pt.scratch.checksums.Crc32C = &pt.scratch.crc
-	pt.scratch.hasSums = true
+	pt.Scratch.Checksums.Crc32C = &pt.Scratch.CRC
+	pt.Scratch.HasSums = true
 	p.parts = append(p.parts, pt)
 	p.inflight.Add(1)
 	p.g.Go(func() error {
@@ -112,13 +112,13 @@ func (p *parallel) send(pt *part) error {
 	if err := p.ctx.Err(); err != nil {
 		// Another part failed while this one waited for its turn.
 		for _, r := range pt.refs {
-			r.unref()
+			r.Unref()
 		}
 		pt.refs = nil
 		return err
 	}
 	start := time.Now()
-	names := p.tr.names()
+	names := p.tr.Names()
 	o, err := p.sendSession(pt)
 	pt.refs = nil
 	if err == nil {
@@ -130,8 +130,8 @@ func (p *parallel) send(pt *part) error {
 	p.event(pt, start, err)
 	if err != nil {
 		w := p.w
-		return &Error{Op: names.write, Bucket: w.bucket, Object: w.object, Code: codeOf(err),
-			Err: &partError{index: pt.index, name: pt.object, err: err}}
+		return &Error{Op: names.Write, Bucket: w.Bucket, Object: w.Object, Code: codeOf(err),
+			Err: &partError{index: pt.index, name: pt.Object, err: err}}
 	}
 	p.w.cfg.progress.report(p.stored.Add(pt.size))
 	return nil
@@ -140,11 +140,11 @@ func (p *parallel) send(pt *part) error {
 // sendSession opens pt's session, hands it pt's chunks and finishes it.
 func (p *parallel) sendSession(pt *part) (*wire.Object, error) {
 	refs := pt.refs
-	win := p.tr.window(pt.size)
-	s, err := startResumable(&pt.upload, p.tr, &pt.retry, &pt.ev, win, win, win, nil)
+	win := p.tr.Window(pt.size)
+	s, err := startResumable(&pt.Request, p.tr, &pt.retry, &pt.ev, win, win, win, nil)
 	if err != nil {
 		for _, r := range refs {
-			r.unref()
+			r.Unref()
 		}
 		return nil, err
 	}
@@ -168,7 +168,7 @@ func (p *parallel) sendSession(pt *part) (*wire.Object, error) {
 		// message, and what it has not freed (a frame of a stream that
 		// ended, see outMsg) it never reads again. The part's buffers go
 		// back now, for the parts still to fill.
-		pt.life.forceRelease()
+		pt.Life.ForceRelease()
 	}
 	return o, err
 }
@@ -180,12 +180,12 @@ func (pt *part) check(o *wire.Object) error {
 	}
 	pt.gen = o.GetGeneration()
 	if o.GetSize() != pt.size {
-		return &Error{Op: "WriteObject", Bucket: pt.bucket, Object: pt.object, Code: codes.DataLoss,
+		return &Error{Op: "WriteObject", Bucket: pt.Bucket, Object: pt.Object, Code: codes.DataLoss,
 			Err: fmt.Errorf("the service stored %d bytes of the part, %d were sent", o.GetSize(), pt.size)}
 	}
-	if cs := o.GetChecksums(); cs != nil && cs.Crc32C != nil && cs.GetCrc32C() != pt.scratch.crc {
-		return &Error{Op: "WriteObject", Bucket: pt.bucket, Object: pt.object, Code: codes.DataLoss,
-			Err: fmt.Errorf("the service reports CRC32C %08x for the part, %08x was sent", cs.GetCrc32C(), pt.scratch.crc)}
+	if cs := o.GetChecksums(); cs != nil && cs.Crc32C != nil && cs.GetCrc32C() != pt.Scratch.CRC {
+		return &Error{Op: "WriteObject", Bucket: pt.Bucket, Object: pt.Object, Code: codes.DataLoss,
+			Err: fmt.Errorf("the service reports CRC32C %08x for the part, %08x was sent", cs.GetCrc32C(), pt.Scratch.CRC)}
 	}
 	return nil
 }
@@ -208,7 +208,7 @@ func (e *partError) Unwrap() error { return e.err }
 func (p *parallel) event(pt *part, start time.Time, err error) {
 	if s := p.w.ev.Span(); s != nil {
 		attrs := []attribute.KeyValue{
-			attribute.Int("part", pt.index), attribute.String("object", pt.object),
+			attribute.Int("part", pt.index), attribute.String("object", pt.Object),
 			attribute.Int64("bytes", pt.size), attribute.Int64("retries", int64(pt.ev.Retries())),
 			attribute.Int64("duration_ms", time.Since(start).Milliseconds()),
 		}
@@ -218,8 +218,8 @@ func (p *parallel) event(pt *part, start time.Time, err error) {
 		s.AddEvent("part", trace.WithAttributes(attrs...))
 	}
 	if l := p.w.c.tel.Logger(); l != nil {
-		l.LogAttrs(p.w.ctx, slog.LevelDebug, "objup: uploaded a part", p.w.ev.LogAttrs(
-			slog.Int("part", pt.index), slog.String("temporary", pt.object), slog.Int64("generation", pt.gen),
+		l.LogAttrs(p.w.Ctx, slog.LevelDebug, "objup: uploaded a part", p.w.ev.LogAttrs(
+			slog.Int("part", pt.index), slog.String("temporary", pt.Object), slog.Int64("generation", pt.gen),
 			slog.Bool("sent", pt.sent.Load()),
 			slog.Int64("bytes", pt.size), slog.Duration("took", time.Since(start)), slog.Any("error", err))...)
 	}
@@ -267,7 +267,7 @@ func (p *parallel) buffer() (*[]byte, error) {
 // failure returns the error that ended the upload: a part's, which ended
 // p.ctx, rather than the wait it interrupted.
 func (p *parallel) failure(err error) error {
-	if p.ctx.Err() != nil && p.w.ctx.Err() == nil {
+	if p.ctx.Err() != nil && p.w.Ctx.Err() == nil {
 		if gerr := p.wait(); gerr != nil {
 			return gerr
 		}
@@ -287,12 +287,12 @@ func (p *parallel) wait() error {
 			// What gRPC still holds of the parts' messages is released
 			// with the parts' chunks (see lifetime.wait).
 			for _, pt := range p.parts {
-				for _, h := range pt.life.holds {
+				for _, h := range pt.Life.holds {
 					if !h.done.Load() {
 						p.life.holds = append(p.life.holds, h)
 					}
 				}
-				pt.life.holds = nil
+				pt.Life.holds = nil
 			}
 			close(p.allDone)
 		}()
@@ -300,7 +300,7 @@ func (p *parallel) wait() error {
 	select {
 	case <-p.allDone:
 		return p.err
-	case <-p.w.ctx.Done():
-		return p.w.ctx.Err()
+	case <-p.w.Ctx.Done():
+		return p.w.Ctx.Err()
 	}
 }

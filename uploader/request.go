@@ -10,42 +10,42 @@ import (
 )
 
 const (
-	// maxMessage is the service's limit for the data of one write message.
-	maxMessage = 2 << 20
-	// requestParamsKey routes every RPC to the bucket.
-	requestParamsKey = "x-goog-request-params"
+	// MaxMessage is the service's limit for the data of one write message.
+	MaxMessage = 2 << 20
+	// RequestParamsKey routes every RPC to the bucket.
+	RequestParamsKey = "x-goog-request-params"
 )
 
-// target is what every RPC of one upload shares: the connection and call
+// Target is what every RPC of one upload shares: the connection and call
 // options, the object, and the upload's context (with its header chain).
-type target struct {
+type Target struct {
 	c      *Client // its connection and call options
-	ctx    context.Context
-	bucket string
-	object string
-	params string // "bucket=projects/_/buckets/NAME"; params[len("bucket="):] is the resource name
+	Ctx    context.Context
+	Bucket string
+	Object string
+	Params string // "bucket=projects/_/buckets/NAME"; params[len("bucket="):] is the resource name
 
-	attempt deadline.Attempt // the context of the current unary attempt
+	Attempt deadline.Attempt // the context of the current unary attempt
 }
 
-func (t *target) resource() string { return t.params[len("bucket="):] }
+func (t *Target) Resource() string { return t.Params[len("bucket="):] }
 
-// outgoing builds an RPC's context: the header chain and the routing header,
+// Outgoing builds an RPC's context: the header chain and the routing header,
 // flattened once.
-func (t *target) outgoing(ctx context.Context) context.Context {
-	return header.OutgoingContext(ctx, requestParamsKey, t.params)
+func (t *Target) Outgoing(ctx context.Context) context.Context {
+	return header.OutgoingContext(ctx, RequestParamsKey, t.Params)
 }
 
 // err wraps the error of op on the target's object.
-func (t *target) err(op string, err error) *Error { return newError(op, t.bucket, t.object, err) }
+func (t *Target) err(op string, err error) *Error { return newError(op, t.Bucket, t.Object, err) }
 
 // spec completes the object's WriteObjectSpec, which the options filled:
 // the name and bucket, the content type (sniffed from first, the start of the
 // data, when no option set one) and the size, or -1 if unknown.
 func (w *Writer) spec(first []byte, size int64) *wire.WriteObjectSpec {
-	s := &w.scratch.spec
+	s := &w.Scratch.Spec
 	o := s.Resource
-	o.Name, o.Bucket = w.object, w.resource()
+	o.Name, o.Bucket = w.Object, w.Resource()
 	if o.ContentType == "" {
 		if len(first) > 512 {
 			first = first[:512]
@@ -53,8 +53,8 @@ func (w *Writer) spec(first []byte, size int64) *wire.WriteObjectSpec {
 		o.ContentType = http.DetectContentType(first)
 	}
 	if size >= 0 {
-		w.scratch.size = size
-		s.ObjectSize = &w.scratch.size
+		w.Scratch.Size = size
+		s.ObjectSize = &w.Scratch.Size
 	}
 	return s
 }
@@ -67,13 +67,13 @@ func (w *Writer) checksums() *wire.ObjectChecksums {
 	if !hasCRC && !cfg.knob.MD5 && cfg.sendMD5 == nil {
 		return nil
 	}
-	cs := &w.scratch.checksums
+	cs := &w.Scratch.Checksums
 	if hasCRC {
-		w.scratch.crc = w.ch.CRC32C()
+		w.Scratch.CRC = w.ch.CRC32C()
 		if cfg.hasCRC {
-			w.scratch.crc = cfg.sendCRC
+			w.Scratch.CRC = cfg.sendCRC
 		}
-		cs.Crc32C = &w.scratch.crc
+		cs.Crc32C = &w.Scratch.CRC
 	}
 	switch {
 	case cfg.sendMD5 != nil:
@@ -84,7 +84,7 @@ func (w *Writer) checksums() *wire.ObjectChecksums {
 	return cs
 }
 
-// attemptCtx is the context of one attempt's call: the upload's, except
+// AttemptCtx is the context of one attempt's call: the upload's, except
 // for a parallel upload's intermediate composes. Once such a request may
 // have left, the call is not cancelled with the upload: it runs to its
 // answer, bounded by its timeout, so the upload knows whether the object
@@ -93,28 +93,28 @@ func (w *Writer) checksums() *wire.ObjectChecksums {
 // sessions, which a cancel settles: see parallel.send.) The upload's call
 // does not wait for it: the cleanup runs in the background (see
 // parallel.close).
-func (u *upload) attemptCtx() context.Context {
-	if u.scratch.settle {
-		return context.WithoutCancel(u.ctx)
+func (u *Request) AttemptCtx() context.Context {
+	if u.Scratch.Settle {
+		return context.WithoutCancel(u.Ctx)
 	}
-	return u.ctx
+	return u.Ctx
 }
 
-// scratch holds the request messages of one upload inside the Writer, so a
+// Scratch holds the request messages of one upload inside the Writer, so a
 // one-shot upload does not allocate each of them. They are built once and
 // read-only once sent: a retried call sends them again.
-type scratch struct {
-	spec      wire.WriteObjectSpec
-	object    wire.Object
-	checksums wire.ObjectChecksums
-	crc       uint32
-	noCRC     bool // messages carry no CRC32C (WithoutCRC32C); here, where it costs no room
-	hasSums   bool // checksums holds the whole-object checksums the finish carries (see upload.checksums)
-	settle    bool // a parallel upload's intermediate compose: see upload.attemptCtx
-	refused   bool // the service refused a write of the upload for load: its retries wait for their turn
-	size      int64
+type Scratch struct {
+	Spec      wire.WriteObjectSpec
+	Object    wire.Object
+	Checksums wire.ObjectChecksums
+	CRC       uint32
+	NoCRC     bool // messages carry no CRC32C (WithoutCRC32C); here, where it costs no room
+	HasSums   bool // checksums holds the whole-object checksums the finish carries (see upload.checksums)
+	Settle    bool // a parallel upload's intermediate compose: see upload.attemptCtx
+	Refused   bool // the service refused a write of the upload for load: its retries wait for their turn
+	Size      int64
 	// The one-shot call's request and response.
-	req   wire.WriteObjectRequest
-	first wire.WriteObjectRequest_WriteObjectSpec
-	resp  wire.WriteObjectResponse
+	Req   wire.WriteObjectRequest
+	First wire.WriteObjectRequest_WriteObjectSpec
+	Resp  wire.WriteObjectResponse
 }

@@ -29,17 +29,17 @@ var doneCtx = func() context.Context {
 // Its methods run on the Writer's goroutine; the stream's goroutines call
 // ack and broke, and read unsent, which touch only the fields under mu.
 type resumable struct {
-	u        *upload
-	tr       transport
+	u        *Request
+	tr       Transport
 	retry    *retrier
 	ev       *uploadEvents
 	progress *progressReporter // nil, or told of each new persisted size
 	id       string            // the session's id on the service
 	route    any               // where the session's streams went (see stream.route)
-	names    *callNames
+	names    *CallNames
 
 	// Owned by the Writer's goroutine.
-	st      stream // the current stream; nil while broken
+	st      Stream // the current stream; nil while broken
 	final   bool   // the last chunk was pushed
 	seen    int64  // persisted size at the last progress report to the retrier
 	opened  int64  // the offset the current stream started at
@@ -49,7 +49,7 @@ type resumable struct {
 	last      int64 // the end of the data pushed so far; written under mu, read freely by the Writer's goroutine
 	window    int64 // bytes that may be pushed and not yet persisted
 	rounds    window.Rounds
-	pending   []*chunkRef // not yet persisted, in offset order
+	pending   []*ChunkRef // not yet persisted, in offset order
 	persisted int64
 	resource  *wire.Object
 	streamErr error         // why the current stream broke
@@ -61,12 +61,12 @@ type resumable struct {
 // stream.
 // The window starts at window, may grow to maxWindow and shrink to floor
 // (see package window).
-func startResumable(u *upload, tr transport, r *retrier, ev *uploadEvents, floor, window, maxWindow int64, progress *progressReporter) (*resumable, error) {
+func startResumable(u *Request, tr Transport, r *retrier, ev *uploadEvents, floor, window, maxWindow int64, progress *progressReporter) (*resumable, error) {
 	s := &resumable{u: u, tr: tr, retry: r, ev: ev, window: window, progress: progress, acked: make(chan struct{}, 1)}
 	s.rounds.Init(floor, window, maxWindow)
-	s.names = tr.names()
-	err := r.do(&u.target, s.names.start, true, nil, func() (string, bool, error) {
-		id, err := tr.startUpload(u, r.attemptTimeout())
+	s.names = tr.Names()
+	err := r.do(&u.Target, s.names.Start, true, nil, func() (string, bool, error) {
+		id, err := tr.StartUpload(u, r.attemptTimeout())
 		s.id = id
 		return "", true, err
 	})
@@ -77,7 +77,7 @@ func startResumable(u *upload, tr transport, r *retrier, ev *uploadEvents, floor
 	s.rounds.Begin(window)
 	if err := s.open(0); err != nil {
 		// A stream that cannot open is resumed like a broken one.
-		if err := s.recoverFrom(s.names.stream, err); err != nil {
+		if err := s.recoverFrom(s.names.Stream, err); err != nil {
 			return nil, err
 		}
 	}
@@ -86,29 +86,29 @@ func startResumable(u *upload, tr transport, r *retrier, ev *uploadEvents, floor
 
 // open opens the session's stream from persisted on.
 func (s *resumable) open(persisted int64) error {
-	st, err := s.tr.openStream(s.u, s.id, s.route, persisted, s, s.retry.cfg.limits.AttemptTimeout)
+	st, err := s.tr.OpenStream(s.u, s.id, s.route, persisted, s, s.retry.cfg.limits.AttemptTimeout)
 	if err != nil {
 		return err
 	}
-	s.st, s.route, s.opened = st, st.route(), persisted
+	s.st, s.route, s.opened = st, st.Route(), persisted
 	return nil
 }
 
 // pushedNow is what the session has pushed, for its stream's send.
-func (s *resumable) pushedNow() pushed {
+func (s *resumable) pushedNow() Pushed {
 	s.mu.Lock()
-	p := pushed{last: s.last, final: s.final, persisted: s.persisted, window: s.window}
+	p := Pushed{Last: s.last, Final: s.final, Persisted: s.persisted, Window: s.window}
 	s.mu.Unlock()
-	p.timeout = s.retry.attemptTimeout()
+	p.Timeout = s.retry.attemptTimeout()
 	return p
 }
 
-// unsent returns, in batch, the chunks that hold data from offset from on.
+// Unsent returns, in batch, the chunks that hold data from offset from on.
 // Streams call it from the Writer's goroutine when they send.
-func (s *resumable) unsent(from int64, batch []*chunkRef) []*chunkRef {
+func (s *resumable) Unsent(from int64, batch []*ChunkRef) []*ChunkRef {
 	s.mu.Lock()
 	for _, r := range s.pending {
-		if r.end() > from {
+		if r.End() > from {
 			batch = append(batch, r)
 		}
 	}
@@ -116,18 +116,18 @@ func (s *resumable) unsent(from int64, batch []*chunkRef) []*chunkRef {
 	return batch
 }
 
-// ack takes in the service's answer: persisted bytes, and the finished
+// Ack takes in the service's answer: persisted bytes, and the finished
 // object if there is one. It releases the chunks the service persisted,
 // wakes the Writer, and reports the progress, once the lock is released.
 // A stream calls it from its own goroutine.
-func (s *resumable) ack(persisted int64, o *wire.Object) error {
+func (s *resumable) Ack(persisted int64, o *wire.Object) error {
 	s.mu.Lock()
 	if o != nil && s.resource == nil {
 		s.resource = o
 	}
 	err := s.ackLocked(persisted)
 	s.mu.Unlock()
-	s.signal()
+	s.Signal()
 	if err == nil {
 		s.progress.report(persisted)
 	}
@@ -167,8 +167,8 @@ func (s *resumable) ackLocked(persisted int64) error {
 	}
 	s.persisted = persisted
 	i := 0
-	for ; i < len(s.pending) && s.pending[i].end() <= persisted; i++ {
-		s.pending[i].unref()
+	for ; i < len(s.pending) && s.pending[i].End() <= persisted; i++ {
+		s.pending[i].Unref()
 		s.pending[i] = nil
 	}
 	// Move the rest to the front, so appends keep reusing the array.
@@ -188,16 +188,16 @@ func (s *resumable) report(persisted int64) {
 	}
 }
 
-// broke records why the current stream failed. A stream calls it from its
+// Broke records why the current stream failed. A stream calls it from its
 // own goroutine, once.
-func (s *resumable) broke(err error) {
+func (s *resumable) Broke(err error) {
 	s.mu.Lock()
 	s.streamErr = err
 	s.mu.Unlock()
-	s.signal()
+	s.Signal()
 }
 
-func (s *resumable) signal() {
+func (s *resumable) Signal() {
 	select {
 	case s.acked <- struct{}{}:
 	default:
@@ -207,7 +207,7 @@ func (s *resumable) signal() {
 // push takes over r, has the stream send what is due, and then waits while
 // more than the window is pushed and not persisted. A transient failure is
 // recovered from before push returns.
-func (s *resumable) push(r *chunkRef) error {
+func (s *resumable) push(r *ChunkRef) error {
 	s.take(r)
 	if err := s.send(false); err != nil {
 		return err
@@ -257,17 +257,17 @@ func (s *resumable) lastNow() int64 {
 
 // take makes the session the owner of r: close drops its reference
 // whatever happens next.
-func (s *resumable) take(r *chunkRef) {
+func (s *resumable) take(r *ChunkRef) {
 	s.mu.Lock()
 	s.pending = append(s.pending, r)
-	s.last = r.end()
+	s.last = r.End()
 	s.mu.Unlock()
 }
 
 // flush sends what was pushed and not sent yet, for a Writer about to wait
 // for a buffer: the chunks it holds come back only once sent and persisted.
 func (s *resumable) flush() error {
-	if s.st == nil || !s.st.behind() {
+	if s.st == nil || !s.st.Behind() {
 		return nil
 	}
 	return s.send(true)
@@ -278,8 +278,8 @@ func (s *resumable) send(all bool) error {
 	if s.st == nil {
 		return s.recover()
 	}
-	if err := s.st.send(s.pushedNow(), all); err != nil {
-		return s.recoverFrom(s.names.stream, err)
+	if err := s.st.Send(s.pushedNow(), all); err != nil {
+		return s.recoverFrom(s.names.Stream, err)
 	}
 	return nil
 }
@@ -287,7 +287,7 @@ func (s *resumable) send(all bool) error {
 // finish takes over the last chunk r, sends everything and the finish with
 // the object's checksums (u.checksums()), and returns the object the
 // service stored.
-func (s *resumable) finish(r *chunkRef) (*wire.Object, error) {
+func (s *resumable) finish(r *ChunkRef) (*wire.Object, error) {
 	s.take(r)
 	s.final = true
 	if err := s.send(true); err != nil {
@@ -301,7 +301,7 @@ func (s *resumable) finish(r *chunkRef) (*wire.Object, error) {
 	s.mu.Unlock()
 	if s.st != nil {
 		// The upload is over on both sides when Close returns.
-		s.st.done(s.u.ctx)
+		s.st.Done(s.u.Ctx)
 	}
 	return o, nil
 }
@@ -334,7 +334,7 @@ func (s *resumable) waitIn(ctx context.Context, cond func() bool) error {
 		// No answer will come while nothing sent awaits one: send what was
 		// kept back. Otherwise wait for the answer, so the next chunks can
 		// still fill a whole message.
-		if s.st.idle() && s.st.behind() {
+		if s.st.Idle() && s.st.Behind() {
 			if err := s.send(true); err != nil {
 				return err
 			}
@@ -342,8 +342,8 @@ func (s *resumable) waitIn(ctx context.Context, cond func() bool) error {
 		}
 		select {
 		case <-s.acked:
-		case <-s.u.ctx.Done():
-			return s.u.err(s.names.stream, s.u.ctx.Err())
+		case <-s.u.Ctx.Done():
+			return s.u.err(s.names.Stream, s.u.Ctx.Err())
 		case <-done:
 			return ctx.Err()
 		}
@@ -357,5 +357,5 @@ func (s *resumable) waitContext() context.Context {
 	if s.st == nil {
 		return doneCtx
 	}
-	return s.st.broken()
+	return s.st.Broken()
 }

@@ -19,13 +19,13 @@ func (s *resumable) recover() error {
 	if cause == nil {
 		cause = fmt.Errorf("stream closed: %w", io.ErrUnexpectedEOF)
 	}
-	return s.recoverFrom(s.names.stream, cause)
+	return s.recoverFrom(s.names.Stream, cause)
 }
 
 // teardown ends the current stream; its reports are over once it returns.
 func (s *resumable) teardown(cause error) error {
 	if s.st != nil {
-		cause = s.st.teardown(cause)
+		cause = s.st.Teardown(cause)
 		s.st = nil
 	}
 	s.mu.Lock()
@@ -47,14 +47,14 @@ func (s *resumable) recoverFrom(op string, cause error) error {
 	}
 	first := cause
 	var fatal error // an answer no retry can mend
-	err := s.retry.do(&s.u.target, op, true, cause, func() (string, bool, error) {
+	err := s.retry.do(&s.u.Target, op, true, cause, func() (string, bool, error) {
 		size := int64(-1)
 		if s.final {
 			size = s.last
 		}
-		persisted, o, err := s.tr.queryStatus(s.u, s.id, s.route, size, s.retry.attemptTimeout())
+		persisted, o, err := s.tr.QueryStatus(s.u, s.id, s.route, size, s.retry.attemptTimeout())
 		if err != nil {
-			return s.names.query, true, err
+			return s.names.Query, true, err
 		}
 		s.mu.Lock()
 		if o != nil && s.resource == nil {
@@ -72,22 +72,22 @@ func (s *resumable) recoverFrom(op string, cause error) error {
 		s.report(persisted)
 		s.resumed = true
 		if err := s.open(persisted); err != nil {
-			return s.names.stream, true, err
+			return s.names.Stream, true, err
 		}
 		// Resend everything the service does not have, then finish if the
 		// upload had come that far.
-		if err := s.st.send(s.pushedNow(), true); err != nil {
+		if err := s.st.Send(s.pushedNow(), true); err != nil {
 			err = s.teardown(err)
 			if s.moved(err) {
 				err = errPersistedMoved
 			}
-			return s.names.stream, true, err
+			return s.names.Stream, true, err
 		}
 		s.ev.Resumed(persisted, first)
 		return "", true, nil
 	})
 	if err == nil && fatal != nil {
-		return s.u.err(s.names.query, fatal)
+		return s.u.err(s.names.Query, fatal)
 	}
 	return err
 }
@@ -126,7 +126,7 @@ func (s *resumable) settle(err error) (*wire.Object, error) {
 	defer done()
 	o, known := settleSession(u, s.tr, s.id, s.last, func() time.Duration {
 		t := r.attemptTimeout()
-		if dl, ok := u.ctx.Deadline(); ok {
+		if dl, ok := u.Ctx.Deadline(); ok {
 			t = max(min(t, time.Until(dl)), time.Millisecond)
 		}
 		return t
@@ -141,7 +141,7 @@ func (s *resumable) settle(err error) (*wire.Object, error) {
 		s.id = ""
 		return nil, err
 	}
-	oe := s.u.err(s.names.stream, err)
+	oe := s.u.err(s.names.Stream, err)
 	oe.unknown = true
 	return nil, oe
 }
@@ -151,15 +151,15 @@ func (s *resumable) settle(err error) (*wire.Object, error) {
 // the session's object if it was finalized, or known when the session is
 // cancelled and nothing of it can be finalized; neither when a call
 // failed.
-func settleSession(u *upload, tr transport, id string, size int64, timeout func() time.Duration) (o *wire.Object, known bool) {
-	_, o, err := tr.queryStatus(u, id, nil, size, timeout())
+func settleSession(u *Request, tr Transport, id string, size int64, timeout func() time.Duration) (o *wire.Object, known bool) {
+	_, o, err := tr.QueryStatus(u, id, nil, size, timeout())
 	if o != nil || err != nil {
 		return o, false
 	}
-	if tr.cancelUpload(u, id, timeout()) != nil {
+	if tr.CancelUpload(u, id, timeout()) != nil {
 		return nil, false
 	}
-	_, o, err = tr.queryStatus(u, id, nil, size, timeout())
+	_, o, err = tr.QueryStatus(u, id, nil, size, timeout())
 	switch {
 	case o != nil:
 		return o, false
@@ -184,7 +184,7 @@ var errPersistedMoved = status.Error(codes.Unavailable, "the session's persisted
 // return now (google.storage.v2 WriteObjectRequest.write_offset). One
 // status query tells.
 func (s *resumable) moved(cause error) bool {
-	if s.u.app != nil {
+	if s.u.App != nil {
 		// An appendable object's status is a stream of its own.
 		return false
 	}
@@ -202,7 +202,7 @@ func (s *resumable) moved(cause error) bool {
 		// is the service's answer to the data.
 		return false
 	}
-	persisted, o, err := s.tr.queryStatus(s.u, s.id, s.route, -1, s.retry.attemptTimeout())
+	persisted, o, err := s.tr.QueryStatus(s.u, s.id, s.route, -1, s.retry.attemptTimeout())
 	return err == nil && (o != nil || persisted > s.opened)
 }
 
@@ -216,8 +216,8 @@ func (s *resumable) abort(cause error) {
 	if !finished && s.id != "" {
 		// The cancel goes out even when the upload's context ended, in
 		// the background so that the caller does not wait for it.
-		u, tr, id, timeout := s.u.detached(s.u.ctx), s.tr, s.id, s.retry.cfg.limits.AttemptTimeout
-		u.c.background(func() { tr.cancelUpload(u, id, timeout) })
+		u, tr, id, timeout := s.u.Detached(s.u.Ctx), s.tr, s.id, s.retry.cfg.limits.AttemptTimeout
+		u.c.background(func() { tr.CancelUpload(u, id, timeout) })
 		s.id = ""
 	}
 }
@@ -234,7 +234,7 @@ func (s *resumable) close() {
 	}
 	s.closed = true
 	for i, r := range s.pending {
-		r.unref()
+		r.Unref()
 		s.pending[i] = nil
 	}
 	s.pending = nil

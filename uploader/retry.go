@@ -178,7 +178,7 @@ func (c *retryConfig) validate() error {
 // BidiWriteObjectRedirectedError), as the official client's ShouldRetry for
 // gRPC. It is the default of WithErrorFunc,
 // and a custom function may call it.
-func ShouldRetry(err error) bool { return retry.ShouldRetry(err) || isRedirect(err) }
+func ShouldRetry(err error) bool { return retry.ShouldRetry(err) || IsRedirect(err) }
 
 // errChunkTimeout is the cause of a stream cancelled because a sent chunk saw
 // no acknowledgement within the attempt timeout. It carries
@@ -215,7 +215,7 @@ func (r *retrier) paced() bool {
 	if r.ev == nil {
 		return false
 	}
-	tg := (*target)(r.ev.Scope())
+	tg := (*Target)(r.ev.Scope())
 	return tg != nil && tg.c != nil && tg.c.stage != nil
 }
 
@@ -259,11 +259,11 @@ func (r *retrier) retry(ctx context.Context, op string, err error, sent, idempot
 // no progress: a call that succeeds ends an episode only when its caller
 // says so (a resumed stream has not made progress until data is
 // acknowledged).
-func (r *retrier) do(t *target, op string, idempotent bool, cause error, attempt func() (op string, sent bool, err error)) error {
+func (r *retrier) do(t *Target, op string, idempotent bool, cause error, attempt func() (op string, sent bool, err error)) error {
 	sent := true
 	for {
 		if cause != nil {
-			if err := r.retry(t.ctx, op, cause, sent, idempotent); err != nil {
+			if err := r.retry(t.Ctx, op, cause, sent, idempotent); err != nil {
 				return t.err(op, err)
 			}
 		}

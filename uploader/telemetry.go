@@ -72,20 +72,20 @@ type uploadEvents = telemetry.Events[*eventScope]
 
 // newEvents returns the events of the upload to t, started now, that adds
 // its events to span (nil: none, until StartSpan).
-func newEvents(t *target, span trace.Span) uploadEvents {
+func newEvents(t *Target, span trace.Span) uploadEvents {
 	return telemetry.NewEvents((*eventScope)(t), span)
 }
 
 // eventScope is an upload's target as its events see it (telemetry.Scope).
 // It is a type of its own so that the methods telemetry needs are not
 // promoted to the Writer, which embeds its target.
-type eventScope target
+type eventScope Target
 
 // Context returns the upload's context.
-func (t *eventScope) Context() context.Context { return t.ctx }
+func (t *eventScope) Context() context.Context { return t.Ctx }
 
 // Names returns the upload's bucket and object.
-func (t *eventScope) Names() (bucket, object string) { return t.bucket, t.object }
+func (t *eventScope) Names() (bucket, object string) { return t.Bucket, t.Object }
 
 // Telemetry returns the client's telemetry.
 func (t *eventScope) Telemetry() *telemetry.Telemetry { return t.c.tel }

@@ -42,7 +42,7 @@ var (
 // Canceled that matches fs.ErrClosed. Close (or CloseWithError) must be
 // called to release its buffers.
 type Writer struct {
-	upload // what the transport reads: target, spec, checksums, chunk lifetimes
+	Request // what the transport reads: target, spec, checksums, chunk lifetimes
 	c      *Client
 	cfg    writerConfig
 	ch     chunker.Chunker
@@ -72,7 +72,7 @@ func (c *Client) NewWriter(ctx context.Context, bucket, object string, opts ...W
 }
 
 func (w *Writer) init(ctx context.Context, bucket, object string, opts []WriterOption) error {
-	w.target = target{c: w.c, ctx: ctx, bucket: bucket, object: object}
+	w.Target = Target{c: w.c, Ctx: ctx, Bucket: bucket, Object: object}
 	if ctx == nil {
 		return invalid("NewWriter", bucket, object, "nil context")
 	}
@@ -87,8 +87,8 @@ func (w *Writer) init(ctx context.Context, bucket, object string, opts []WriterO
 	}
 	w.cfg.retry = &w.c.retry
 	w.cfg.chunkSize = w.c.chunkSize
-	w.scratch.spec.Resource = &w.scratch.object
-	w.cfg.spec, w.cfg.obj = &w.scratch.spec, &w.scratch.object
+	w.Scratch.Spec.Resource = &w.Scratch.Object
+	w.cfg.spec, w.cfg.obj = &w.Scratch.Spec, &w.Scratch.Object
 	for _, o := range opts {
 		if o != nil {
 			o.applyWriter(&w.cfg)
@@ -108,13 +108,13 @@ func (w *Writer) init(ctx context.Context, bucket, object string, opts []WriterO
 	if err != nil {
 		return invalid("NewWriter", bucket, object, "%w", err)
 	}
-	w.life.alloc = alloc
-	w.scratch.noCRC = w.cfg.knob.NoCRC32C
-	w.ev = newEvents(&w.target, nil)
-	w.ctx = w.ev.StartSpan(ctx, bucket, object)
-	w.life.ev = &w.ev
+	w.Life.Alloc = alloc
+	w.Scratch.NoCRC = w.cfg.knob.NoCRC32C
+	w.ev = newEvents(&w.Target, nil)
+	w.Ctx = w.ev.StartSpan(ctx, bucket, object)
+	w.Life.Ev = &w.ev
 	w.retry.init(w.cfg.retry, &w.ev)
-	w.params = "bucket=" + bucketPrefix + bucket
+	w.Params = "bucket=" + bucketPrefix + bucket
 	return nil
 }
 
@@ -166,7 +166,7 @@ func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
 		return 0, err
 	}
 	if r == nil {
-		w.fail("ReadFrom", invalid("ReadFrom", w.bucket, w.object, "%w", errNilReader))
+		w.fail("ReadFrom", invalid("ReadFrom", w.Bucket, w.Object, "%w", errNilReader))
 		return 0, w.err
 	}
 	if wt, ok := r.(io.WriterTo); ok {
@@ -210,9 +210,9 @@ func (w *Writer) usable(op string) error {
 		return w.err
 	}
 	if w.closed {
-		return &Error{Op: op, Bucket: w.bucket, Object: w.object, Code: codes.Canceled, Err: errClosed}
+		return &Error{Op: op, Bucket: w.Bucket, Object: w.Object, Code: codes.Canceled, Err: errClosed}
 	}
-	if err := w.ctx.Err(); err != nil {
+	if err := w.Ctx.Err(); err != nil {
 		w.fail(op, err)
 		return w.err
 	}
@@ -225,7 +225,7 @@ func (w *Writer) usable(op string) error {
 func (w *Writer) room() error {
 	if w.ch.Full() {
 		if w.ch.ChunkSize() < pool.Quantum {
-			return &Error{Op: "Write", Bucket: w.bucket, Object: w.object, Code: codes.InvalidArgument,
+			return &Error{Op: "Write", Bucket: w.Bucket, Object: w.Object, Code: codes.InvalidArgument,
 				Err: fmt.Errorf("object outgrows the %d-byte WithBuffer buffer: a buffer under %d bytes (256 KiB) only serves objects that fit in it", w.ch.ChunkSize(), pool.Quantum)}
 		}
 		c := w.ch.Seal()
@@ -256,7 +256,7 @@ func (w *Writer) buffer() (*[]byte, error) {
 	// A wait: the pool's budget (or the tenant's) is spent, or the
 	// WithBuffer slots are taken.
 	defer w.waited(time.Now())
-	return w.waitBuffer(w.ctx)
+	return w.waitBuffer(w.Ctx)
 }
 
 // tryGetter is an allocator that can hand out a buffer without waiting, as
@@ -268,7 +268,7 @@ type tryGetter interface {
 // fail records the first error and abandons the upload.
 func (w *Writer) fail(op string, err error) {
 	if w.err == nil {
-		w.err = w.target.err(op, err)
+		w.err = w.Target.err(op, err)
 	}
 	if w.mode != nil {
 		w.mode.abort(w.err)
@@ -331,7 +331,7 @@ func (w *Writer) CloseWithError(err error) error {
 	if err == nil {
 		err = errAbandonedEmpty
 	}
-	w.fail("CloseWithError", &Error{Op: "CloseWithError", Bucket: w.bucket, Object: w.object, Code: codes.Canceled, Err: err})
+	w.fail("CloseWithError", &Error{Op: "CloseWithError", Bucket: w.Bucket, Object: w.Object, Code: codes.Canceled, Err: err})
 	w.closed = true
 	w.end()
 	return prior
@@ -364,11 +364,11 @@ func (w *Writer) end() {
 // afterContext; a WithBuffer buffer, which the caller owns again when
 // Close returns, is always waited for.
 func (w *Writer) release() {
-	w.life.putBuffer(w.ch.Abort())
+	w.Life.PutBuffer(w.ch.Abort())
 	if w.mode != nil {
 		w.mode.close()
 	}
-	if w.ctx.Err() != nil && !w.cfg.hasBuffer && w.life.holding() {
+	if w.Ctx.Err() != nil && !w.cfg.hasBuffer && w.Life.Holding() {
 		w.c.background(w.buffersBack)
 		return
 	}
@@ -378,8 +378,8 @@ func (w *Writer) release() {
 // buffersBack waits until every buffer of the upload is back, and then
 // gives back its tenant's slot.
 func (w *Writer) buffersBack() {
-	w.life.wait()
-	if a, ok := w.life.alloc.(*tenantAlloc); ok {
+	w.Life.Wait()
+	if a, ok := w.Life.Alloc.(*tenantAlloc); ok {
 		a.done()
 	}
 }
