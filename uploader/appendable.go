@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/objup/objup/uploader/internal/xfer"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
@@ -73,19 +75,12 @@ func (w *Writer) startAppendable() {
 		return
 	}
 	yes := true
-	w.Scratch.Spec.Appendable = &yes
-	w.App = &Appendable{Unfinalized: w.cfg.keepOpen}
+	w.req.Scratch.Spec.Appendable = &yes
+	w.req.App = &xfer.Appendable{Unfinalized: w.cfg.keepOpen}
 }
 
 // grpc reports whether the client uploads over gRPC.
-func (c *Client) grpc() bool {
-	tr := c.tr
-	if a, ok := tr.(admitted); ok {
-		tr = a.Transport
-	}
-	_, ok := tr.(*grpcTransport)
-	return ok
-}
+func (c *Client) grpc() bool { return !c.overHTTP }
 
 // TakeOver opens a Writer that appends to generation gen of the
 // unfinalized appendable object gs://bucket/object, as GCS lets a second
@@ -112,7 +107,7 @@ func (c *Client) TakeOver(ctx context.Context, bucket, object string, gen int64,
 		w.end()
 		return nil, 0, invalid("TakeOver", bucket, object, "%w", err)
 	}
-	w.App.Takeover, w.App.Gen = true, gen
+	w.req.App.Takeover, w.req.App.Gen = true, gen
 	m := &session{w: w}
 	w.mode = m
 	if err := m.start(); err != nil {
@@ -121,7 +116,7 @@ func (c *Client) TakeOver(ctx context.Context, bucket, object string, gen int64,
 		w.end()
 		return nil, 0, w.err
 	}
-	a := w.App
+	a := w.req.App
 	a.Mu.Lock()
 	persisted, crc, hasCRC := a.Persisted, a.CRC, a.HasCRC
 	a.Mu.Unlock()
@@ -143,7 +138,7 @@ func (c *Client) TakeOver(ctx context.Context, bucket, object string, gen int64,
 // takeoverOptions refuses the options a takeover cannot honour.
 func (w *Writer) takeoverOptions(gen int64) error {
 	cfg := &w.cfg
-	s := &w.Scratch.Spec
+	s := &w.req.Scratch.Spec
 	o := s.Resource
 	switch {
 	case gen <= 0:
@@ -177,16 +172,16 @@ func (w *Writer) Flush(ctx context.Context) (int64, error) {
 	w.enter("Flush")
 	defer w.leave()
 	switch {
-	case w.App == nil:
-		return 0, invalid("Flush", w.Bucket, w.Object, "Flush needs an appendable object (WithAppendable or Client.TakeOver)")
+	case w.req.App == nil:
+		return 0, invalid("Flush", w.req.Bucket, w.req.Object, "Flush needs an appendable object (WithAppendable or Client.TakeOver)")
 	case ctx == nil:
-		return 0, invalid("Flush", w.Bucket, w.Object, "nil context")
+		return 0, invalid("Flush", w.req.Bucket, w.req.Object, "nil context")
 	}
 	if err := w.usable("Flush"); err != nil {
 		return 0, err
 	}
 	if err := ctx.Err(); err != nil {
-		return 0, w.Target.err("Flush", err)
+		return 0, errOf(&w.req.Target, "Flush", err)
 	}
 	start := time.Now()
 	if w.ch.NeedsBuffer() && w.ch.Holding() {
@@ -205,7 +200,7 @@ func (w *Writer) Flush(ctx context.Context) (int64, error) {
 	}
 	m := w.mode.(*session)
 	if err := m.start(); err != nil {
-		w.Life.PutBuffer(c.Buf)
+		w.req.Life.PutBuffer(c.Buf)
 		w.fail("Flush", err)
 		return 0, w.err
 	}
@@ -213,9 +208,9 @@ func (w *Writer) Flush(ctx context.Context) (int64, error) {
 	if len(c.Data) == 0 {
 		// Nothing new: the buffer goes back, and the flush asks only
 		// what is persisted.
-		w.Life.PutBuffer(c.Buf)
+		w.req.Life.PutBuffer(c.Buf)
 	} else {
-		s.take(w.Life.NewRef(smallFlush(w, c)))
+		s.take(w.req.Life.NewRef(smallFlush(w, c)))
 	}
 	if err := s.send(true); err != nil {
 		w.fail("Flush", err)
@@ -223,8 +218,8 @@ func (w *Writer) Flush(ctx context.Context) (int64, error) {
 	}
 	last := s.lastNow()
 	if err := s.waitIn(ctx, func() bool { return s.persisted >= last }); err != nil {
-		if ctx.Err() != nil && w.Ctx.Err() == nil {
-			return s.persistedNow(), w.Target.err("Flush", err)
+		if ctx.Err() != nil && w.req.Ctx.Err() == nil {
+			return s.persistedNow(), errOf(&w.req.Target, "Flush", err)
 		}
 		w.fail("Flush", err)
 		return 0, w.err
@@ -247,7 +242,7 @@ func smallFlush(w *Writer, c chunker.Chunk) chunker.Chunk {
 	}
 	small := make([]byte, len(c.Data))
 	copy(small, c.Data)
-	w.Life.PutBuffer(c.Buf)
+	w.req.Life.PutBuffer(c.Buf)
 	c.Buf, c.Data = nil, small
 	return c
 }
@@ -257,7 +252,7 @@ func smallFlush(w *Writer, c chunker.Chunk) chunker.Chunk {
 // creates and finalizes it in one round trip; see writeAppendable), or
 // the appendable session when the object is to stay unfinalized.
 func (w *Writer) single(last chunker.Chunk) mode {
-	if a := w.App; a != nil && (a.Unfinalized || a.Takeover) {
+	if a := w.req.App; a != nil && (a.Unfinalized || a.Takeover) {
 		return w.choose(last)
 	}
 	if w.cfg.resumable {
@@ -272,7 +267,7 @@ func (w *Writer) single(last chunker.Chunk) mode {
 // WithoutFinalize, flushed and left open.
 func (m *session) finishAppendable(last chunker.Chunk) (*wire.Object, error) {
 	w := m.w
-	r := w.Life.NewRef(last)
+	r := w.req.Life.NewRef(last)
 	if err := w.sentCRCMismatch(); err != nil {
 		r.Unref()
 		return nil, err
@@ -282,16 +277,16 @@ func (m *session) finishAppendable(last chunker.Chunk) (*wire.Object, error) {
 		return nil, err
 	}
 	s := m.s
-	if !w.App.Unfinalized {
-		w.Scratch.HasSums = w.checksums() != nil
+	if !w.req.App.Unfinalized {
+		w.req.Scratch.HasSums = w.checksums() != nil
 		o, err := s.finish(r)
 		if err != nil && answerLost(err) {
 			// The finish may have finalized the object: its generation,
 			// the object's identity, is looked up.
 			err = s.teardown(err)
-			w.App.Mu.Lock()
-			gen := w.App.Gen
-			w.App.Mu.Unlock()
+			w.req.App.Mu.Lock()
+			gen := w.req.App.Gen
+			w.req.App.Mu.Unlock()
 			o, err = w.finalizedAt(w.c.tr, gen, err)
 		}
 		return o, err
@@ -304,10 +299,10 @@ func (m *session) finishAppendable(last chunker.Chunk) (*wire.Object, error) {
 	if err := s.waitFor(func() bool { return s.persisted >= end }); err != nil {
 		return nil, err
 	}
-	a := w.App
+	a := w.req.App
 	a.Mu.Lock()
 	defer a.Mu.Unlock()
-	o := &wire.Object{Name: w.Object, Bucket: w.Resource(), Generation: a.Gen}
+	o := &wire.Object{Name: w.req.Object, Bucket: w.req.Resource(), Generation: a.Gen}
 	if a.Object != nil {
 		o = proto.Clone(a.Object).(*wire.Object)
 	}
@@ -323,9 +318,9 @@ func (m *session) finishAppendable(last chunker.Chunk) (*wire.Object, error) {
 // if a flush created it, stays unfinalized.
 func (w *Writer) sentCRCMismatch() error {
 	cfg := &w.cfg
-	if w.App == nil || !cfg.hasCRC || cfg.knob.NoCRC32C || w.ch.CRC32C() == cfg.sendCRC {
+	if w.req.App == nil || !cfg.hasCRC || cfg.knob.NoCRC32C || w.ch.CRC32C() == cfg.sendCRC {
 		return nil
 	}
-	return &Error{Op: "Close", Bucket: w.Bucket, Object: w.Object, Code: codes.DataLoss,
+	return &Error{Op: "Close", Bucket: w.req.Bucket, Object: w.req.Object, Code: codes.DataLoss,
 		Err: fmt.Errorf("WithSendCRC32C says %08x, the bytes written have %08x: the object is not finalized", cfg.sendCRC, w.ch.CRC32C())}
 }

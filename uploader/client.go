@@ -11,7 +11,10 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"golang.org/x/time/rate"
+	"github.com/objup/objup/uploader/internal/grpcx"
+	"github.com/objup/objup/uploader/internal/httpx"
+	"github.com/objup/objup/uploader/internal/xfer"
+
 	"google.golang.org/api/option"
 	"google.golang.org/api/option/internaloption"
 	gtransport "google.golang.org/api/transport/grpc"
@@ -47,8 +50,9 @@ type Client struct {
 	retry       retryConfig
 	pools       sync.Map // chunk size -> *pool.Pool, for Writers with their own chunk size
 	tel         *telemetry.Telemetry
-	tr          Transport // gRPC, or the JSON API (WithHTTP)
-	conns       int       // the connections that carry data (gRPC's pool; knob.DefaultConnectionPool for HTTP)
+	tr          xfer.Transport // gRPC, or the JSON API (WithHTTP)
+	overHTTP    bool           // WithHTTP
+	conns       int            // the connections that carry data (gRPC's pool; knob.DefaultConnectionPool for HTTP)
 	tenants     tenants
 	closed      atomic.Bool
 	stage       *admit.Stage   // the admission of writes per bucket; nil WithoutAdmission
@@ -106,12 +110,12 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 	}
 	c.tel = tel
 	if cfg.http {
-		t, err := newHTTPTransport(ctx, apiOpts)
+		t, err := httpx.New(ctx, apiOpts)
 		if err != nil {
 			tel.Close()
 			return nil, newError("NewClient", "", "", fmt.Errorf("HTTP transport: %w", err))
 		}
-		c.tr, c.conns = t, knob.DefaultConnectionPool
+		c.tr, c.conns, c.overHTTP = t, knob.DefaultConnectionPool, true
 		c.admit(cfg)
 		return c, nil
 	}
@@ -141,7 +145,7 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 		}
 	}
 	c.conns = conns.Num()
-	c.tr = newGRPCTransport(conns, lane, []grpc.CallOption{
+	c.tr = grpcx.New(conns, lane, []grpc.CallOption{
 		wire.CallOption(),
 		// objup retries itself, resuming sessions; gRPC's own replay
 		// buffer would only hold chunk references longer.
@@ -155,24 +159,18 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 // and the tenants' write rates (TenantLimits.Writes) in front of the
 // client's transport.
 func (c *Client) admit(cfg clientConfig) {
-	a := admitted{Transport: c.tr}
-	if w := cfg.tenantLimits.Writes; w > 0 {
-		a.writes = &tenantWrites{rate: rate.Limit(w), burst: max(1, int(math.Ceil(w/10)))}
-	}
+	w := cfg.tenantLimits.Writes
 	if !cfg.knob.NoAdmission {
 		c.stage = admit.New(tenantOf, cfg.tenantLimits.Weight, nil)
 		if cfg.knob.RampSet {
 			c.stage.Ramp(cfg.knob.RampFrom, cfg.knob.RampEvery)
 		}
-		a.stage = c.stage
-	}
-	if a.stage == nil && a.writes == nil {
-		return
-	}
-	c.tr = a
-	if c.stage != nil {
 		c.tel.ObserveAdmission(c.stage)
 	}
+	if c.stage == nil && w <= 0 {
+		return
+	}
+	c.tr = admit.Transport(c.tr, c.stage, w, max(1, int(math.Ceil(w/10))))
 }
 
 // defaultWindow is the least window of an upload whose window adapts: two

@@ -11,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/objup/objup/uploader/internal/xfer"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -126,7 +127,9 @@ func newError(op, bucket, object string, err error) *Error {
 	if errors.As(err, &oe) {
 		return oe
 	}
-	return &Error{Op: op, Bucket: bucket, Object: object, Code: codeOf(err), Err: err}
+	// A transport's failure after which the object may exist.
+	unknown := errors.Is(err, xfer.ErrFirstOpenLost)
+	return &Error{Op: op, Bucket: bucket, Object: object, Code: codeOf(err), Err: err, unknown: unknown}
 }
 
 func invalid(op, bucket, object, format string, args ...any) *Error {

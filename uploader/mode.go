@@ -54,7 +54,7 @@ func (w *Writer) choose(c chunker.Chunk) mode {
 
 // tryBuffer takes an empty buffer if one is free at once.
 func (w *Writer) tryBuffer() (*[]byte, bool) {
-	if t, ok := w.Life.Alloc.(tryGetter); ok {
+	if t, ok := w.req.Life.Alloc.(tryGetter); ok {
 		return t.TryGet()
 	}
 	return nil, false
@@ -64,11 +64,11 @@ func (w *Writer) tryBuffer() (*[]byte, bool) {
 // pool are served tenant by tenant (see fairGet); the Writer's own
 // WithBuffer slots wait for nobody else.
 func (w *Writer) waitBuffer(ctx context.Context) (*[]byte, error) {
-	switch a := w.Life.Alloc.(type) {
+	switch a := w.req.Life.Alloc.(type) {
 	case *tenantAlloc, *pool.Fixed:
 		return a.Get(ctx)
 	}
-	return fairGet(ctx, w.Life.Alloc, w.c.tenants.share(tenantOf(w.Ctx)))
+	return fairGet(ctx, w.req.Life.Alloc, w.c.tenants.share(tenantOf(w.req.Ctx)))
 }
 
 // waited records a wait for a buffer that began at start.
@@ -88,7 +88,7 @@ func (m oneShot) buffer() (*[]byte, error) {
 }
 
 func (m oneShot) finish(last chunker.Chunk) (*wire.Object, error) {
-	return m.w.writeOnce(m.w.Life.NewRef(last))
+	return m.w.writeOnce(m.w.req.Life.NewRef(last))
 }
 
 func (oneShot) abort(error)  {}
@@ -104,7 +104,7 @@ type session struct {
 }
 
 func (m *session) push(c chunker.Chunk) error {
-	r := m.w.Life.NewRef(c)
+	r := m.w.req.Life.NewRef(c)
 	if err := m.start(); err != nil {
 		r.Unref()
 		return err
@@ -120,7 +120,7 @@ func (m *session) start() error {
 	w := m.w
 	tr := w.c.tr
 	floor, start, limit := w.c.window(w.ch.ChunkSize())
-	s, err := startResumable(&w.Request, tr, &w.retry, &w.ev, tr.Window(floor), tr.Window(start), tr.Window(limit), w.cfg.progress)
+	s, err := startResumable(&w.req, tr, &w.retry, &w.ev, tr.Window(floor), tr.Window(start), tr.Window(limit), w.cfg.progress)
 	if err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func (m *session) buffer() (*[]byte, error) {
 	}
 	for {
 		b, err := w.waitBuffer(s.waitContext())
-		if err == nil || w.Ctx.Err() != nil {
+		if err == nil || w.req.Ctx.Err() != nil {
 			return b, err
 		}
 		if err := s.recover(); err != nil {
@@ -162,15 +162,15 @@ func (m *session) buffer() (*[]byte, error) {
 // decides the outcome (see resumable.settle).
 func (m *session) finish(last chunker.Chunk) (*wire.Object, error) {
 	w := m.w
-	if w.App != nil {
+	if w.req.App != nil {
 		return m.finishAppendable(last)
 	}
-	r := w.Life.NewRef(last)
+	r := w.req.Life.NewRef(last)
 	if err := m.start(); err != nil {
 		r.Unref()
 		return nil, err
 	}
-	w.Scratch.HasSums = w.checksums() != nil
+	w.req.Scratch.HasSums = w.checksums() != nil
 	o, err := m.s.finish(r)
 	if err != nil {
 		o, err = m.s.settle(err)
@@ -188,13 +188,13 @@ func (m *session) close() {
 	if m.s != nil {
 		m.s.close()
 	}
-	if a := m.w.App; a != nil {
+	if a := m.w.req.App; a != nil {
 		a.DropReady()
 	}
 }
 
 func (m *session) path() string {
-	if m.w.App != nil {
+	if m.w.req.App != nil {
 		return pathAppendable
 	}
 	return pathResumable

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/objup/objup/uploader/internal/xfer"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -62,8 +64,8 @@ func (c *creation) judge(o *wire.Object, sent bool, err error) (*wire.Object, er
 // or the look-up failed, retried as cfg says (it meets the same faults as
 // the upload). Once u's context ended it runs on a context of its own,
 // bounded by outcomeGrace.
-func (u *Request) lookup(tr Transport, cfg *retryConfig) *wire.Object {
-	lu, r, done := u.settling(cfg)
+func lookup(u *xfer.Request, tr xfer.Transport, cfg *retryConfig) *wire.Object {
+	lu, r, done := settling(u, cfg)
 	defer done()
 	var o *wire.Object
 	err := r.do(&lu.Target, "get", true, nil, func() (string, bool, error) {
@@ -84,7 +86,7 @@ func (u *Request) lookup(tr Transport, cfg *retryConfig) *wire.Object {
 // that settles u's outcome: in u's context while it lasts, else in one of
 // its own bounded by outcomeGrace, and no attempt of it outlasts that
 // context. done releases them.
-func (u *Request) settling(cfg *retryConfig) (*Request, *retrier, func()) {
+func settling(u *xfer.Request, cfg *retryConfig) (*xfer.Request, *retrier, func()) {
 	ctx, cancel := u.Ctx, context.CancelFunc(func() {})
 	if ctx.Err() != nil {
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), outcomeGrace)
@@ -101,11 +103,11 @@ func (u *Request) settling(cfg *retryConfig) (*Request, *retrier, func()) {
 // IsOutcomeUnknown when an answer was lost: the object may have been
 // stored, and may still be (the service may apply a request it read whole
 // long after its answer was lost).
-func (u *Request) settled(tr Transport, c *creation, err error) (*wire.Object, error) {
+func settled(u *xfer.Request, tr xfer.Transport, c *creation, err error) (*wire.Object, error) {
 	if err == nil || !c.lost {
 		return nil, err
 	}
-	oe := u.err(tr.Names().Write, err)
+	oe := errOf(&u.Target, tr.Names().Write, err)
 	oe.unknown = true
 	return nil, oe
 }
@@ -115,22 +117,15 @@ func (u *Request) settled(tr Transport, c *creation, err error) (*wire.Object, e
 // its identity, so the live object is looked up and returned if it is that
 // generation, finalized. Otherwise err is returned, marked
 // IsOutcomeUnknown: the finish may still be applied.
-func (w *Writer) finalizedAt(tr Transport, gen int64, err error) (*wire.Object, error) {
+func (w *Writer) finalizedAt(tr xfer.Transport, gen int64, err error) (*wire.Object, error) {
 	if gen != 0 {
-		if o := w.lookup(tr, w.cfg.retry); o.GetGeneration() == gen && o.GetFinalizeTime() != nil {
+		if o := lookup(&w.req, tr, w.cfg.retry); o.GetGeneration() == gen && o.GetFinalizeTime() != nil {
 			return o, nil
 		}
 	}
-	oe := w.Request.err(tr.Names().Stream, err)
+	oe := errOf(&w.req.Target, tr.Names().Stream, err)
 	oe.unknown = true
 	return nil, oe
-}
-
-// Detached returns an upload to the same object in ctx, for calls made
-// apart from u's own (a look-up, a cleanup): they share none of u's call
-// state, so they may run on another goroutine or after u's call returned.
-func (u *Request) Detached(ctx context.Context) *Request {
-	return &Request{Target: Target{c: u.c, Ctx: ctx, Bucket: u.Bucket, Object: u.Object, Params: u.Params}}
 }
 
 // finished checks the service's object against what was sent. An object
@@ -139,14 +134,14 @@ func (u *Request) Detached(ctx context.Context) *Request {
 // so "nothing was stored" does not hold.
 func (w *Writer) finished(o *wire.Object, size int64) error {
 	if o == nil {
-		return &Error{Op: "Close", Bucket: w.Bucket, Object: w.Object, Code: codes.Internal, unknown: true, Err: errors.New("the service finished the upload without returning the object")}
+		return &Error{Op: "Close", Bucket: w.req.Bucket, Object: w.req.Object, Code: codes.Internal, unknown: true, Err: errors.New("the service finished the upload without returning the object")}
 	}
 	if o.GetSize() != size {
-		return &Error{Op: "Close", Bucket: w.Bucket, Object: w.Object, Code: codes.DataLoss, unknown: true,
+		return &Error{Op: "Close", Bucket: w.req.Bucket, Object: w.req.Object, Code: codes.DataLoss, unknown: true,
 			Err: fmt.Errorf("the service stored generation %d of %d bytes, %d were written", o.GetGeneration(), o.GetSize(), size)}
 	}
 	if cs := o.GetChecksums(); !w.cfg.knob.NoCRC32C && cs != nil && cs.Crc32C != nil && cs.GetCrc32C() != w.ch.CRC32C() {
-		return &Error{Op: "Close", Bucket: w.Bucket, Object: w.Object, Code: codes.DataLoss, unknown: true,
+		return &Error{Op: "Close", Bucket: w.req.Bucket, Object: w.req.Object, Code: codes.DataLoss, unknown: true,
 			Err: fmt.Errorf("the service stored generation %d with CRC32C %08x, %08x was written", o.GetGeneration(), cs.GetCrc32C(), w.ch.CRC32C())}
 	}
 	w.attrs = new(ObjectAttrs)

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/objup/objup/uploader/internal/xfer"
+
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
 )
@@ -138,7 +140,7 @@ func (c *writerConfig) checkParallel() error {
 type parallel struct {
 	cfg      ParallelUpload
 	w        *Writer // nil until the first chunk is full
-	tr       Transport
+	tr       xfer.Transport
 	partSize int64
 	id       string // the random part of the temporary objects' names
 	prefix   string // TempPrefix + id + "/"
@@ -151,7 +153,7 @@ type parallel struct {
 	cur      *part   // the part being filled; nil before its first chunk
 	parts    []*part // the parts handed to goroutines, in order
 	inflight atomic.Int32
-	temps    []Source // intermediate composes' objects
+	temps    []xfer.Source // intermediate composes' objects
 
 	// wake ends the Writer's wait for a buffer when a part ends (see
 	// buffer): a part gives its buffers back as the service persists
@@ -169,16 +171,16 @@ type parallel struct {
 	// life holds the parts' chunks, apart from the Writer's: they go back
 	// when the parts end, which may be after the Writer's call returned
 	// (see cleanup).
-	life Lifetime
+	life xfer.Lifetime
 }
 
 // part is one temporary object of a parallel upload: its chunks (whose
 // owner references it drops once the service stored it or the upload gave
 // up), its own call state and its own retry episode.
 type part struct {
-	Request
+	xfer.Request
 	index int
-	refs  []*ChunkRef
+	refs  []*xfer.ChunkRef
 	size  int64       // its CRC32C is scratch.crc, which its checksums point to
 	base  int64       // the offset of its first byte in the object
 	gen   int64       // the generation stored; 0 until then
@@ -206,9 +208,9 @@ func (p *parallel) start(w *Writer) {
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	p.w, p.tr, p.partSize, p.id = w, w.c.tr, size, hex.EncodeToString(rnd[:])
-	p.life.Alloc, p.life.Ev = w.Life.Alloc, &w.ev
+	p.life.Alloc, p.life.Ev = w.req.Life.Alloc, &w.ev
 	p.prefix = cfg.TempPrefix + p.id + "/"
-	ctx, cancel := context.WithCancel(w.Ctx)
+	ctx, cancel := context.WithCancel(w.req.Ctx)
 	p.g, p.ctx = errgroup.WithContext(ctx)
 	p.cancel = cancel
 	p.slots = semaphore.NewWeighted(int64(parts))

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/objup/objup/uploader/internal/xfer"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
@@ -23,7 +25,7 @@ func (p *parallel) close() {
 	p.cancel()
 	w := p.w
 	tr, cfg := p.tr, w.cfg.retry
-	base := w.Request.Detached(context.WithoutCancel(w.Ctx))
+	base := w.req.Detached(context.WithoutCancel(w.req.Ctx))
 	done := make(chan struct{})
 	w.c.background(func() {
 		defer close(done)
@@ -50,16 +52,16 @@ func (p *parallel) close() {
 			}
 		}
 		_ = sg.Wait()
-		var doomed []Source
+		var doomed []xfer.Source
 		for _, pt := range p.parts {
 			if pt.gen != 0 || pt.sent.Load() {
-				doomed = append(doomed, Source{Name: pt.Object, Gen: pt.gen})
+				doomed = append(doomed, xfer.Source{Name: pt.Object, Gen: pt.gen})
 			}
 		}
 		doomed = append(doomed, p.temps...)
-		del := func(d Source) {
+		del := func(d xfer.Source) {
 			u := &part{}
-			u.Target = Target{c: base.c, Ctx: ctx, Bucket: base.Bucket, Object: d.Name, Params: base.Params}
+			u.Target = xfer.Target{Owner: base.Owner, Ctx: ctx, Bucket: base.Bucket, Object: d.Name, Params: base.Params}
 			u.ev = newEvents(&u.Target, w.ev.Span())
 			u.retry.init(cfg, &u.ev)
 			err := u.retry.do(&u.Target, tr.Names().Delete, true, nil, func() (string, bool, error) {
@@ -84,7 +86,7 @@ func (p *parallel) close() {
 		// A part whose last answer was lost may still be committing on the
 		// service (it received the whole write before the connection
 		// broke): its delete is repeated once, a moment later.
-		var unknown []Source
+		var unknown []xfer.Source
 		for _, d := range doomed {
 			if d.Gen == 0 {
 				unknown = append(unknown, d)
@@ -107,7 +109,7 @@ func (p *parallel) close() {
 	})
 	select {
 	case <-done:
-	case <-w.Ctx.Done():
+	case <-w.req.Ctx.Done():
 	}
 }
 
@@ -118,7 +120,7 @@ func (p *parallel) leftBehind(name string, err error) {
 		s.AddEvent("temporary object left", trace.WithAttributes(attribute.String("object", name), attribute.String("error", err.Error())))
 	}
 	if l := w.c.tel.Logger(); l != nil {
-		l.LogAttrs(context.WithoutCancel(w.Ctx), slog.LevelWarn, "objup: could not delete a temporary object", w.ev.LogAttrs(slog.String("temporary", name), slog.Any("error", err))...)
+		l.LogAttrs(context.WithoutCancel(w.req.Ctx), slog.LevelWarn, "objup: could not delete a temporary object", w.ev.LogAttrs(slog.String("temporary", name), slog.Any("error", err))...)
 	}
 }
 
@@ -130,7 +132,7 @@ func (p *parallel) leftBehind(name string, err error) {
 func (p *parallel) settlePart(ctx context.Context, pt *part) {
 	w := p.w
 	u := &part{}
-	u.Target = Target{c: w.c, Ctx: ctx, Bucket: w.Bucket, Object: pt.Object, Params: w.Params}
+	u.Target = xfer.Target{Owner: w.c, Ctx: ctx, Bucket: w.req.Bucket, Object: pt.Object, Params: w.req.Params}
 	u.ev = newEvents(&u.Target, w.ev.Span())
 	u.retry.init(w.cfg.retry, &u.ev)
 	err := u.retry.do(&u.Target, p.tr.Names().Query, true, nil, func() (string, bool, error) {

@@ -3,6 +3,8 @@ package uploader
 import (
 	"strconv"
 
+	"github.com/objup/objup/uploader/internal/xfer"
+
 	"golang.org/x/sync/errgroup"
 
 	"github.com/objup/objup/chunker"
@@ -18,7 +20,7 @@ func (p *parallel) finish(last chunker.Chunk) (*wire.Object, error) {
 			return nil, err
 		}
 	} else {
-		w.Life.PutBuffer(last.Buf)
+		w.req.Life.PutBuffer(last.Buf)
 	}
 	if p.cur != nil && len(p.cur.refs) > 0 {
 		if err := p.dispatch(); err != nil {
@@ -28,9 +30,9 @@ func (p *parallel) finish(last chunker.Chunk) (*wire.Object, error) {
 	if err := p.wait(); err != nil {
 		return nil, err
 	}
-	srcs := make([]Source, len(p.parts))
+	srcs := make([]xfer.Source, len(p.parts))
 	for i, pt := range p.parts {
-		srcs[i] = Source{Name: pt.Object, Gen: pt.gen}
+		srcs[i] = xfer.Source{Name: pt.Object, Gen: pt.gen}
 	}
 	for round := 0; len(srcs) > maxComposeSources; round++ {
 		next, err := p.composeRound(round, srcs)
@@ -40,35 +42,35 @@ func (p *parallel) finish(last chunker.Chunk) (*wire.Object, error) {
 		srcs = next
 	}
 	w.spec(nil, w.ch.Size())
-	w.Scratch.HasSums = w.checksums() != nil
+	w.req.Scratch.HasSums = w.checksums() != nil
 	var o *wire.Object
 	names := p.tr.Names()
 	var cr creation
-	err := w.retry.do(&w.Target, names.Compose, w.Idempotent(), nil, func() (string, bool, error) {
+	err := w.retry.do(&w.req.Target, names.Compose, w.req.Idempotent(), nil, func() (string, bool, error) {
 		var err error
-		o, err = p.tr.ComposeObject(&w.Request, srcs, w.retry.attemptTimeout())
+		o, err = p.tr.ComposeObject(&w.req, srcs, w.retry.attemptTimeout())
 		o, err = cr.judge(o, true, err)
 		return "", true, err
 	})
 	if err != nil {
-		return w.settled(p.tr, &cr, err)
+		return settled(&w.req, p.tr, &cr, err)
 	}
 	return o, nil
 }
 
 // composeRound joins srcs 32 at a time into temporary objects, all at
 // once, and returns those.
-func (p *parallel) composeRound(round int, srcs []Source) ([]Source, error) {
+func (p *parallel) composeRound(round int, srcs []xfer.Source) ([]xfer.Source, error) {
 	n := (len(srcs) + maxComposeSources - 1) / maxComposeSources
-	next := make([]Source, n)
+	next := make([]xfer.Source, n)
 	us := make([]*part, n)
 	for i := range us {
 		us[i] = p.newPart(0)
 		// The parts' context ended with them; a compose runs in the
 		// upload's.
-		us[i].Ctx = p.w.Ctx
+		us[i].Ctx = p.w.req.Ctx
 		us[i].Object = p.prefix + "compose-" + strconv.Itoa(round) + "-" + strconv.Itoa(i)
-		us[i].initSpec(p.w)
+		initSpec(&us[i].Request, p.w)
 		// Once its request may have left, an intermediate compose runs
 		// to its answer (see attemptCtx), so that the cleanup finds what
 		// it made.

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/objup/objup/uploader/internal/xfer"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/codes"
@@ -44,8 +46,8 @@ func (p *parallel) push(c chunker.Chunk) error {
 func (p *parallel) newPart(i int) *part {
 	w := p.w
 	pt := &part{index: i}
-	pt.Target = Target{c: w.c, Ctx: p.ctx, Bucket: w.Bucket, Object: p.prefix + "part-" + strconv.Itoa(i), Params: w.Params}
-	pt.initSpec(w)
+	pt.Target = xfer.Target{Owner: w.c, Ctx: p.ctx, Bucket: w.req.Bucket, Object: p.prefix + "part-" + strconv.Itoa(i), Params: w.req.Params}
+	initSpec(&pt.Request, w)
 	pt.ev = newEvents(&pt.Target, w.ev.Span())
 	pt.Life.Ev = &pt.ev
 	pt.retry.init(w.cfg.retry, &pt.ev)
@@ -53,9 +55,9 @@ func (p *parallel) newPart(i int) *part {
 }
 
 // initSpec makes u's spec that of a temporary object of w's upload.
-func (u *Request) initSpec(w *Writer) {
+func initSpec(u *xfer.Request, w *Writer) {
 	u.Scratch.Spec.Resource = &u.Scratch.Object
-	u.Scratch.Object.Name, u.Scratch.Object.Bucket = u.Object, w.Resource()
+	u.Scratch.Object.Name, u.Scratch.Object.Bucket = u.Object, w.req.Resource()
 	u.Scratch.Object.ContentType = "application/octet-stream"
 	u.Scratch.Spec.IfGenerationMatch = new(int64)
 }
@@ -130,7 +132,7 @@ func (p *parallel) send(pt *part) error {
 	p.event(pt, start, err)
 	if err != nil {
 		w := p.w
-		return &Error{Op: names.Write, Bucket: w.Bucket, Object: w.Object, Code: codeOf(err),
+		return &Error{Op: names.Write, Bucket: w.req.Bucket, Object: w.req.Object, Code: codeOf(err),
 			Err: &partError{index: pt.index, name: pt.Object, err: err}}
 	}
 	p.w.cfg.progress.report(p.stored.Add(pt.size))
@@ -218,7 +220,7 @@ func (p *parallel) event(pt *part, start time.Time, err error) {
 		s.AddEvent("part", trace.WithAttributes(attrs...))
 	}
 	if l := p.w.c.tel.Logger(); l != nil {
-		l.LogAttrs(p.w.Ctx, slog.LevelDebug, "objup: uploaded a part", p.w.ev.LogAttrs(
+		l.LogAttrs(p.w.req.Ctx, slog.LevelDebug, "objup: uploaded a part", p.w.ev.LogAttrs(
 			slog.Int("part", pt.index), slog.String("temporary", pt.Object), slog.Int64("generation", pt.gen),
 			slog.Bool("sent", pt.sent.Load()),
 			slog.Int64("bytes", pt.size), slog.Duration("took", time.Since(start)), slog.Any("error", err))...)
@@ -267,7 +269,7 @@ func (p *parallel) buffer() (*[]byte, error) {
 // failure returns the error that ended the upload: a part's, which ended
 // p.ctx, rather than the wait it interrupted.
 func (p *parallel) failure(err error) error {
-	if p.ctx.Err() != nil && p.w.Ctx.Err() == nil {
+	if p.ctx.Err() != nil && p.w.req.Ctx.Err() == nil {
 		if gerr := p.wait(); gerr != nil {
 			return gerr
 		}
@@ -287,12 +289,7 @@ func (p *parallel) wait() error {
 			// What gRPC still holds of the parts' messages is released
 			// with the parts' chunks (see lifetime.wait).
 			for _, pt := range p.parts {
-				for _, h := range pt.Life.holds {
-					if !h.done.Load() {
-						p.life.holds = append(p.life.holds, h)
-					}
-				}
-				pt.Life.holds = nil
+				p.life.Adopt(&pt.Life)
 			}
 			close(p.allDone)
 		}()
@@ -300,7 +297,7 @@ func (p *parallel) wait() error {
 	select {
 	case <-p.allDone:
 		return p.err
-	case <-p.w.Ctx.Done():
-		return p.w.Ctx.Err()
+	case <-p.w.req.Ctx.Done():
+		return p.w.req.Ctx.Err()
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 
+	"github.com/objup/objup/uploader/internal/xfer"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -29,27 +31,27 @@ var doneCtx = func() context.Context {
 // Its methods run on the Writer's goroutine; the stream's goroutines call
 // ack and broke, and read unsent, which touch only the fields under mu.
 type resumable struct {
-	u        *Request
-	tr       Transport
+	u        *xfer.Request
+	tr       xfer.Transport
 	retry    *retrier
 	ev       *uploadEvents
 	progress *progressReporter // nil, or told of each new persisted size
 	id       string            // the session's id on the service
 	route    any               // where the session's streams went (see stream.route)
-	names    *CallNames
+	names    *xfer.CallNames
 
 	// Owned by the Writer's goroutine.
-	st      Stream // the current stream; nil while broken
-	final   bool   // the last chunk was pushed
-	seen    int64  // persisted size at the last progress report to the retrier
-	opened  int64  // the offset the current stream started at
-	resumed bool   // a status query placed the current stream (see moved)
+	st      xfer.Stream // the current stream; nil while broken
+	final   bool        // the last chunk was pushed
+	seen    int64       // persisted size at the last progress report to the retrier
+	opened  int64       // the offset the current stream started at
+	resumed bool        // a status query placed the current stream (see moved)
 
 	mu        sync.Mutex
 	last      int64 // the end of the data pushed so far; written under mu, read freely by the Writer's goroutine
 	window    int64 // bytes that may be pushed and not yet persisted
 	rounds    window.Rounds
-	pending   []*ChunkRef // not yet persisted, in offset order
+	pending   []*xfer.ChunkRef // not yet persisted, in offset order
 	persisted int64
 	resource  *wire.Object
 	streamErr error         // why the current stream broke
@@ -61,7 +63,7 @@ type resumable struct {
 // stream.
 // The window starts at window, may grow to maxWindow and shrink to floor
 // (see package window).
-func startResumable(u *Request, tr Transport, r *retrier, ev *uploadEvents, floor, window, maxWindow int64, progress *progressReporter) (*resumable, error) {
+func startResumable(u *xfer.Request, tr xfer.Transport, r *retrier, ev *uploadEvents, floor, window, maxWindow int64, progress *progressReporter) (*resumable, error) {
 	s := &resumable{u: u, tr: tr, retry: r, ev: ev, window: window, progress: progress, acked: make(chan struct{}, 1)}
 	s.rounds.Init(floor, window, maxWindow)
 	s.names = tr.Names()
@@ -95,9 +97,9 @@ func (s *resumable) open(persisted int64) error {
 }
 
 // pushedNow is what the session has pushed, for its stream's send.
-func (s *resumable) pushedNow() Pushed {
+func (s *resumable) pushedNow() xfer.Pushed {
 	s.mu.Lock()
-	p := Pushed{Last: s.last, Final: s.final, Persisted: s.persisted, Window: s.window}
+	p := xfer.Pushed{Last: s.last, Final: s.final, Persisted: s.persisted, Window: s.window}
 	s.mu.Unlock()
 	p.Timeout = s.retry.attemptTimeout()
 	return p
@@ -105,7 +107,7 @@ func (s *resumable) pushedNow() Pushed {
 
 // Unsent returns, in batch, the chunks that hold data from offset from on.
 // Streams call it from the Writer's goroutine when they send.
-func (s *resumable) Unsent(from int64, batch []*ChunkRef) []*ChunkRef {
+func (s *resumable) Unsent(from int64, batch []*xfer.ChunkRef) []*xfer.ChunkRef {
 	s.mu.Lock()
 	for _, r := range s.pending {
 		if r.End() > from {
@@ -207,7 +209,7 @@ func (s *resumable) Signal() {
 // push takes over r, has the stream send what is due, and then waits while
 // more than the window is pushed and not persisted. A transient failure is
 // recovered from before push returns.
-func (s *resumable) push(r *ChunkRef) error {
+func (s *resumable) push(r *xfer.ChunkRef) error {
 	s.take(r)
 	if err := s.send(false); err != nil {
 		return err
@@ -257,7 +259,7 @@ func (s *resumable) lastNow() int64 {
 
 // take makes the session the owner of r: close drops its reference
 // whatever happens next.
-func (s *resumable) take(r *ChunkRef) {
+func (s *resumable) take(r *xfer.ChunkRef) {
 	s.mu.Lock()
 	s.pending = append(s.pending, r)
 	s.last = r.End()
@@ -287,7 +289,7 @@ func (s *resumable) send(all bool) error {
 // finish takes over the last chunk r, sends everything and the finish with
 // the object's checksums (u.checksums()), and returns the object the
 // service stored.
-func (s *resumable) finish(r *ChunkRef) (*wire.Object, error) {
+func (s *resumable) finish(r *xfer.ChunkRef) (*wire.Object, error) {
 	s.take(r)
 	s.final = true
 	if err := s.send(true); err != nil {
@@ -343,7 +345,7 @@ func (s *resumable) waitIn(ctx context.Context, cond func() bool) error {
 		select {
 		case <-s.acked:
 		case <-s.u.Ctx.Done():
-			return s.u.err(s.names.Stream, s.u.Ctx.Err())
+			return errOf(&s.u.Target, s.names.Stream, s.u.Ctx.Err())
 		case <-done:
 			return ctx.Err()
 		}

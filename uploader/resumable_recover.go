@@ -6,6 +6,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/objup/objup/uploader/internal/xfer"
+
 	"github.com/objup/objup/internal/wire"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -87,7 +89,7 @@ func (s *resumable) recoverFrom(op string, cause error) error {
 		return "", true, nil
 	})
 	if err == nil && fatal != nil {
-		return s.u.err(s.names.Query, fatal)
+		return errOf(&s.u.Target, s.names.Query, fatal)
 	}
 	return err
 }
@@ -122,7 +124,7 @@ func (s *resumable) settle(err error) (*wire.Object, error) {
 	if !s.final || s.id == "" {
 		return nil, err
 	}
-	u, r, done := s.u.settling(s.retry.cfg)
+	u, r, done := settling(s.u, s.retry.cfg)
 	defer done()
 	o, known := settleSession(u, s.tr, s.id, s.last, func() time.Duration {
 		t := r.attemptTimeout()
@@ -141,7 +143,7 @@ func (s *resumable) settle(err error) (*wire.Object, error) {
 		s.id = ""
 		return nil, err
 	}
-	oe := s.u.err(s.names.Stream, err)
+	oe := errOf(&s.u.Target, s.names.Stream, err)
 	oe.unknown = true
 	return nil, oe
 }
@@ -151,7 +153,7 @@ func (s *resumable) settle(err error) (*wire.Object, error) {
 // the session's object if it was finalized, or known when the session is
 // cancelled and nothing of it can be finalized; neither when a call
 // failed.
-func settleSession(u *Request, tr Transport, id string, size int64, timeout func() time.Duration) (o *wire.Object, known bool) {
+func settleSession(u *xfer.Request, tr xfer.Transport, id string, size int64, timeout func() time.Duration) (o *wire.Object, known bool) {
 	_, o, err := tr.QueryStatus(u, id, nil, size, timeout())
 	if o != nil || err != nil {
 		return o, false
@@ -217,7 +219,7 @@ func (s *resumable) abort(cause error) {
 		// The cancel goes out even when the upload's context ended, in
 		// the background so that the caller does not wait for it.
 		u, tr, id, timeout := s.u.Detached(s.u.Ctx), s.tr, s.id, s.retry.cfg.limits.AttemptTimeout
-		u.c.background(func() { tr.CancelUpload(u, id, timeout) })
+		clientOf(&u.Target).background(func() { tr.CancelUpload(u, id, timeout) })
 		s.id = ""
 	}
 }

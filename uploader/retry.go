@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/objup/objup/uploader/internal/admit"
+	"github.com/objup/objup/uploader/internal/xfer"
+
 	"github.com/googleapis/gax-go/v2"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/objup/objup/uploader/internal/retry"
 )
@@ -178,12 +179,7 @@ func (c *retryConfig) validate() error {
 // BidiWriteObjectRedirectedError), as the official client's ShouldRetry for
 // gRPC. It is the default of WithErrorFunc,
 // and a custom function may call it.
-func ShouldRetry(err error) bool { return retry.ShouldRetry(err) || IsRedirect(err) }
-
-// errChunkTimeout is the cause of a stream cancelled because a sent chunk saw
-// no acknowledgement within the attempt timeout. It carries
-// DEADLINE_EXCEEDED, so ShouldRetry (and the official client's) retries it.
-var errChunkTimeout = status.Error(codes.DeadlineExceeded, "no acknowledgement from the service within the attempt timeout")
+func ShouldRetry(err error) bool { return retry.ShouldRetry(err) || xfer.IsRedirect(err) }
 
 // retrier is the one retry engine of an upload: every RPC of the upload
 // (one-shot WriteObject, StartResumableWrite, the stream, QueryWriteStatus)
@@ -215,8 +211,8 @@ func (r *retrier) paced() bool {
 	if r.ev == nil {
 		return false
 	}
-	tg := (*Target)(r.ev.Scope())
-	return tg != nil && tg.c != nil && tg.c.stage != nil
+	tg := (*xfer.Target)(r.ev.Scope())
+	return tg != nil && tg.Owner != nil && clientOf(tg).stage != nil
 }
 
 // retry handles a failed attempt: it returns nil, after the backoff, if the
@@ -234,7 +230,7 @@ func (r *retrier) retry(ctx context.Context, op string, err error, sent, idempot
 	if exhausted != nil {
 		return exhausted
 	}
-	if isPushback(err) && !isNamePushback(err) && r.paced() {
+	if admit.IsPushback(err) && !admit.IsNamePushback(err) && r.paced() {
 		// The admission stage paces the retry, at its turn by age.
 		pause = 0
 	}
@@ -259,12 +255,12 @@ func (r *retrier) retry(ctx context.Context, op string, err error, sent, idempot
 // no progress: a call that succeeds ends an episode only when its caller
 // says so (a resumed stream has not made progress until data is
 // acknowledged).
-func (r *retrier) do(t *Target, op string, idempotent bool, cause error, attempt func() (op string, sent bool, err error)) error {
+func (r *retrier) do(t *xfer.Target, op string, idempotent bool, cause error, attempt func() (op string, sent bool, err error)) error {
 	sent := true
 	for {
 		if cause != nil {
 			if err := r.retry(t.Ctx, op, cause, sent, idempotent); err != nil {
-				return t.err(op, err)
+				return errOf(t, op, err)
 			}
 		}
 		var aop string

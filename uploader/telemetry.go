@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/objup/objup/uploader/internal/xfer"
+
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/api/option"
@@ -72,14 +74,14 @@ type uploadEvents = telemetry.Events[*eventScope]
 
 // newEvents returns the events of the upload to t, started now, that adds
 // its events to span (nil: none, until StartSpan).
-func newEvents(t *Target, span trace.Span) uploadEvents {
+func newEvents(t *xfer.Target, span trace.Span) uploadEvents {
 	return telemetry.NewEvents((*eventScope)(t), span)
 }
 
 // eventScope is an upload's target as its events see it (telemetry.Scope).
 // It is a type of its own so that the methods telemetry needs are not
 // promoted to the Writer, which embeds its target.
-type eventScope Target
+type eventScope xfer.Target
 
 // Context returns the upload's context.
 func (t *eventScope) Context() context.Context { return t.Ctx }
@@ -88,4 +90,4 @@ func (t *eventScope) Context() context.Context { return t.Ctx }
 func (t *eventScope) Names() (bucket, object string) { return t.Bucket, t.Object }
 
 // Telemetry returns the client's telemetry.
-func (t *eventScope) Telemetry() *telemetry.Telemetry { return t.c.tel }
+func (t *eventScope) Telemetry() *telemetry.Telemetry { return clientOf((*xfer.Target)(t)).tel }

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/objup/objup/uploader/internal/xfer"
+
 	"google.golang.org/grpc/codes"
 
 	"github.com/objup/objup/chunker"
@@ -42,13 +44,13 @@ var (
 // Canceled that matches fs.ErrClosed. Close (or CloseWithError) must be
 // called to release its buffers.
 type Writer struct {
-	Request // what the transport reads: target, spec, checksums, chunk lifetimes
-	c      *Client
-	cfg    writerConfig
-	ch     chunker.Chunker
-	retry  retrier
-	mode   mode         // how the chunks reach the service; nil until the first chunk is full (or Close)
-	ev     uploadEvents // what the upload reports while it runs and when it ends
+	req   xfer.Request // what the transport reads: target, spec, checksums, chunk lifetimes
+	c     *Client
+	cfg   writerConfig
+	ch    chunker.Chunker
+	retry retrier
+	mode  mode         // how the chunks reach the service; nil until the first chunk is full (or Close)
+	ev    uploadEvents // what the upload reports while it runs and when it ends
 
 	busy     atomic.Bool // a method runs
 	closed   bool
@@ -72,7 +74,7 @@ func (c *Client) NewWriter(ctx context.Context, bucket, object string, opts ...W
 }
 
 func (w *Writer) init(ctx context.Context, bucket, object string, opts []WriterOption) error {
-	w.Target = Target{c: w.c, Ctx: ctx, Bucket: bucket, Object: object}
+	w.req.Target = xfer.Target{Owner: w.c, Ctx: ctx, Bucket: bucket, Object: object}
 	if ctx == nil {
 		return invalid("NewWriter", bucket, object, "nil context")
 	}
@@ -87,8 +89,8 @@ func (w *Writer) init(ctx context.Context, bucket, object string, opts []WriterO
 	}
 	w.cfg.retry = &w.c.retry
 	w.cfg.chunkSize = w.c.chunkSize
-	w.Scratch.Spec.Resource = &w.Scratch.Object
-	w.cfg.spec, w.cfg.obj = &w.Scratch.Spec, &w.Scratch.Object
+	w.req.Scratch.Spec.Resource = &w.req.Scratch.Object
+	w.cfg.spec, w.cfg.obj = &w.req.Scratch.Spec, &w.req.Scratch.Object
 	for _, o := range opts {
 		if o != nil {
 			o.applyWriter(&w.cfg)
@@ -108,13 +110,13 @@ func (w *Writer) init(ctx context.Context, bucket, object string, opts []WriterO
 	if err != nil {
 		return invalid("NewWriter", bucket, object, "%w", err)
 	}
-	w.Life.Alloc = alloc
-	w.Scratch.NoCRC = w.cfg.knob.NoCRC32C
-	w.ev = newEvents(&w.Target, nil)
-	w.Ctx = w.ev.StartSpan(ctx, bucket, object)
-	w.Life.Ev = &w.ev
+	w.req.Life.Alloc = alloc
+	w.req.Scratch.NoCRC = w.cfg.knob.NoCRC32C
+	w.ev = newEvents(&w.req.Target, nil)
+	w.req.Ctx = w.ev.StartSpan(ctx, bucket, object)
+	w.req.Life.Ev = &w.ev
 	w.retry.init(w.cfg.retry, &w.ev)
-	w.Params = "bucket=" + bucketPrefix + bucket
+	w.req.Params = "bucket=" + bucketPrefix + bucket
 	return nil
 }
 
@@ -166,7 +168,7 @@ func (w *Writer) ReadFrom(r io.Reader) (int64, error) {
 		return 0, err
 	}
 	if r == nil {
-		w.fail("ReadFrom", invalid("ReadFrom", w.Bucket, w.Object, "%w", errNilReader))
+		w.fail("ReadFrom", invalid("ReadFrom", w.req.Bucket, w.req.Object, "%w", errNilReader))
 		return 0, w.err
 	}
 	if wt, ok := r.(io.WriterTo); ok {
@@ -210,9 +212,9 @@ func (w *Writer) usable(op string) error {
 		return w.err
 	}
 	if w.closed {
-		return &Error{Op: op, Bucket: w.Bucket, Object: w.Object, Code: codes.Canceled, Err: errClosed}
+		return &Error{Op: op, Bucket: w.req.Bucket, Object: w.req.Object, Code: codes.Canceled, Err: errClosed}
 	}
-	if err := w.Ctx.Err(); err != nil {
+	if err := w.req.Ctx.Err(); err != nil {
 		w.fail(op, err)
 		return w.err
 	}
@@ -225,7 +227,7 @@ func (w *Writer) usable(op string) error {
 func (w *Writer) room() error {
 	if w.ch.Full() {
 		if w.ch.ChunkSize() < pool.Quantum {
-			return &Error{Op: "Write", Bucket: w.Bucket, Object: w.Object, Code: codes.InvalidArgument,
+			return &Error{Op: "Write", Bucket: w.req.Bucket, Object: w.req.Object, Code: codes.InvalidArgument,
 				Err: fmt.Errorf("object outgrows the %d-byte WithBuffer buffer: a buffer under %d bytes (256 KiB) only serves objects that fit in it", w.ch.ChunkSize(), pool.Quantum)}
 		}
 		c := w.ch.Seal()
@@ -256,7 +258,7 @@ func (w *Writer) buffer() (*[]byte, error) {
 	// A wait: the pool's budget (or the tenant's) is spent, or the
 	// WithBuffer slots are taken.
 	defer w.waited(time.Now())
-	return w.waitBuffer(w.Ctx)
+	return w.waitBuffer(w.req.Ctx)
 }
 
 // tryGetter is an allocator that can hand out a buffer without waiting, as
@@ -268,7 +270,7 @@ type tryGetter interface {
 // fail records the first error and abandons the upload.
 func (w *Writer) fail(op string, err error) {
 	if w.err == nil {
-		w.err = w.Target.err(op, err)
+		w.err = errOf(&w.req.Target, op, err)
 	}
 	if w.mode != nil {
 		w.mode.abort(w.err)
@@ -331,7 +333,7 @@ func (w *Writer) CloseWithError(err error) error {
 	if err == nil {
 		err = errAbandonedEmpty
 	}
-	w.fail("CloseWithError", &Error{Op: "CloseWithError", Bucket: w.Bucket, Object: w.Object, Code: codes.Canceled, Err: err})
+	w.fail("CloseWithError", &Error{Op: "CloseWithError", Bucket: w.req.Bucket, Object: w.req.Object, Code: codes.Canceled, Err: err})
 	w.closed = true
 	w.end()
 	return prior
@@ -364,11 +366,11 @@ func (w *Writer) end() {
 // afterContext; a WithBuffer buffer, which the caller owns again when
 // Close returns, is always waited for.
 func (w *Writer) release() {
-	w.Life.PutBuffer(w.ch.Abort())
+	w.req.Life.PutBuffer(w.ch.Abort())
 	if w.mode != nil {
 		w.mode.close()
 	}
-	if w.Ctx.Err() != nil && !w.cfg.hasBuffer && w.Life.Holding() {
+	if w.req.Ctx.Err() != nil && !w.cfg.hasBuffer && w.req.Life.Holding() {
 		w.c.background(w.buffersBack)
 		return
 	}
@@ -378,8 +380,8 @@ func (w *Writer) release() {
 // buffersBack waits until every buffer of the upload is back, and then
 // gives back its tenant's slot.
 func (w *Writer) buffersBack() {
-	w.Life.Wait()
-	if a, ok := w.Life.Alloc.(*tenantAlloc); ok {
+	w.req.Life.Wait()
+	if a, ok := w.req.Life.Alloc.(*tenantAlloc); ok {
 		a.done()
 	}
 }

@@ -43,7 +43,6 @@ func init() {
 type writerConfig struct {
 	spec      *wire.WriteObjectSpec
 	obj       *wire.Object
-	cond      *Conditions       // WithConditions
 	progress  *progressReporter // made per Writer (see Writer.init)
 	parallel  *parallel         // WithParallelUpload: its settings, and its state once started
 	buffer    []byte
@@ -53,6 +52,7 @@ type writerConfig struct {
 	sendCRC   uint32       // the caller's CRC32C of the object, if hasCRC
 	knob      knob.Writer  // package experimental's settings
 	hasCRC    bool
+	conds     uint8 // which Conditions fields WithConditions set (condDoesNotExist, ...)
 	md5Len    uint8 // 1 + the length of WithSendMD5's sum (at most 255); 0: none
 	hasBuffer bool
 	ownRetry  bool
@@ -73,7 +73,7 @@ func (c *writerConfig) validate(opts []WriterOption, grpc bool) error {
 			}
 		}
 	}
-	if err := c.setConditions(); err != nil {
+	if err := c.checkConditions(); err != nil {
 		return err
 	}
 	switch {
@@ -288,35 +288,49 @@ type Conditions struct {
 // later WithConditions replaces an earlier one. Negative values, or
 // conflicting ones, are rejected by NewWriter.
 func WithConditions(cond Conditions) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) { c.cond = &cond })
+	return writerOptionFunc(func(c *writerConfig) {
+		s := c.spec
+		s.IfGenerationMatch, s.IfGenerationNotMatch, s.IfMetagenerationMatch, s.IfMetagenerationNotMatch = nil, nil, nil, nil
+		c.conds = 0
+		set := func(dst **int64, v int64, bit uint8) {
+			if v != 0 || bit == condDoesNotExist {
+				*dst, c.conds = &v, c.conds|bit
+			}
+		}
+		if cond.DoesNotExist {
+			set(&s.IfGenerationMatch, 0, condDoesNotExist)
+		}
+		set(&s.IfGenerationMatch, cond.GenerationMatch, condGenerationMatch)
+		set(&s.IfGenerationNotMatch, cond.GenerationNotMatch, condGenerationNotMatch)
+		set(&s.IfMetagenerationMatch, cond.MetagenerationMatch, condMetagenerationMatch)
+		set(&s.IfMetagenerationNotMatch, cond.MetagenerationNotMatch, condMetagenerationNotMatch)
+	})
 }
 
-// setConditions checks the preconditions and writes them into the spec.
-func (c *writerConfig) setConditions() error {
-	k := c.cond
-	if k == nil {
-		return nil
-	}
+// The Conditions fields WithConditions set, as bits of writerConfig.conds.
+const (
+	condDoesNotExist uint8 = 1 << iota
+	condGenerationMatch
+	condGenerationNotMatch
+	condMetagenerationMatch
+	condMetagenerationNotMatch
+)
+
+// checkConditions checks the preconditions WithConditions wrote into the
+// spec.
+func (c *writerConfig) checkConditions() error {
+	s, k := c.spec, c.conds
+	has := func(bits uint8) bool { return k&bits == bits }
 	switch {
-	case k.GenerationMatch < 0 || k.GenerationNotMatch < 0 || k.MetagenerationMatch < 0 || k.MetagenerationNotMatch < 0:
-		return fmt.Errorf("conditions %+v: generations and metagenerations must not be negative", *k)
-	case k.DoesNotExist && (k.GenerationMatch != 0 || k.GenerationNotMatch != 0):
+	case s.GetIfGenerationMatch() < 0 || s.GetIfGenerationNotMatch() < 0 || s.GetIfMetagenerationMatch() < 0 || s.GetIfMetagenerationNotMatch() < 0:
+		return errors.New("conditions: generations and metagenerations must not be negative")
+	case has(condDoesNotExist) && (k&(condGenerationMatch|condGenerationNotMatch) != 0):
 		return errors.New("conditions: DoesNotExist excludes GenerationMatch and GenerationNotMatch")
-	case k.GenerationMatch != 0 && k.GenerationNotMatch != 0:
+	case has(condGenerationMatch | condGenerationNotMatch):
 		return errors.New("conditions: GenerationMatch and GenerationNotMatch exclude each other")
-	case k.MetagenerationMatch != 0 && k.MetagenerationNotMatch != 0:
+	case has(condMetagenerationMatch | condMetagenerationNotMatch):
 		return errors.New("conditions: MetagenerationMatch and MetagenerationNotMatch exclude each other")
 	}
-	s := c.spec
-	set := func(dst **int64, v int64, on bool) {
-		if on {
-			*dst = &v
-		}
-	}
-	set(&s.IfGenerationMatch, k.GenerationMatch, k.GenerationMatch != 0 || k.DoesNotExist)
-	set(&s.IfGenerationNotMatch, k.GenerationNotMatch, k.GenerationNotMatch != 0)
-	set(&s.IfMetagenerationMatch, k.MetagenerationMatch, k.MetagenerationMatch != 0)
-	set(&s.IfMetagenerationNotMatch, k.MetagenerationNotMatch, k.MetagenerationNotMatch != 0)
 	return nil
 }
 

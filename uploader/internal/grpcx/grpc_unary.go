@@ -1,8 +1,10 @@
-package uploader
+package grpcx
 
 import (
 	"context"
 	"time"
+
+	"github.com/objup/objup/uploader/internal/xfer"
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/emptypb"
@@ -15,7 +17,7 @@ import (
 // invoke makes one attempt of a unary call, bounded by timeout, in the
 // upload's attempt context, on a connection of the small calls (see pick).
 // It runs on the Writer's goroutine only.
-func (g *grpcTransport) invoke(u *Request, method string, req, resp any, timeout time.Duration) error {
+func (g *grpcTransport) invoke(u *xfer.Request, method string, req, resp any, timeout time.Duration) error {
 	return g.invokeOn(g.pick(false), u, method, req, resp, timeout)
 }
 
@@ -26,7 +28,7 @@ func (g *grpcTransport) invoke(u *Request, method string, req, resp any, timeout
 // uploads' streams share. A connection that died silently is found by
 // gRPC keepalive and the kernel's TCP_USER_TIMEOUT, which gRPC sets on the
 // connections it dials.
-func (g *grpcTransport) invokeOn(c *grpcConn, u *Request, method string, req, resp any, timeout time.Duration) error {
+func (g *grpcTransport) invokeOn(c *grpcConn, u *xfer.Request, method string, req, resp any, timeout time.Duration) error {
 	u.Attempt.Arm(u.Outgoing(u.AttemptCtx()), timeout)
 	err := c.Invoke(&u.Attempt, method, req, resp, g.callOpts...)
 	u.Attempt.Disarm()
@@ -43,11 +45,11 @@ func (g *grpcTransport) invokeOn(c *grpcConn, u *Request, method string, req, re
 // messages of at most 2 MiB on one WriteObject client stream, each made of
 // consecutive pieces of the chunks with its CRC32C combined from theirs,
 // the last with finish_write; gRPC starts one goroutine for such a stream.
-func (g *grpcTransport) WriteObject(u *Request, rs []*ChunkRef, timeout time.Duration) (*wire.Object, bool, error) {
+func (g *grpcTransport) WriteObject(u *xfer.Request, rs []*xfer.ChunkRef, timeout time.Duration) (*wire.Object, bool, error) {
 	if u.App != nil {
 		return g.writeAppendable(u, rs, timeout)
 	}
-	if len(rs) == 1 && len(rs[0].Data) <= MaxMessage {
+	if len(rs) == 1 && len(rs[0].Data) <= xfer.MaxMessage {
 		return g.writeUnary(u, rs[0], timeout)
 	}
 	return g.writeStream(u, rs, timeout)
@@ -55,7 +57,7 @@ func (g *grpcTransport) WriteObject(u *Request, rs []*ChunkRef, timeout time.Dur
 
 // writeUnary makes one attempt of a one-message WriteObject. sent reports
 // whether the request may have left the process.
-func (g *grpcTransport) writeUnary(u *Request, r *ChunkRef, timeout time.Duration) (o *wire.Object, sent bool, err error) {
+func (g *grpcTransport) writeUnary(u *xfer.Request, r *xfer.ChunkRef, timeout time.Duration) (o *wire.Object, sent bool, err error) {
 	sc := &u.Scratch
 	sc.First.WriteObjectSpec = &sc.Spec
 	sc.Req.FirstMessage, sc.Req.FinishWrite, sc.Req.ObjectChecksums = &sc.First, true, u.Checksums()
@@ -72,7 +74,7 @@ func (g *grpcTransport) writeUnary(u *Request, r *ChunkRef, timeout time.Duratio
 
 // writeStream makes one attempt of a WriteObject client stream of several
 // messages, each of up to 2 MiB of consecutive pieces of rs.
-func (g *grpcTransport) writeStream(u *Request, rs []*ChunkRef, timeout time.Duration) (o *wire.Object, sent bool, err error) {
+func (g *grpcTransport) writeStream(u *xfer.Request, rs []*xfer.ChunkRef, timeout time.Duration) (o *wire.Object, sent bool, err error) {
 	ctx, cancel := context.WithTimeout(u.AttemptCtx(), timeout)
 	defer cancel()
 	st, end, err := attemptStream(g, u, ctx, timeout, wire.NewWriteObjectStream)
@@ -83,13 +85,13 @@ func (g *grpcTransport) writeStream(u *Request, rs []*ChunkRef, timeout time.Dur
 	base := rs[0].Offset
 	i, rel := 0, 0 // the chunk and the offset in it where the next message starts
 	for first := true; first || i < len(rs); first = false {
-		msg, req := NewReqMsg[wire.WriteObjectRequest]()
+		msg, req := xfer.NewReqMsg[wire.WriteObjectRequest]()
 		req.WriteOffset = rs[min(i, len(rs)-1)].Offset + int64(rel) - base
 		if first {
 			req.FirstMessage = &wire.WriteObjectRequest_WriteObjectSpec{WriteObjectSpec: u.Spec()}
 		}
 		var crc uint32
-		crc, i, rel = u.fill(msg, rs, i, rel)
+		crc, i, rel = fill(u, msg, rs, i, rel)
 		if i == len(rs) {
 			req.FinishWrite, req.ObjectChecksums = true, u.Checksums()
 		}
@@ -112,7 +114,7 @@ func (g *grpcTransport) writeStream(u *Request, rs []*ChunkRef, timeout time.Dur
 // caller calls end with the attempt's error once it is over: end gives the
 // connection back. An abandoned attempt is cancelled with ctx, which
 // resets its stream only.
-func attemptStream[S interface{ Context() context.Context }](g *grpcTransport, u *Request, ctx context.Context, timeout time.Duration,
+func attemptStream[S interface{ Context() context.Context }](g *grpcTransport, u *xfer.Request, ctx context.Context, timeout time.Duration,
 	open func(context.Context, grpc.ClientConnInterface, ...grpc.CallOption) (S, error)) (st S, end func(error), err error) {
 	c := g.pick(true)
 	end = func(error) { c.doneData() }
@@ -123,14 +125,14 @@ func attemptStream[S interface{ Context() context.Context }](g *grpcTransport, u
 // fill adds to msg up to 2 MiB of consecutive pieces of rs, from offset
 // rel of chunk i on, and returns their CRC32C and where the next message
 // starts.
-func (u *Request) fill(msg *OutMsg, rs []*ChunkRef, i, rel int) (crc uint32, nextI, nextRel int) {
+func fill(u *xfer.Request, msg *xfer.OutMsg, rs []*xfer.ChunkRef, i, rel int) (crc uint32, nextI, nextRel int) {
 	size := 0
-	for i < len(rs) && msg.Parts() < MaxParts {
+	for i < len(rs) && msg.Parts() < xfer.MaxParts {
 		r := rs[i]
 		piece := rel / chunker.MaxPiece
 		end := min((piece+1)*chunker.MaxPiece, len(r.Data))
 		data := r.Data[rel:end]
-		if size > 0 && size+len(data) > MaxMessage {
+		if size > 0 && size+len(data) > xfer.MaxMessage {
 			break
 		}
 		if len(data) > 0 {
@@ -151,7 +153,7 @@ func (u *Request) fill(msg *OutMsg, rs []*ChunkRef, i, rel int) (crc uint32, nex
 }
 
 // ComposeObject makes one attempt of ComposeObject into u's object.
-func (g *grpcTransport) ComposeObject(u *Request, srcs []Source, timeout time.Duration) (*wire.Object, error) {
+func (g *grpcTransport) ComposeObject(u *xfer.Request, srcs []xfer.Source, timeout time.Duration) (*wire.Object, error) {
 	spec := u.Spec()
 	req := &wire.ComposeObjectRequest{
 		Destination:              spec.GetResource(),
@@ -173,13 +175,13 @@ func (g *grpcTransport) ComposeObject(u *Request, srcs []Source, timeout time.Du
 }
 
 // DeleteObject makes one attempt of DeleteObject.
-func (g *grpcTransport) DeleteObject(u *Request, name string, gen int64, timeout time.Duration) error {
+func (g *grpcTransport) DeleteObject(u *xfer.Request, name string, gen int64, timeout time.Duration) error {
 	req := &wire.DeleteObjectRequest{Bucket: u.Resource(), Object: name, Generation: gen}
 	return g.invoke(u, wire.MethodDeleteObject, req, new(emptypb.Empty), timeout)
 }
 
 // GetObject makes one attempt of GetObject.
-func (g *grpcTransport) GetObject(u *Request, name string, timeout time.Duration) (*wire.Object, error) {
+func (g *grpcTransport) GetObject(u *xfer.Request, name string, timeout time.Duration) (*wire.Object, error) {
 	req := &wire.GetObjectRequest{Bucket: u.Resource(), Object: name}
 	o := new(wire.Object)
 	if err := g.invoke(u, wire.MethodGetObject, req, o, timeout); err != nil {
@@ -188,7 +190,7 @@ func (g *grpcTransport) GetObject(u *Request, name string, timeout time.Duration
 	return o, nil
 }
 
-func (g *grpcTransport) StartUpload(u *Request, timeout time.Duration) (string, error) {
+func (g *grpcTransport) StartUpload(u *xfer.Request, timeout time.Duration) (string, error) {
 	if u.App != nil {
 		// An appendable object has no session: its first stream creates
 		// it (see openAppend).
@@ -209,7 +211,7 @@ func (g *grpcTransport) StartUpload(u *Request, timeout time.Duration) (string, 
 // by force (see outMsg). Every stream of a session takes that connection
 // (see openStream), so this covers all of its messages; a call on another
 // connection would prove nothing.
-func (g *grpcTransport) QueryStatus(u *Request, id string, route any, size int64, timeout time.Duration) (int64, *wire.Object, error) {
+func (g *grpcTransport) QueryStatus(u *xfer.Request, id string, route any, size int64, timeout time.Duration) (int64, *wire.Object, error) {
 	if u.App != nil {
 		return g.appendStatus(u, size, timeout)
 	}
@@ -236,7 +238,7 @@ func (g *grpcTransport) QueryStatus(u *Request, id string, route any, size int64
 // CancelUpload makes one attempt of CancelResumableWrite, in u's context
 // or, once that ended, bounded by timeout alone (an abandoned session is
 // cancelled in the background).
-func (g *grpcTransport) CancelUpload(u *Request, id string, timeout time.Duration) error {
+func (g *grpcTransport) CancelUpload(u *xfer.Request, id string, timeout time.Duration) error {
 	if u.App != nil || id == "" {
 		// An appendable object has no session to cancel.
 		return nil

@@ -1,4 +1,4 @@
-package uploader
+package httpx
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"sync/atomic"
+
+	"github.com/objup/objup/uploader/internal/xfer"
 )
 
 // httpBody is a request body over byte slices, chunk memory among them,
@@ -15,7 +17,7 @@ import (
 // may be after the response arrived.
 type httpBody struct {
 	parts [][]byte
-	holds []*Hold
+	holds []*xfer.Hold
 	done  atomic.Bool
 }
 
@@ -75,7 +77,7 @@ func closeResponse(resp *http.Response) {
 // bodyOver returns a request body over r.Data[from-r.Offset:] for each of
 // rs, holding a reference on each chunk until net/http is done with it, with
 // prefix and suffix around it.
-func (u *Request) bodyOver(prefix []byte, rs []*ChunkRef, from int64, suffix []byte) *httpBody {
+func bodyOver(u *xfer.Request, prefix []byte, rs []*xfer.ChunkRef, from int64, suffix []byte) *httpBody {
 	b := &httpBody{}
 	if len(prefix) > 0 {
 		b.parts = append(b.parts, prefix)

@@ -1,4 +1,4 @@
-package uploader
+package admit
 
 import (
 	"context"
@@ -6,23 +6,44 @@ import (
 	"sync"
 	"time"
 
+	"github.com/objup/objup/header"
+	"github.com/objup/objup/uploader/internal/mono"
+	"github.com/objup/objup/uploader/internal/xfer"
+
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/objup/objup/internal/wire"
-	"github.com/objup/objup/uploader/internal/admit"
 )
 
-// admitted is a transport whose object writes pass the client's admission
-// stage: each attempt waits for its turn in its bucket, and its answer
-// teaches the stage the bucket's rate. The data of a resumable session
-// (its stream, its status queries) passes freely: the session's start was
-// admitted.
+// Transport returns tr with its object writes passing stage (nil: none)
+// and the tenants' write rates (writes per second of one tenant, in bursts
+// of burst; 0: no bound): each attempt waits for its turn in its bucket,
+// and its answer teaches the stage the bucket's rate. The data of a
+// resumable session (its stream, its status queries) passes freely: the
+// session's start was admitted. Its Close closes the stage too.
+func Transport(tr xfer.Transport, stage *Stage, writes float64, burst int) xfer.Transport {
+	a := admitted{Transport: tr, stage: stage}
+	if writes > 0 {
+		a.writes = &tenantWrites{rate: rate.Limit(writes), burst: burst}
+	}
+	return a
+}
+
+// Events is what the stage reports of an upload (the Request's
+// Lifetime.Ev, when it has these methods): when it started, for its place
+// in line, and how long its write waited.
+type Events interface {
+	Start() mono.Time
+	Admitted(d time.Duration)
+}
+
+// admitted is Transport's decorator.
 type admitted struct {
-	Transport
-	stage  *admit.Stage  // nil WithoutAdmission
-	writes *tenantWrites // per-tenant rates (TenantLimits.Writes), or nil
+	xfer.Transport
+	stage  *Stage        // nil: no stage
+	writes *tenantWrites // per-tenant rates, or nil
 }
 
 // tenantWrites bounds each tenant's writes per second.
@@ -34,7 +55,7 @@ type tenantWrites struct {
 
 // wait waits for the tenant's rate.
 func (t *tenantWrites) wait(ctx context.Context) error {
-	id := tenantOf(ctx)
+	id, _ := header.Tenant(ctx)
 	l, ok := t.limiters.Load(id)
 	if !ok {
 		l, _ = t.limiters.LoadOrStore(id, rate.NewLimiter(t.rate, t.burst))
@@ -51,7 +72,7 @@ func (t *tenantWrites) wait(ctx context.Context) error {
 
 // wait waits for u's write's turn: the tenant's rate first, then the
 // bucket's; its error is the context's, as a request that never left.
-func (a admitted) wait(u *Request) (*admit.Bucket, error) {
+func (a admitted) wait(u *xfer.Request) (*Bucket, error) {
 	if a.writes != nil {
 		if err := a.writes.wait(u.Ctx); err != nil {
 			return nil, status.FromContextError(err).Err()
@@ -62,11 +83,12 @@ func (a admitted) wait(u *Request) (*admit.Bucket, error) {
 	}
 	b := a.stage.Bucket(u.Bucket)
 	var prio int64
-	if ev := u.Life.Ev; ev != nil {
+	ev, _ := u.Life.Ev.(Events)
+	if ev != nil {
 		prio = int64(ev.Start())
 	}
 	d, err := b.Wait(u.Ctx, prio, u.Scratch.Refused)
-	if ev := u.Life.Ev; ev != nil && d > 0 {
+	if ev != nil && d > 0 {
 		ev.Admitted(d)
 	}
 	if err != nil {
@@ -75,7 +97,7 @@ func (a admitted) wait(u *Request) (*admit.Bucket, error) {
 	return b, nil
 }
 
-func (a admitted) WriteObject(u *Request, rs []*ChunkRef, timeout time.Duration) (*wire.Object, bool, error) {
+func (a admitted) WriteObject(u *xfer.Request, rs []*xfer.ChunkRef, timeout time.Duration) (*wire.Object, bool, error) {
 	b, err := a.wait(u)
 	if err != nil {
 		return nil, false, err
@@ -85,7 +107,7 @@ func (a admitted) WriteObject(u *Request, rs []*ChunkRef, timeout time.Duration)
 	return o, sent, err
 }
 
-func (a admitted) StartUpload(u *Request, timeout time.Duration) (string, error) {
+func (a admitted) StartUpload(u *xfer.Request, timeout time.Duration) (string, error) {
 	b, err := a.wait(u)
 	if err != nil {
 		return "", err
@@ -95,7 +117,7 @@ func (a admitted) StartUpload(u *Request, timeout time.Duration) (string, error)
 	return id, err
 }
 
-func (a admitted) ComposeObject(u *Request, srcs []Source, timeout time.Duration) (*wire.Object, error) {
+func (a admitted) ComposeObject(u *xfer.Request, srcs []xfer.Source, timeout time.Duration) (*wire.Object, error) {
 	b, err := a.wait(u)
 	if err != nil {
 		return nil, err
@@ -105,7 +127,7 @@ func (a admitted) ComposeObject(u *Request, srcs []Source, timeout time.Duration
 	return o, err
 }
 
-func (a admitted) DeleteObject(u *Request, name string, gen int64, timeout time.Duration) error {
+func (a admitted) DeleteObject(u *xfer.Request, name string, gen int64, timeout time.Duration) error {
 	b, err := a.wait(u)
 	if err != nil {
 		return err
@@ -124,12 +146,12 @@ func (a admitted) Close() error {
 
 // answer tells b, if any, the outcome of u's write; a write the service
 // refused for load waits for its turn when it is retried.
-func answer(u *Request, b *admit.Bucket, err error) {
+func answer(u *xfer.Request, b *Bucket, err error) {
 	if b == nil {
 		return
 	}
 	o := outcomeOf(err)
-	if o == admit.Pushback || o == admit.NamePushback {
+	if o == Pushback || o == NamePushback {
 		u.Scratch.Refused = true
 	}
 	b.Answer(o)
@@ -137,23 +159,23 @@ func answer(u *Request, b *admit.Bucket, err error) {
 
 // outcomeOf tells the admission stage what an attempt's error says of the
 // bucket's load.
-func outcomeOf(err error) admit.Outcome {
+func outcomeOf(err error) Outcome {
 	switch {
 	case err == nil:
-		return admit.OK
-	case isNamePushback(err):
-		return admit.NamePushback
-	case isPushback(err):
-		return admit.Pushback
+		return OK
+	case IsNamePushback(err):
+		return NamePushback
+	case IsPushback(err):
+		return Pushback
 	}
-	return admit.Other
+	return Other
 }
 
-// isPushback reports whether err is the service pushing back for load:
+// IsPushback reports whether err is the service pushing back for load:
 // RESOURCE_EXHAUSTED (HTTP 429), or an HTTP 503 answer. A gRPC
 // UNAVAILABLE is not counted: gRPC also reports a broken connection so,
 // and the network's faults say nothing of the bucket's load.
-func isPushback(err error) bool {
+func IsPushback(err error) bool {
 	switch status.Code(err) {
 	case codes.ResourceExhausted:
 		return true
@@ -164,10 +186,10 @@ func isPushback(err error) bool {
 	return false
 }
 
-// isNamePushback reports whether err refuses a write for its object's own
+// IsNamePushback reports whether err refuses a write for its object's own
 // rate of mutations, as GCS words it ("exceeded the rate limit for object
 // mutation operations").
-func isNamePushback(err error) bool {
+func IsNamePushback(err error) bool {
 	if status.Code(err) != codes.ResourceExhausted {
 		return false
 	}

@@ -1,4 +1,4 @@
-package uploader
+package grpcx
 
 import (
 	"context"
@@ -6,126 +6,16 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"sync"
 	"time"
+
+	"github.com/objup/objup/uploader/internal/xfer"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/objup/objup/header"
 	"github.com/objup/objup/internal/wire"
 )
-
-// Appendable is what an appendable upload (WithAppendable, or
-// Client.TakeOver) knows of its object on the service: its generation, the
-// latest write handle and routing token, and what the last stream found
-// persisted when it opened. The Writer sets it up; the gRPC transport keeps
-// it current (a stream's receiver stores each new handle, a redirect's
-// error the new route), under mu.
-type Appendable struct {
-	Unfinalized bool // WithoutFinalize: Close leaves the object unfinalized
-	Takeover    bool // the object exists (Client.TakeOver): gen names it
-	Opened      bool // a stream that creates the object went out
-
-	Mu        sync.Mutex
-	Gen       int64
-	Handle    []byte
-	Token     string       // the routing token of the last redirect
-	Persisted int64        // the service's persisted size when the last stream opened
-	CRC       uint32       // the CRC32C of those bytes, if hasCRC
-	HasCRC    bool         // the service gave persisted_data_checksums
-	Object    *wire.Object // the object as the last open returned it, if it did
-	Created   bool         // a stream created the object (the first open succeeded)
-	Conn      *grpcConn    // the connection of the object's streams
-	Ready     *grpcStream  // a stream reopened by queryStatus, for openStream to adopt
-}
-
-// Route returns the generation, handle and routing token to open a stream
-// with, and whether the object exists (a stream created it, or it was
-// taken over): else the stream creates it.
-func (a *Appendable) Route() (gen int64, handle []byte, token string, exists bool) {
-	a.Mu.Lock()
-	defer a.Mu.Unlock()
-	return a.Gen, a.Handle, a.Token, a.Created || a.Takeover
-}
-
-// Answered takes in an answer of the object's stream: a new write handle,
-// which the service sends now and then.
-func (a *Appendable) Answered(resp *wire.BidiWriteObjectResponse) {
-	a.Mu.Lock()
-	if h := resp.GetWriteHandle(); h != nil {
-		a.Handle = append(a.Handle[:0:0], h.GetHandle()...)
-	}
-	a.Mu.Unlock()
-}
-
-// DropReady tears down a stream that queryStatus reopened and no
-// openStream took (its receiver never ran).
-func (a *Appendable) DropReady() {
-	a.Mu.Lock()
-	gs := a.Ready
-	a.Ready = nil
-	a.Mu.Unlock()
-	if gs != nil {
-		gs.cancel(errors.New("upload closed"))
-		close(gs.recvDone)
-		gs.conn.doneData()
-	}
-}
-
-// Redirected takes the route of a redirect out of err, if err is one (an
-// ABORTED status with a BidiWriteObjectRedirectedError), notes it in ev
-// (if not nil), and reports whether it was.
-func (a *Appendable) Redirected(err error, ev *uploadEvents) bool {
-	r := RedirectOf(err)
-	if r == nil {
-		return false
-	}
-	if ev != nil {
-		ev.Redirected(r.GetRoutingToken())
-	}
-	a.Mu.Lock()
-	if r.RoutingToken != nil {
-		a.Token = r.GetRoutingToken()
-	}
-	if r.WriteHandle != nil {
-		a.Handle = append(a.Handle[:0:0], r.GetWriteHandle().GetHandle()...)
-	}
-	if r.Generation != nil {
-		// The object exists: the stream is opened again on it.
-		a.Gen, a.Created = r.GetGeneration(), true
-	}
-	a.Mu.Unlock()
-	return true
-}
-
-// redirectTypeURL names the detail of a redirect.
-const redirectTypeURL = "type.googleapis.com/google.storage.v2.BidiWriteObjectRedirectedError"
-
-// RedirectOf returns the BidiWriteObjectRedirectedError that err carries,
-// or nil. internal/wire registers its messages under a package of its own,
-// so the detail is decoded here by its type URL.
-func RedirectOf(err error) *wire.BidiWriteObjectRedirectedError {
-	st, ok := status.FromError(err)
-	if !ok || st.Code() != codes.Aborted {
-		return nil
-	}
-	for _, d := range st.Proto().GetDetails() {
-		if d.GetTypeUrl() != redirectTypeURL {
-			continue
-		}
-		r := new(wire.BidiWriteObjectRedirectedError)
-		if proto.Unmarshal(d.GetValue(), r) == nil {
-			return r
-		}
-	}
-	return nil
-}
-
-// IsRedirect reports whether err asks the client to open its stream again
-// elsewhere.
-func IsRedirect(err error) bool { return RedirectOf(err) != nil }
 
 // openAppend opens a BidiWriteObject stream on u's appendable object and
 // reads the service's first answer: the first message creates the object
@@ -135,12 +25,12 @@ func IsRedirect(err error) bool { return RedirectOf(err) != nil }
 // what the service persisted: the stream goes on from there, once run
 // gives it its sink. The stream goes on the object's connection once it has
 // one.
-func (g *grpcTransport) openAppend(u *Request, timeout time.Duration) (*grpcStream, error) {
+func (g *grpcTransport) openAppend(u *xfer.Request, timeout time.Duration) (*grpcStream, error) {
 	a := u.App
 	gen, handle, token, exists := a.Route()
 	ctx, cancel := context.WithCancelCause(u.Ctx)
 	a.Mu.Lock()
-	c := a.Conn
+	c, _ := a.Conn.(*grpcConn)
 	a.Mu.Unlock()
 	if c != nil {
 		c.useData()
@@ -149,7 +39,7 @@ func (g *grpcTransport) openAppend(u *Request, timeout time.Duration) (*grpcStre
 	}
 	octx := u.Outgoing(ctx)
 	if token != "" {
-		octx = header.OutgoingContext(ctx, RequestParamsKey, u.Params+"&routing_token="+url.QueryEscape(token))
+		octx = header.OutgoingContext(ctx, xfer.RequestParamsKey, u.Params+"&routing_token="+url.QueryEscape(token))
 	}
 	st, err := wire.NewBidiWriteObjectStream(octx, c.ClientConn, g.callOpts...)
 	if err != nil {
@@ -159,7 +49,7 @@ func (g *grpcTransport) openAppend(u *Request, timeout time.Duration) (*grpcStre
 	}
 	gs := &grpcStream{u: u, via: c, conn: c, stream: st, ctx: ctx, cancel: cancel,
 		recvDone: make(chan struct{}), timeout: timeout, app: a}
-	gs.timer = time.AfterFunc(timeout, func() { cancel(errChunkTimeout) })
+	gs.timer = time.AfterFunc(timeout, func() { cancel(xfer.ErrChunkTimeout) })
 	req := &wire.BidiWriteObjectRequest{Flush: true, StateLookup: true}
 	if exists {
 		spec := &wire.AppendObjectSpec{Bucket: u.Resource(), Object: u.Object, Generation: gen}
@@ -184,8 +74,8 @@ func (g *grpcTransport) openAppend(u *Request, timeout time.Duration) (*grpcStre
 	gs.timer.Stop()
 	if err != nil {
 		close(gs.recvDone)
-		if errors.Is(context.Cause(ctx), errChunkTimeout) {
-			err = errChunkTimeout
+		if errors.Is(context.Cause(ctx), xfer.ErrChunkTimeout) {
+			err = xfer.ErrChunkTimeout
 		}
 		if a.Redirected(err, u.Life.Ev) && !exists {
 			// An answer: the service did not create the object here
@@ -228,15 +118,16 @@ func (g *grpcTransport) openAppend(u *Request, timeout time.Duration) (*grpcStre
 // with that stream. A finish that went out may have finalized the object
 // before its answer was lost: then the object itself is looked up, and
 // returned if it is this upload's generation of size bytes.
-func (g *grpcTransport) appendStatus(u *Request, size int64, timeout time.Duration) (int64, *wire.Object, error) {
+func (g *grpcTransport) appendStatus(u *xfer.Request, size int64, timeout time.Duration) (int64, *wire.Object, error) {
 	a := u.App
 	a.DropReady()
 	a.Mu.Lock()
 	lost := a.Opened && !a.Created && !a.Takeover
 	a.Mu.Unlock()
 	if lost {
-		// The first open went out and got no answer (see errFirstOpenLost).
-		return 0, nil, &Error{Op: grpcNames.Stream, Bucket: u.Bucket, Object: u.Object, Code: codes.Aborted, unknown: true, Err: errFirstOpenLost}
+		// The first open went out and got no answer (see
+		// xfer.ErrFirstOpenLost).
+		return 0, nil, xfer.ErrFirstOpenLost
 	}
 	gs, err := g.openAppend(u, timeout)
 	if err != nil {
@@ -266,24 +157,13 @@ func (g *grpcTransport) appendStatus(u *Request, size int64, timeout time.Durati
 	return gs.acked.Load(), nil, nil
 }
 
-// errFirstOpenLost is the failure of an appendable upload whose first
-// stream, the one that creates the object, lost its answer: the service
-// may have created the object, or may still (a front end that read the
-// stream passes it on). Opening the object again would not help: that
-// stream, arriving late, creates a new generation that replaces the one
-// the upload goes on with, and every byte flushed there is lost. Nor can
-// the object be taken up: only the generation the lost answer carried
-// would tell it from another writer's. So the upload stops with an
-// unknown outcome; a Writer made anew creates the object again.
-var errFirstOpenLost = errors.New("the answer to the stream that creates the object was lost: the object may exist, and nothing tells it from another writer's")
-
 // openAppendStream is openStream for an appendable object: it goes on with
 // the stream appendStatus opened, or opens one (the object's first, or a
 // takeover's).
-func (g *grpcTransport) openAppendStream(u *Request, persisted int64, sink StreamSink, timeout time.Duration) (Stream, error) {
+func (g *grpcTransport) openAppendStream(u *xfer.Request, persisted int64, sink xfer.StreamSink, timeout time.Duration) (xfer.Stream, error) {
 	a := u.App
 	a.Mu.Lock()
-	gs := a.Ready
+	gs, _ := a.Ready.(*grpcStream)
 	a.Ready = nil
 	a.Mu.Unlock()
 	if gs == nil {
@@ -311,7 +191,7 @@ func isFinalized(o *wire.Object) bool { return o != nil && o.GetFinalizeTime() !
 // object's checksums; then it waits for the finalized object. A small
 // object in a zonal bucket costs one round trip, as a WriteObject would
 // elsewhere.
-func (g *grpcTransport) writeAppendable(u *Request, rs []*ChunkRef, timeout time.Duration) (o *wire.Object, sent bool, err error) {
+func (g *grpcTransport) writeAppendable(u *xfer.Request, rs []*xfer.ChunkRef, timeout time.Duration) (o *wire.Object, sent bool, err error) {
 	ctx, cancel := context.WithTimeout(u.AttemptCtx(), timeout)
 	defer cancel()
 	st, end, err := attemptStream(g, u, ctx, timeout, wire.NewBidiWriteObjectStream)
@@ -323,13 +203,13 @@ func (g *grpcTransport) writeAppendable(u *Request, rs []*ChunkRef, timeout time
 	base := rs[0].Offset
 	i, rel := 0, 0
 	for first := true; first || i < len(rs); first = false {
-		msg, req := NewReqMsg[wire.BidiWriteObjectRequest]()
+		msg, req := xfer.NewReqMsg[wire.BidiWriteObjectRequest]()
 		req.WriteOffset = rs[min(i, len(rs)-1)].Offset + int64(rel) - base
 		if first {
 			req.FirstMessage = &wire.BidiWriteObjectRequest_WriteObjectSpec{WriteObjectSpec: u.Spec()}
 		}
 		var crc uint32
-		crc, i, rel = u.fill(msg, rs, i, rel)
+		crc, i, rel = fill(u, msg, rs, i, rel)
 		if i == len(rs) {
 			req.FinishWrite, req.ObjectChecksums = true, u.Checksums()
 		}
@@ -357,4 +237,12 @@ func (g *grpcTransport) writeAppendable(u *Request, rs []*ChunkRef, timeout time
 			return o, sent, nil
 		}
 	}
+}
+
+// Drop tears down a stream that appendStatus reopened and no openStream
+// adopted (its receiver never ran).
+func (gs *grpcStream) Drop() {
+	gs.cancel(errors.New("upload closed"))
+	close(gs.recvDone)
+	gs.conn.doneData()
 }

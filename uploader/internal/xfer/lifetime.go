@@ -1,4 +1,4 @@
-package uploader
+package xfer
 
 import (
 	"sync"
@@ -27,7 +27,14 @@ type Lifetime struct {
 	firstMsg OutMsg         // the first message, likewise
 	holds    []*Hold        // parts not known to be released
 	holdsBuf [1]*Hold       // holds' first backing array: a one-shot upload's part
-	Ev       *uploadEvents  // told of forced releases
+	Ev       Events         // told of forced releases; nil: nobody
+}
+
+// Events is what the seam reports of an upload: buffers released by
+// force, redirects of an appendable object's stream.
+type Events interface {
+	Forced(n int)
+	Redirected(token string)
 }
 
 // ChunkRef is a chunk in flight. Its buffer goes back to the allocator when the
@@ -264,7 +271,20 @@ func (l *Lifetime) ForceRelease() {
 	}
 	clear(l.holds)
 	l.holds = l.holds[:0]
-	l.Ev.Forced(forced)
+	if l.Ev != nil {
+		l.Ev.Forced(forced)
+	}
+}
+
+// Adopt takes over the parts that o's messages still hold, once o's
+// upload is over: they are released with l's (see Wait).
+func (l *Lifetime) Adopt(o *Lifetime) {
+	for _, h := range o.holds {
+		if !h.done.Load() {
+			l.holds = append(l.holds, h)
+		}
+	}
+	o.holds = nil
 }
 
 // Holding reports whether gRPC may still hold one of the upload's
@@ -298,7 +318,9 @@ func (l *Lifetime) Wait() {
 					forced++
 				}
 			}
-			ev.Forced(forced)
+			if ev != nil {
+				ev.Forced(forced)
+			}
 		})
 		defer t.Stop()
 	}

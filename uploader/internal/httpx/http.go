@@ -1,4 +1,4 @@
-package uploader
+package httpx
 
 import (
 	"context"
@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/objup/objup/uploader/internal/xfer"
+
 	"google.golang.org/api/option"
 	"google.golang.org/api/option/internaloption"
 	htransport "google.golang.org/api/transport/http"
@@ -31,32 +33,6 @@ import (
 // WithHTTP at a GCS emulator's JSON API, as the official client reads it:
 // host:port or a URL (http:// or https://), without authentication.
 const httpEmulatorEnv = "STORAGE_EMULATOR_HOST"
-
-// WithHTTP makes the client upload through the JSON API over HTTP instead of
-// gRPC: the same Writer, Upload and UploadMany, buffers and options. An
-// object that fits in a chunk goes out as one multipart request (metadata and
-// media, streamed from the chunk); a larger one through a resumable session,
-// one PUT per window of chunks, resumed from the persisted offset after a
-// fault. Credentials and endpoints come from google.golang.org/api's HTTP
-// transport (option.WithEndpoint takes the JSON API's base URL, such as
-// "https://storage.googleapis.com/storage/v1/"), and STORAGE_EMULATOR_HOST is
-// honoured as the official client honours it.
-//
-// Connections: over HTTPS the JSON API speaks HTTP/2, which carries many
-// requests on a connection and opens more as they fill. An emulator named
-// by STORAGE_EMULATOR_HOST speaks HTTP/1.1, one request per connection at a
-// time, and the client keeps as many idle connections as it had requests
-// in flight, so UploadMany at any concurrency reuses them. Another plain
-// HTTP endpoint given with option.WithEndpoint gets google.golang.org/api's
-// transport, which keeps 100 idle connections per host; pass
-// option.WithHTTPClient with a transport of your own to keep more.
-//
-// The JSON API carries no per-request checksum: the whole object's CRC32C
-// (and MD5, when asked) is sent with the last request, and the service
-// verifies it.
-func WithHTTP() option.ClientOption {
-	return newClientOption(func(c *clientConfig) { c.http = true })
-}
 
 // httpTransport sends uploads through the JSON API.
 type httpTransport struct {
@@ -84,7 +60,10 @@ func emulatorTransport() *http.Transport {
 	return t
 }
 
-func newHTTPTransport(ctx context.Context, apiOpts []option.ClientOption) (*httpTransport, error) {
+// New returns the JSON API transport, made with google.golang.org/api's
+// HTTP transport from apiOpts (or for the emulator STORAGE_EMULATOR_HOST
+// names).
+func New(ctx context.Context, apiOpts []option.ClientOption) (xfer.Transport, error) {
 	var opts []option.ClientOption
 	if host := os.Getenv(httpEmulatorEnv); host == "" {
 		opts = []option.ClientOption{
@@ -125,7 +104,7 @@ func newHTTPTransport(ctx context.Context, apiOpts []option.ClientOption) (*http
 	return &httpTransport{hc: hc, base: base, boundary: "objup" + hex.EncodeToString(b[:])}, nil
 }
 
-func (t *httpTransport) Names() *CallNames { return &httpNames }
+func (t *httpTransport) Names() *xfer.CallNames { return &httpNames }
 
 func (t *httpTransport) Close() error {
 	if !t.closed.Swap(true) {
@@ -146,7 +125,7 @@ func (t *httpTransport) objectURL(bucket, name string) string {
 
 // query returns the upload's query parameters: its type, the preconditions
 // and the predefined ACL, as the JSON API takes them.
-func (u *Request) query(uploadType string) url.Values {
+func query(u *xfer.Request, uploadType string) url.Values {
 	q := url.Values{"uploadType": {uploadType}}
 	s := u.Spec()
 	for _, p := range []struct {
@@ -175,7 +154,7 @@ func (u *Request) query(uploadType string) url.Values {
 // request's context, so the attempt context of gRPC calls, which takes one,
 // is not used here.) It touches nothing of the upload's but its target, so
 // it may run off the Writer's goroutine.
-func (t *httpTransport) do(ctx context.Context, u *Request, timeout time.Duration, method, url string, body io.ReadCloser, size int64, hdr http.Header) (resp *http.Response, cancel context.CancelFunc, err error) {
+func (t *httpTransport) do(ctx context.Context, u *xfer.Request, timeout time.Duration, method, url string, body io.ReadCloser, size int64, hdr http.Header) (resp *http.Response, cancel context.CancelFunc, err error) {
 	ctx, stop := context.WithTimeout(ctx, timeout)
 	defer func() {
 		if err != nil {
@@ -263,3 +242,6 @@ func isChecksumMismatch(msg string) bool {
 	return (strings.Contains(m, "crc32c") || strings.Contains(m, "md5") || strings.Contains(m, "checksum") || strings.Contains(m, "hash")) &&
 		(strings.Contains(m, "match") || strings.Contains(m, "mismatch"))
 }
+
+// httpNames are the names of the JSON API calls.
+var httpNames = xfer.CallNames{Write: "objects.insert", Start: "objects.insert", Query: "objects.insert (status)", Stream: "objects.insert", Compose: "objects.compose", Delete: "objects.delete"}

@@ -1,9 +1,11 @@
-package uploader
+package grpcx
 
 import (
 	"errors"
 	"sync"
 	"sync/atomic"
+
+	"github.com/objup/objup/uploader/internal/xfer"
 
 	gtransport "google.golang.org/api/transport/grpc"
 	"google.golang.org/grpc"
@@ -40,8 +42,9 @@ type grpcConn struct {
 	_       [56]byte     // keep counters of different connections off one cache line
 }
 
-// newGRPCTransport takes the pool's connections: Conn returns them in turn.
-func newGRPCTransport(p gtransport.ConnPool, lane *grpc.ClientConn, callOpts []grpc.CallOption) *grpcTransport {
+// New returns the gRPC transport over the pool p (and lane, for small
+// calls, or nil). It takes the pool's connections: Conn returns them in turn.
+func New(p gtransport.ConnPool, lane *grpc.ClientConn, callOpts []grpc.CallOption) xfer.Transport {
 	g := &grpcTransport{pool: p, callOpts: callOpts}
 	if lane != nil {
 		g.lane = &grpcConn{ClientConn: lane}
@@ -131,4 +134,7 @@ func (g *grpcTransport) Close() error {
 	return err
 }
 
-func (g *grpcTransport) Names() *CallNames { return &grpcNames }
+func (g *grpcTransport) Names() *xfer.CallNames { return &grpcNames }
+
+// grpcNames are the names of the gRPC calls.
+var grpcNames = xfer.CallNames{Write: "WriteObject", Start: "StartResumableWrite", Query: "QueryWriteStatus", Stream: "BidiWriteObject", Compose: "ComposeObject", Delete: "DeleteObject"}

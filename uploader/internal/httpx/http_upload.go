@@ -1,4 +1,4 @@
-package uploader
+package httpx
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/objup/objup/uploader/internal/xfer"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -20,12 +22,12 @@ import (
 // WriteObject sends rs as one multipart upload: the object resource (with
 // the checksums, so the service verifies them) and the media, streamed from
 // the chunks. Preconditions go in the query.
-func (t *httpTransport) WriteObject(u *Request, rs []*ChunkRef, timeout time.Duration) (*wire.Object, bool, error) {
+func (t *httpTransport) WriteObject(u *xfer.Request, rs []*xfer.ChunkRef, timeout time.Duration) (*wire.Object, bool, error) {
 	spec := u.Spec()
 	meta := metadataJSON(spec, u.Checksums())
 	prefix, suffix := t.multipartBody(meta, spec.GetResource().GetContentType())
-	body := u.bodyOver(prefix, rs, rs[0].Offset, suffix)
-	resp, cancel, err := t.do(u.AttemptCtx(), u, timeout, http.MethodPost, t.uploadURL(u.Bucket, u.query("multipart")),
+	body := bodyOver(u, prefix, rs, rs[0].Offset, suffix)
+	resp, cancel, err := t.do(u.AttemptCtx(), u, timeout, http.MethodPost, t.uploadURL(u.Bucket, query(u, "multipart")),
 		body, body.size(), http.Header{"Content-Type": {"multipart/related; boundary=" + t.boundary}})
 	if err != nil {
 		return nil, true, err
@@ -47,12 +49,12 @@ func objectOf(resp *http.Response) (*wire.Object, error) {
 
 // StartUpload starts a resumable upload: the object resource goes first,
 // and the session URI comes back in Location.
-func (t *httpTransport) StartUpload(u *Request, timeout time.Duration) (string, error) {
+func (t *httpTransport) StartUpload(u *xfer.Request, timeout time.Duration) (string, error) {
 	spec := u.Spec()
 	meta := metadataJSON(spec, nil)
-	body := u.bodyOver(meta, nil, 0, nil)
+	body := bodyOver(u, meta, nil, 0, nil)
 	hdr := http.Header{"Content-Type": {"application/json; charset=UTF-8"}, "X-Upload-Content-Type": {spec.GetResource().GetContentType()}}
-	resp, cancel, err := t.do(u.Ctx, u, timeout, http.MethodPost, t.uploadURL(u.Bucket, u.query("resumable")), body, body.size(), hdr)
+	resp, cancel, err := t.do(u.Ctx, u, timeout, http.MethodPost, t.uploadURL(u.Bucket, query(u, "resumable")), body, body.size(), hdr)
 	if err != nil {
 		return "", err
 	}
@@ -70,7 +72,7 @@ func (t *httpTransport) StartUpload(u *Request, timeout time.Duration) (string, 
 
 // QueryStatus asks the session how much it persisted (Content-Range:
 // bytes */size, or */* while the size is unknown).
-func (t *httpTransport) QueryStatus(u *Request, uri string, _ any, size int64, timeout time.Duration) (int64, *wire.Object, error) {
+func (t *httpTransport) QueryStatus(u *xfer.Request, uri string, _ any, size int64, timeout time.Duration) (int64, *wire.Object, error) {
 	total := "*"
 	if size >= 0 {
 		total = strconv.FormatInt(size, 10)
@@ -85,7 +87,7 @@ func (t *httpTransport) QueryStatus(u *Request, uri string, _ any, size int64, t
 
 // CancelUpload cancels the session with a DELETE, so the service drops
 // what it received; it goes out even when the upload's context ended.
-func (t *httpTransport) CancelUpload(u *Request, uri string, timeout time.Duration) error {
+func (t *httpTransport) CancelUpload(u *xfer.Request, uri string, timeout time.Duration) error {
 	resp, cancel, err := t.do(context.WithoutCancel(u.Ctx), u, timeout, http.MethodDelete, uri, nil, 0, nil)
 	if err != nil {
 		return err
@@ -110,8 +112,8 @@ func (t *httpTransport) Window(perSend int64) int64 { return 2 * perSend }
 // own while the Writer fills the next window. Chunks go back once
 // persisted and once net/http closed the request body that read them.
 type httpStream struct {
-	sink StreamSink
-	u    *Request
+	sink xfer.StreamSink
+	u    *xfer.Request
 	t    *httpTransport
 	uri  string
 	// ctx is the PUTs' context, cancelled when one fails (which ends the
@@ -125,11 +127,11 @@ type httpStream struct {
 	finished atomic.Bool    // the last answer was the object
 
 	// Owned by the Writer's goroutine.
-	want  Pushed      // what the last send was asked to send
-	batch []*ChunkRef // scratch: the chunks a PUT sends
+	want  xfer.Pushed      // what the last send was asked to send
+	batch []*xfer.ChunkRef // scratch: the chunks a PUT sends
 }
 
-func (t *httpTransport) OpenStream(u *Request, uri string, _ any, persisted int64, sink StreamSink, _ time.Duration) (Stream, error) {
+func (t *httpTransport) OpenStream(u *xfer.Request, uri string, _ any, persisted int64, sink xfer.StreamSink, _ time.Duration) (xfer.Stream, error) {
 	h := &httpStream{sink: sink, u: u, t: t, uri: uri}
 	h.acked.Store(persisted)
 	h.ctx, h.cancel = context.WithCancel(u.Ctx)
@@ -150,7 +152,7 @@ func (h *httpStream) Broken() context.Context { return h.ctx }
 // goroutine, unless one is in flight: when a window is ready, or with all
 // set whatever there is (the last, with the total and the checksums, once
 // the session is final).
-func (h *httpStream) Send(p Pushed, all bool) error {
+func (h *httpStream) Send(p xfer.Pushed, all bool) error {
 	h.want = p
 	if h.busy.Load() {
 		return nil
@@ -161,7 +163,7 @@ func (h *httpStream) Send(p Pushed, all bool) error {
 	}
 	final := all && p.Final
 	h.batch = h.sink.Unsent(persisted, h.batch[:0])
-	body := h.u.bodyOver(nil, h.batch, persisted, nil)
+	body := bodyOver(h.u, nil, h.batch, persisted, nil)
 	clear(h.batch)
 	n := body.size()
 	total := "*"
@@ -264,7 +266,7 @@ func parseRangeEnd(rg string) (int64, bool) {
 // ComposeObject makes one attempt of objects.compose into u's object: the
 // destination's resource and the sources in the body, its preconditions in
 // the query.
-func (t *httpTransport) ComposeObject(u *Request, srcs []Source, timeout time.Duration) (*wire.Object, error) {
+func (t *httpTransport) ComposeObject(u *xfer.Request, srcs []xfer.Source, timeout time.Duration) (*wire.Object, error) {
 	type src struct {
 		Name       string `json:"name"`
 		Generation int64  `json:"generation,omitempty,string"`
@@ -280,14 +282,14 @@ func (t *httpTransport) ComposeObject(u *Request, srcs []Source, timeout time.Du
 	if err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
-	q := u.query("")
+	q := query(u, "")
 	q.Del("uploadType")
 	if acl := q.Get("predefinedAcl"); acl != "" {
 		q.Del("predefinedAcl")
 		q.Set("destinationPredefinedAcl", acl)
 	}
 	uri := t.objectURL(u.Bucket, u.Object) + "/compose?" + q.Encode()
-	body := u.bodyOver(b, nil, 0, nil)
+	body := bodyOver(u, b, nil, 0, nil)
 	resp, cancel, err := t.do(u.Ctx, u, timeout, http.MethodPost, uri, body, body.size(), http.Header{"Content-Type": {"application/json; charset=UTF-8"}})
 	if err != nil {
 		return nil, err
@@ -297,7 +299,7 @@ func (t *httpTransport) ComposeObject(u *Request, srcs []Source, timeout time.Du
 }
 
 // GetObject makes one attempt of objects.get.
-func (t *httpTransport) GetObject(u *Request, name string, timeout time.Duration) (*wire.Object, error) {
+func (t *httpTransport) GetObject(u *xfer.Request, name string, timeout time.Duration) (*wire.Object, error) {
 	resp, cancel, err := t.do(u.Ctx, u, timeout, http.MethodGet, t.objectURL(u.Bucket, name), nil, 0, nil)
 	if err != nil {
 		return nil, err
@@ -307,7 +309,7 @@ func (t *httpTransport) GetObject(u *Request, name string, timeout time.Duration
 }
 
 // DeleteObject makes one attempt of objects.delete.
-func (t *httpTransport) DeleteObject(u *Request, name string, gen int64, timeout time.Duration) error {
+func (t *httpTransport) DeleteObject(u *xfer.Request, name string, gen int64, timeout time.Duration) error {
 	uri := t.objectURL(u.Bucket, name)
 	if gen != 0 {
 		uri += "?generation=" + strconv.FormatInt(gen, 10)

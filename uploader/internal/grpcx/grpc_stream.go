@@ -1,4 +1,4 @@
-package uploader
+package grpcx
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/objup/objup/uploader/internal/xfer"
 
 	"google.golang.org/grpc"
 
@@ -24,8 +26,8 @@ type bidiStream = grpc.BidiStreamingClient[wire.BidiWriteObjectRequest, wire.Bid
 // sink). A sent message not acknowledged within the attempt timeout
 // cancels the stream.
 type grpcStream struct {
-	sink   StreamSink
-	u      *Request
+	sink   xfer.StreamSink
+	u      *xfer.Request
 	id     string    // the session's
 	via    *grpcConn // the connection the stream took
 	conn   *grpcConn // counts the stream until it is torn down
@@ -37,10 +39,10 @@ type grpcStream struct {
 	cancel   context.CancelCauseFunc
 	recvDone chan struct{}
 	timeout  time.Duration
-	acked    atomic.Int64 // persisted, as the service last said
-	app      *Appendable // an appendable object's, else nil
-	finished atomic.Bool  // the service returned the object
-	err      error        // why the receiver stopped; read after recvDone
+	acked    atomic.Int64     // persisted, as the service last said
+	app      *xfer.Appendable // an appendable object's, else nil
+	finished atomic.Bool      // the service returned the object
+	err      error            // why the receiver stopped; read after recvDone
 
 	// The attempt timeout: armed while something sent awaits its
 	// acknowledgement. tmu orders the Writer's sends with the receiver's
@@ -51,17 +53,17 @@ type grpcStream struct {
 	finOut  bool  // the finish went out
 
 	// Owned by the Writer's goroutine.
-	fresh   bool        // the next message is the stream's first: it names the upload
-	sentTo  int64       // the offset up to which data went out
-	finSent bool        // finish_write went out
-	want    Pushed      // what the last send was asked to send
-	batch   []*ChunkRef // scratch: the chunks a send goes through
+	fresh   bool             // the next message is the stream's first: it names the upload
+	sentTo  int64            // the offset up to which data went out
+	finSent bool             // finish_write went out
+	want    xfer.Pushed      // what the last send was asked to send
+	batch   []*xfer.ChunkRef // scratch: the chunks a send goes through
 }
 
 // OpenStream opens the session's stream on the connection its first stream
 // took (route; see pick), so that a status query on that connection proves
 // the writer went past every message of the session's earlier streams.
-func (g *grpcTransport) OpenStream(u *Request, id string, route any, persisted int64, sink StreamSink, timeout time.Duration) (Stream, error) {
+func (g *grpcTransport) OpenStream(u *xfer.Request, id string, route any, persisted int64, sink xfer.StreamSink, timeout time.Duration) (xfer.Stream, error) {
 	if u.App != nil {
 		return g.openAppendStream(u, persisted, sink, timeout)
 	}
@@ -82,7 +84,7 @@ func (g *grpcTransport) OpenStream(u *Request, id string, route any, persisted i
 		recvDone: make(chan struct{}), timeout: timeout}
 	gs.sentTo, gs.armedTo = persisted, persisted
 	gs.acked.Store(persisted)
-	gs.timer = time.AfterFunc(gs.timeout, func() { cancel(errChunkTimeout) })
+	gs.timer = time.AfterFunc(gs.timeout, func() { cancel(xfer.ErrChunkTimeout) })
 	gs.timer.Stop()
 	go gs.receive()
 	return gs, nil
@@ -177,24 +179,24 @@ func (g *grpcStream) Broken() context.Context { return g.ctx }
 // whole 2 MiB messages and keeps the rest for later; with all set, a final
 // session's finish_write with the object's checksums follows the data, and
 // the stream is half-closed.
-func (g *grpcStream) Send(p Pushed, all bool) error {
+func (g *grpcStream) Send(p xfer.Pushed, all bool) error {
 	g.want = p
 	life := &g.u.Life
 	if g.sentTo < p.Last {
 		batch := g.sink.Unsent(g.sentTo, g.batch[:0])
 		g.batch = batch // keep the capacity for the next send
 		defer clear(batch)
-		for len(batch) > 0 && g.sentTo < p.Last && (all || p.Last-g.sentTo >= MaxMessage) {
-			msg, req := NewReqMsg[wire.BidiWriteObjectRequest]()
+		for len(batch) > 0 && g.sentTo < p.Last && (all || p.Last-g.sentTo >= xfer.MaxMessage) {
+			msg, req := xfer.NewReqMsg[wire.BidiWriteObjectRequest]()
 			start, size := g.sentTo, 0
 			var crc uint32
-			for len(batch) > 0 && msg.Parts() < MaxParts {
+			for len(batch) > 0 && msg.Parts() < xfer.MaxParts {
 				r := batch[0]
 				rel := int(g.sentTo - r.Offset)
 				piece := rel / chunker.MaxPiece
 				end := min((piece+1)*chunker.MaxPiece, len(r.Data))
 				data := r.Data[rel:end]
-				if size > 0 && size+len(data) > MaxMessage {
+				if size > 0 && size+len(data) > xfer.MaxMessage {
 					break
 				}
 				if !g.u.NoCRC() {
@@ -252,11 +254,11 @@ func (g *grpcStream) startRequest(req *wire.BidiWriteObjectRequest, offset int64
 // failure as the stream saw it: its own attempt timeout (which gRPC reports
 // as a plain Canceled), or the stream's status when a send only saw io.EOF.
 func (g *grpcStream) Teardown(cause error) error {
-	if errors.Is(context.Cause(g.ctx), errChunkTimeout) {
+	if errors.Is(context.Cause(g.ctx), xfer.ErrChunkTimeout) {
 		// No acknowledgement within the attempt timeout: the stream is
 		// cancelled (reset), not its connection, which other uploads'
 		// streams share.
-		cause = errChunkTimeout
+		cause = xfer.ErrChunkTimeout
 	} else if cause == io.EOF {
 		// SendMsg reports a broken stream as io.EOF; the reason is the
 		// stream's status, which the receiver gets.

@@ -1,4 +1,4 @@
-package uploader
+package httpx
 
 import (
 	"encoding/base64"
@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/objup/objup/internal/wire"
+	"github.com/objup/objup/uploader/internal/xfer"
 )
 
 // metadataJSON is the object resource an upload sends: the spec's resource
@@ -158,7 +159,7 @@ func readObject(r io.Reader) (*wire.Object, error) {
 		return nil, decodeError(err)
 	}
 	o := &wire.Object{
-		Name: j.Name, Bucket: bucketPrefix + j.Bucket, Generation: j.Generation, Metageneration: j.Metageneration,
+		Name: j.Name, Bucket: xfer.BucketPrefix + j.Bucket, Generation: j.Generation, Metageneration: j.Metageneration,
 		Size: j.Size, ContentType: j.ContentType, ContentEncoding: j.ContentEncoding,
 		ContentDisposition: j.ContentDisposition, ContentLanguage: j.ContentLanguage, CacheControl: j.CacheControl,
 		StorageClass: j.StorageClass, Metadata: j.Metadata, Etag: j.Etag, KmsKey: j.KMSKeyName,

@@ -1,10 +1,12 @@
-package uploader
+package xfer
 
 import (
 	"context"
 	"time"
 
 	"github.com/objup/objup/internal/wire"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Transport is the seam between the upload's logic, written once, and the
@@ -75,11 +77,6 @@ type Source struct {
 	Name string
 	Gen  int64
 }
-
-var (
-	grpcNames = CallNames{Write: "WriteObject", Start: "StartResumableWrite", Query: "QueryWriteStatus", Stream: "BidiWriteObject", Compose: "ComposeObject", Delete: "DeleteObject"}
-	httpNames = CallNames{Write: "objects.insert", Start: "objects.insert", Query: "objects.insert (status)", Stream: "objects.insert", Compose: "objects.compose", Delete: "objects.delete"}
-)
 
 // StreamSink is what a stream sees of its session: where it reads the
 // data to send and where it reports. A stream's goroutines call it; it
@@ -182,3 +179,23 @@ func (u *Request) NoCRC() bool { return u.Scratch.NoCRC }
 // Spec returns the object's WriteObjectSpec, as Spec (the Writer) completed
 // it.
 func (u *Request) Spec() *wire.WriteObjectSpec { return &u.Scratch.Spec }
+
+// ErrChunkTimeout is the cause of a stream cancelled because a sent chunk saw
+// no acknowledgement within the attempt timeout. It carries
+// DEADLINE_EXCEEDED, so ShouldRetry (and the official client's) retries it.
+var ErrChunkTimeout = status.Error(codes.DeadlineExceeded, "no acknowledgement from the service within the attempt timeout")
+
+// ErrFirstOpenLost is the failure of an appendable upload whose first
+// stream, the one that creates the object, lost its answer: the service
+// may have created the object, or may still (a front end that read the
+// stream passes it on). Opening the object again would not help: that
+// stream, arriving late, creates a new generation that replaces the one
+// the upload goes on with, and every byte flushed there is lost. Nor can
+// the object be taken up: only the generation the lost answer carried
+// would tell it from another writer's. So the upload stops with an
+// unknown outcome (the uploader marks it so); a Writer made anew creates
+// the object again.
+var ErrFirstOpenLost = status.Error(codes.Aborted, "the answer to the stream that creates the object was lost: the object may exist, and nothing tells it from another writer's")
+
+// BucketPrefix starts a bucket's resource name.
+const BucketPrefix = "projects/_/buckets/"

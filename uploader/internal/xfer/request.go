@@ -1,0 +1,78 @@
+package xfer
+
+import (
+	"context"
+
+	"github.com/objup/objup/header"
+	"github.com/objup/objup/internal/wire"
+	"github.com/objup/objup/uploader/internal/deadline"
+)
+
+const (
+	// MaxMessage is the service's limit for the data of one write message.
+	MaxMessage = 2 << 20
+	// RequestParamsKey routes every RPC to the bucket.
+	RequestParamsKey = "x-goog-request-params"
+)
+
+// Target is what every RPC of one upload shares: the connection and call
+// options, the object, and the upload's context (with its header chain).
+type Target struct {
+	Owner  any // the client the upload belongs to, opaque here
+	Ctx    context.Context
+	Bucket string
+	Object string
+	Params string // "bucket=projects/_/buckets/NAME"; params[len("bucket="):] is the resource name
+
+	Attempt deadline.Attempt // the context of the current unary attempt
+}
+
+func (t *Target) Resource() string { return t.Params[len("bucket="):] }
+
+// Outgoing builds an RPC's context: the header chain and the routing header,
+// flattened once.
+func (t *Target) Outgoing(ctx context.Context) context.Context {
+	return header.OutgoingContext(ctx, RequestParamsKey, t.Params)
+}
+
+// AttemptCtx is the context of one attempt's call: the upload's, except
+// for a parallel upload's intermediate composes. Once such a request may
+// have left, the call is not cancelled with the upload: it runs to its
+// answer, bounded by its timeout, so the upload knows whether the object
+// exists and deletes it. Cancelled, the service could still store the
+// object after the upload's delete had found nothing. (The parts are
+// sessions, which a cancel settles: see parallel.send.) The upload's call
+// does not wait for it: the cleanup runs in the background (see
+// parallel.close).
+func (u *Request) AttemptCtx() context.Context {
+	if u.Scratch.Settle {
+		return context.WithoutCancel(u.Ctx)
+	}
+	return u.Ctx
+}
+
+// Scratch holds the request messages of one upload inside the Writer, so a
+// one-shot upload does not allocate each of them. They are built once and
+// read-only once sent: a retried call sends them again.
+type Scratch struct {
+	Spec      wire.WriteObjectSpec
+	Object    wire.Object
+	Checksums wire.ObjectChecksums
+	CRC       uint32
+	NoCRC     bool // messages carry no CRC32C (WithoutCRC32C); here, where it costs no room
+	HasSums   bool // checksums holds the whole-object checksums the finish carries (see upload.checksums)
+	Settle    bool // a parallel upload's intermediate compose: see upload.attemptCtx
+	Refused   bool // the service refused a write of the upload for load: its retries wait for their turn
+	Size      int64
+	// The one-shot call's request and response.
+	Req   wire.WriteObjectRequest
+	First wire.WriteObjectRequest_WriteObjectSpec
+	Resp  wire.WriteObjectResponse
+}
+
+// Detached returns an upload to the same object in ctx, for calls made
+// apart from u's own (a look-up, a cleanup): they share none of u's call
+// state, so they may run on another goroutine or after u's call returned.
+func (u *Request) Detached(ctx context.Context) *Request {
+	return &Request{Target: Target{Owner: u.Owner, Ctx: ctx, Bucket: u.Bucket, Object: u.Object, Params: u.Params}}
+}
