@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/objup/objup/uploader/internal/retry"
 	"github.com/objup/objup/uploader/internal/xfer"
 
 	"google.golang.org/grpc/codes"
@@ -280,7 +281,7 @@ func (m *session) finishAppendable(last chunker.Chunk) (*wire.Object, error) {
 	if !w.req.App.Unfinalized {
 		w.req.Scratch.HasSums = w.checksums() != nil
 		o, err := s.finish(r)
-		if err != nil && answerLost(err) {
+		if err != nil && retry.AnswerLost(err) {
 			// The finish may have finalized the object: its generation,
 			// the object's identity, is looked up.
 			err = s.teardown(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/objup/objup/uploader/internal/retry"
 	"github.com/objup/objup/uploader/internal/xfer"
 
 	"google.golang.org/grpc/codes"
@@ -26,19 +27,6 @@ const afterContext = knob.AfterContext
 // take once the upload's context ended.
 const outcomeGrace = 3 * afterContext / 4
 
-// answerLost reports whether err, the failure of an attempt that went out,
-// leaves open whether the service applied it: the connection failed, the
-// attempt's time ran out or the context ended before the answer, or the
-// service's own status says it may not know (Internal, Unknown, Aborted).
-// A refusal (a precondition, a bad request, pushback) was not applied.
-func answerLost(err error) bool {
-	switch status.Code(err) {
-	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Internal, codes.Unknown, codes.Aborted:
-		return true
-	}
-	return false
-}
-
 // creation follows the attempts of a write that creates an object (a
 // one-shot write, a compose), whose answer may be lost. No look-up can tell
 // whose an object is from its attributes: a generation is the only
@@ -54,7 +42,7 @@ type creation struct {
 // judge takes an attempt's outcome, o or err, sent saying whether its
 // request may have left, and returns it.
 func (c *creation) judge(o *wire.Object, sent bool, err error) (*wire.Object, error) {
-	if err != nil && sent && answerLost(err) {
+	if err != nil && sent && retry.AnswerLost(err) {
 		c.lost = true
 	}
 	return o, err

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/objup/objup/uploader/internal/admit"
 	"github.com/objup/objup/uploader/internal/xfer"
 
 	"github.com/googleapis/gax-go/v2"
@@ -230,7 +229,7 @@ func (r *retrier) retry(ctx context.Context, op string, err error, sent, idempot
 	if exhausted != nil {
 		return exhausted
 	}
-	if admit.IsPushback(err) && !admit.IsNamePushback(err) && r.paced() {
+	if retry.IsPushback(err) && !retry.IsNamePushback(err) && r.paced() {
 		// The admission stage paces the retry, at its turn by age.
 		pause = 0
 	}

@@ -2,16 +2,15 @@ package admit
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/objup/objup/header"
 	"github.com/objup/objup/uploader/internal/mono"
+	"github.com/objup/objup/uploader/internal/retry"
 	"github.com/objup/objup/uploader/internal/xfer"
 
 	"golang.org/x/time/rate"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/objup/objup/internal/wire"
@@ -163,36 +162,10 @@ func outcomeOf(err error) Outcome {
 	switch {
 	case err == nil:
 		return OK
-	case IsNamePushback(err):
+	case retry.IsNamePushback(err):
 		return NamePushback
-	case IsPushback(err):
+	case retry.IsPushback(err):
 		return Pushback
 	}
 	return Other
-}
-
-// IsPushback reports whether err is the service pushing back for load:
-// RESOURCE_EXHAUSTED (HTTP 429), or an HTTP 503 answer. A gRPC
-// UNAVAILABLE is not counted: gRPC also reports a broken connection so,
-// and the network's faults say nothing of the bucket's load.
-func IsPushback(err error) bool {
-	switch status.Code(err) {
-	case codes.ResourceExhausted:
-		return true
-	case codes.Unavailable:
-		s, _ := status.FromError(err)
-		return strings.HasPrefix(s.Message(), "HTTP 503")
-	}
-	return false
-}
-
-// IsNamePushback reports whether err refuses a write for its object's own
-// rate of mutations, as GCS words it ("exceeded the rate limit for object
-// mutation operations").
-func IsNamePushback(err error) bool {
-	if status.Code(err) != codes.ResourceExhausted {
-		return false
-	}
-	s, _ := status.FromError(err)
-	return strings.Contains(s.Message(), "object mutation")
 }

@@ -1,6 +1,8 @@
-// Package retry is the pure part of the uploader's one retry engine: which
-// failures may be repeated (Rules), and the state of a failure episode, its
-// attempts, backoff and deadline (Episode).
+// Package retry is the pure part of the uploader's one retry engine, and
+// the one place of its rules: which failures may be repeated (Rules,
+// ShouldRetry), which leave an outcome open (AnswerLost), which are the
+// service pushing back for load (IsPushback, IsNamePushback), and the
+// state of a failure episode, its attempts, backoff and deadline (Episode).
 //
 // A failure episode starts with a failed attempt and ends with progress (a
 // call succeeds, or the service acknowledges data). Within an episode the

@@ -3,6 +3,7 @@ package retry
 import (
 	"errors"
 	"io"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -83,4 +84,43 @@ func ShouldRetry(err error) bool {
 // that never left the process is retried.
 func IsNetworkCode(c codes.Code) bool {
 	return c == codes.Unavailable || c == codes.DeadlineExceeded
+}
+
+// AnswerLost reports whether err, the failure of an attempt that went out,
+// leaves open whether the service applied it: the connection failed, the
+// attempt's time ran out or the context ended before the answer, or the
+// service's own status says it may not know (Internal, Unknown, Aborted).
+// A refusal (a precondition, a bad request, pushback) was not applied.
+func AnswerLost(err error) bool {
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Internal, codes.Unknown, codes.Aborted:
+		return true
+	}
+	return false
+}
+
+// IsPushback reports whether err is the service pushing back for load:
+// RESOURCE_EXHAUSTED (HTTP 429), or an HTTP 503 answer. A gRPC
+// UNAVAILABLE is not counted: gRPC also reports a broken connection so,
+// and the network's faults say nothing of the bucket's load.
+func IsPushback(err error) bool {
+	switch status.Code(err) {
+	case codes.ResourceExhausted:
+		return true
+	case codes.Unavailable:
+		s, _ := status.FromError(err)
+		return strings.HasPrefix(s.Message(), "HTTP 503")
+	}
+	return false
+}
+
+// IsNamePushback reports whether err refuses a write for its object's own
+// rate of mutations, as GCS words it ("exceeded the rate limit for object
+// mutation operations").
+func IsNamePushback(err error) bool {
+	if status.Code(err) != codes.ResourceExhausted {
+		return false
+	}
+	s, _ := status.FromError(err)
+	return strings.Contains(s.Message(), "object mutation")
 }
