@@ -109,7 +109,7 @@ func (c *Client) TakeOver(ctx context.Context, bucket, object string, gen int64,
 		return nil, 0, invalid("TakeOver", bucket, object, "%w", err)
 	}
 	w.req.App.Takeover, w.req.App.Gen = true, gen
-	m := &session{w: w}
+	m := &appendMode{session{w: w}}
 	w.mode = m
 	if err := m.start(); err != nil {
 		w.fail("TakeOver", err)
@@ -199,11 +199,35 @@ func (w *Writer) Flush(ctx context.Context) (int64, error) {
 	if w.mode == nil {
 		w.mode = w.choose(c)
 	}
-	m := w.mode.(*session)
-	if err := m.start(); err != nil {
-		w.req.Life.PutBuffer(c.Buf)
+	n, err := w.mode.flush(ctx, c)
+	if err != nil {
+		var wait *flushWait
+		if errors.As(err, &wait) {
+			if ctx.Err() != nil && w.req.Ctx.Err() == nil {
+				// Flush's own context ended the wait: the upload goes on.
+				return n, errOf(&w.req.Target, "Flush", wait.err)
+			}
+			err = wait.err
+		}
 		w.fail("Flush", err)
 		return 0, w.err
+	}
+	w.ev.Flushed(time.Since(start))
+	return n, nil
+}
+
+// appendMode is the mode of an appendable object (WithAppendable,
+// Client.TakeOver): a session on the object's BidiWriteObject stream that
+// flushes, and whose finish finalizes the object or leaves it open.
+type appendMode struct{ session }
+
+// flush hands c over and waits, as ctx allows, until the service has
+// persisted everything written; it returns the persisted size.
+func (m *appendMode) flush(ctx context.Context, c chunker.Chunk) (int64, error) {
+	w := m.w
+	if err := m.start(); err != nil {
+		w.req.Life.PutBuffer(c.Buf)
+		return 0, err
 	}
 	s := m.s
 	if len(c.Data) == 0 {
@@ -214,20 +238,27 @@ func (w *Writer) Flush(ctx context.Context) (int64, error) {
 		s.take(w.req.Life.NewRef(smallFlush(w, c)))
 	}
 	if err := s.send(true); err != nil {
-		w.fail("Flush", err)
-		return 0, w.err
+		return 0, err
 	}
 	last := s.lastNow()
 	if err := s.waitIn(ctx, func() bool { return s.persisted >= last }); err != nil {
-		if ctx.Err() != nil && w.req.Ctx.Err() == nil {
-			return s.persistedNow(), errOf(&w.req.Target, "Flush", err)
-		}
-		w.fail("Flush", err)
-		return 0, w.err
+		return s.persistedNow(), &flushWait{err}
 	}
-	w.ev.Flushed(time.Since(start))
 	return s.persistedNow(), nil
 }
+
+// flushWait is the failure of a flush's wait for the service.
+type flushWait struct{ err error }
+
+func (e *flushWait) Error() string { return e.err.Error() }
+func (e *flushWait) Unwrap() error { return e.err }
+
+func (m *appendMode) close() {
+	m.session.close()
+	m.w.req.App.DropReady()
+}
+
+func (*appendMode) path() string { return pathAppendable }
 
 // flushCopy is the most a Flush copies out of its chunk buffer.
 const flushCopy = 32 << 10
@@ -263,10 +294,10 @@ func (w *Writer) single(last chunker.Chunk) mode {
 	return oneShot{w}
 }
 
-// finishAppendable ends an appendable object's upload at Close: the rest
-// goes out and the object is finalized with its checksums, or, with
+// finish ends an appendable object's upload at Close: the rest goes out
+// and the object is finalized with its checksums, or, with
 // WithoutFinalize, flushed and left open.
-func (m *session) finishAppendable(last chunker.Chunk) (*wire.Object, error) {
+func (m *appendMode) finish(last chunker.Chunk) (*wire.Object, error) {
 	w := m.w
 	r := w.req.Life.NewRef(last)
 	if err := w.sentCRCMismatch(); err != nil {

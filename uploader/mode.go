@@ -2,6 +2,7 @@ package uploader
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/objup/objup/chunker"
@@ -38,6 +39,12 @@ type mode interface {
 	close()
 	// path names the mode in telemetry.
 	path() string
+	// flush makes what was written durable, with c, the data not yet
+	// handed over (it may hold none), and returns the service's persisted
+	// size; ctx bounds the wait for the service's answer. Only an
+	// appendable object flushes: the Writer refuses a Flush before it
+	// reaches another mode.
+	flush(ctx context.Context, c chunker.Chunk) (int64, error)
 }
 
 // choose returns the mode of an upload whose first chunk, c, is full: a
@@ -49,8 +56,15 @@ func (w *Writer) choose(c chunker.Chunk) mode {
 		p.start(w)
 		return p
 	}
+	if w.req.App != nil {
+		return &appendMode{session{w: w}}
+	}
 	return &session{w: w}
 }
+
+// errNoFlush is a flush of a mode that has none: the Writer refuses a
+// Flush of an object that is not appendable before it reaches its mode.
+var errNoFlush = errors.New("uploader: only an appendable object flushes")
 
 // tryBuffer takes an empty buffer if one is free at once.
 func (w *Writer) tryBuffer() (*[]byte, bool) {
@@ -94,6 +108,8 @@ func (m oneShot) finish(last chunker.Chunk) (*wire.Object, error) {
 func (oneShot) abort(error)  {}
 func (oneShot) close()       {}
 func (oneShot) path() string { return pathOneShot }
+
+func (oneShot) flush(context.Context, chunker.Chunk) (int64, error) { return 0, errNoFlush }
 
 // session is the mode of a resumable upload: its first chunk opens the
 // session (see resumable), which streams the chunks with a bounded window
@@ -162,9 +178,6 @@ func (m *session) buffer() (*[]byte, error) {
 // decides the outcome (see resumable.settle).
 func (m *session) finish(last chunker.Chunk) (*wire.Object, error) {
 	w := m.w
-	if w.req.App != nil {
-		return m.finishAppendable(last)
-	}
 	r := w.req.Life.NewRef(last)
 	if err := m.start(); err != nil {
 		r.Unref()
@@ -188,14 +201,8 @@ func (m *session) close() {
 	if m.s != nil {
 		m.s.close()
 	}
-	if a := m.w.req.App; a != nil {
-		a.DropReady()
-	}
 }
 
-func (m *session) path() string {
-	if m.w.req.App != nil {
-		return pathAppendable
-	}
-	return pathResumable
-}
+func (m *session) path() string { return pathResumable }
+
+func (*session) flush(context.Context, chunker.Chunk) (int64, error) { return 0, errNoFlush }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/objup/objup/chunker"
 	"github.com/objup/objup/uploader/internal/xfer"
 
 	"golang.org/x/sync/errgroup"
@@ -220,3 +221,5 @@ func (p *parallel) start(w *Writer) {
 func (p *parallel) abort(error) { p.cancel() }
 
 func (*parallel) path() string { return pathParallel }
+
+func (*parallel) flush(context.Context, chunker.Chunk) (int64, error) { return 0, errNoFlush }
