@@ -97,11 +97,11 @@ func (c *Client) grpc() bool { return !c.overHTTP }
 // (WithAttrs), preconditions, experimental.WithMD5, WithSendMD5 and WithParallelUpload
 // are InvalidArgument errors, since the object exists.
 func (c *Client) TakeOver(ctx context.Context, bucket, object string, gen int64, opts ...WriterOption) (*Writer, int64, error) {
-	w := &Writer{c: c}
+	w := new(Writer)
 	// A takeover's Writer is appendable: the options are checked as such
 	// (WithoutFinalize among them).
 	opts = append([]WriterOption{WithAppendable()}, opts...)
-	if err := w.init(ctx, bucket, object, opts); err != nil {
+	if err := w.init(c, ctx, bucket, object, opts); err != nil {
 		return nil, 0, err
 	}
 	if err := w.takeoverOptions(gen); err != nil {
@@ -319,7 +319,7 @@ func (m *appendMode) finish(last chunker.Chunk) (*wire.Object, error) {
 			w.req.App.Mu.Lock()
 			gen := w.req.App.Gen
 			w.req.App.Mu.Unlock()
-			o, err = w.finalizedAt(w.c.tr, gen, err)
+			o, err = w.finalizedAt(w.client().tr, gen, err)
 		}
 		return o, err
 	}

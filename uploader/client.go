@@ -166,6 +166,9 @@ func (c *Client) admit(cfg clientConfig) {
 			c.stage.Ramp(cfg.knob.RampFrom, cfg.knob.RampEvery)
 		}
 		c.tel.ObserveAdmission(c.stage)
+		// The stage gives a write refused for load its turn: its retry
+		// waits for that, not for a backoff too.
+		c.retry.Paced = true
 	}
 	if c.stage == nil && w <= 0 {
 		return

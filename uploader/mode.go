@@ -82,7 +82,7 @@ func (w *Writer) waitBuffer(ctx context.Context) (*[]byte, error) {
 	case *tenantAlloc, *pool.Fixed:
 		return a.Get(ctx)
 	}
-	return fairGet(ctx, w.req.Life.Alloc, w.c.tenants.share(tenantOf(w.req.Ctx)))
+	return fairGet(ctx, w.req.Life.Alloc, w.client().tenants.share(tenantOf(w.req.Ctx)))
 }
 
 // waited records a wait for a buffer that began at start.
@@ -134,8 +134,8 @@ func (m *session) start() error {
 		return nil
 	}
 	w := m.w
-	tr := w.c.tr
-	floor, start, limit := w.c.window(w.ch.ChunkSize())
+	tr := w.client().tr
+	floor, start, limit := w.client().window(w.ch.ChunkSize())
 	s, err := startResumable(&w.req, tr, &w.retry, &w.ev, tr.Window(floor), tr.Window(start), tr.Window(limit), w.cfg.progress)
 	if err != nil {
 		return err

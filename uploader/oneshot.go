@@ -21,7 +21,7 @@ func (w *Writer) writeOnce(r *xfer.ChunkRef) (*wire.Object, error) {
 	size := int64(len(r.Data))
 	w.spec(r.Data, size)
 	w.req.Scratch.HasSums = w.checksums() != nil
-	tr := w.c.tr
+	tr := w.client().tr
 	w.req.One[0] = r
 	defer func() { w.req.One[0] = nil }()
 	var o *wire.Object

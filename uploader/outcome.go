@@ -52,7 +52,7 @@ func (c *creation) judge(o *wire.Object, sent bool, err error) (*wire.Object, er
 // or the look-up failed, retried as cfg says (it meets the same faults as
 // the upload). Once u's context ended it runs on a context of its own,
 // bounded by outcomeGrace.
-func lookup(u *xfer.Request, tr xfer.Transport, cfg *retryConfig) *wire.Object {
+func lookup(u *xfer.Request, tr xfer.Transport, cfg *retry.Config) *wire.Object {
 	lu, r, done := settling(u, cfg)
 	defer done()
 	var o *wire.Object
@@ -74,7 +74,7 @@ func lookup(u *xfer.Request, tr xfer.Transport, cfg *retryConfig) *wire.Object {
 // that settles u's outcome: in u's context while it lasts, else in one of
 // its own bounded by outcomeGrace, and no attempt of it outlasts that
 // context. done releases them.
-func settling(u *xfer.Request, cfg *retryConfig) (*xfer.Request, *retrier, func()) {
+func settling(u *xfer.Request, cfg *retry.Config) (*xfer.Request, *retrier, func()) {
 	ctx, cancel := u.Ctx, context.CancelFunc(func() {})
 	if ctx.Err() != nil {
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), outcomeGrace)
@@ -107,7 +107,7 @@ func settled(u *xfer.Request, tr xfer.Transport, c *creation, err error) (*wire.
 // IsOutcomeUnknown: the finish may still be applied.
 func (w *Writer) finalizedAt(tr xfer.Transport, gen int64, err error) (*wire.Object, error) {
 	if gen != 0 {
-		if o := lookup(&w.req, tr, w.cfg.retry); o.GetGeneration() == gen && o.GetFinalizeTime() != nil {
+		if o := lookup(&w.req, tr, &w.cfg.retry.Config); o.GetGeneration() == gen && o.GetFinalizeTime() != nil {
 			return o, nil
 		}
 	}

@@ -204,11 +204,11 @@ func (p *parallel) start(w *Writer) {
 	size = (size + q - 1) / q * q
 	parts := cfg.Parts
 	if parts == 0 {
-		parts = max(4, 2*w.c.conns)
+		parts = max(4, 2*w.client().conns)
 	}
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
-	p.w, p.tr, p.partSize, p.id = w, w.c.tr, size, hex.EncodeToString(rnd[:])
+	p.w, p.tr, p.partSize, p.id = w, w.client().tr, size, hex.EncodeToString(rnd[:])
 	p.life.Alloc, p.life.Ev = w.req.Life.Alloc, &w.ev
 	p.prefix = cfg.TempPrefix + p.id + "/"
 	ctx, cancel := context.WithCancel(w.req.Ctx)

@@ -27,7 +27,7 @@ func (p *parallel) close() {
 	tr, cfg := p.tr, w.cfg.retry
 	base := w.req.Detached(context.WithoutCancel(w.req.Ctx))
 	done := make(chan struct{})
-	w.c.background(func() {
+	w.client().background(func() {
 		defer close(done)
 		p.wait() // starts the wait, if no one did
 		<-p.allDone
@@ -63,7 +63,7 @@ func (p *parallel) close() {
 			u := &part{}
 			u.Target = xfer.Target{Owner: base.Owner, Ctx: ctx, Bucket: base.Bucket, Object: d.Name, Params: base.Params}
 			u.ev = newEvents(&u.Target, w.ev.Span())
-			u.retry.init(cfg, &u.ev)
+			u.retry.init(&cfg.Config, &u.ev)
 			err := u.retry.do(&u.Target, tr.Names().Delete, true, nil, func() (string, bool, error) {
 				err := tr.DeleteObject(&u.Request, d.Name, d.Gen, u.retry.attemptTimeout())
 				if hasCode(err, codes.NotFound) {
@@ -73,7 +73,7 @@ func (p *parallel) close() {
 			})
 			if err != nil {
 				p.leftBehind(d.Name, err)
-			} else if l := w.c.tel.Logger(); l != nil {
+			} else if l := w.client().tel.Logger(); l != nil {
 				l.LogAttrs(ctx, slog.LevelDebug, "objup: deleted a temporary object", slog.String("temporary", d.Name), slog.Int64("generation", d.Gen))
 			}
 		}
@@ -119,7 +119,7 @@ func (p *parallel) leftBehind(name string, err error) {
 	if s := w.ev.Span(); s != nil {
 		s.AddEvent("temporary object left", trace.WithAttributes(attribute.String("object", name), attribute.String("error", err.Error())))
 	}
-	if l := w.c.tel.Logger(); l != nil {
+	if l := w.client().tel.Logger(); l != nil {
 		l.LogAttrs(context.WithoutCancel(w.req.Ctx), slog.LevelWarn, "objup: could not delete a temporary object", w.ev.LogAttrs(slog.String("temporary", name), slog.Any("error", err))...)
 	}
 }
@@ -132,9 +132,9 @@ func (p *parallel) leftBehind(name string, err error) {
 func (p *parallel) settlePart(ctx context.Context, pt *part) {
 	w := p.w
 	u := &part{}
-	u.Target = xfer.Target{Owner: w.c, Ctx: ctx, Bucket: w.req.Bucket, Object: pt.Object, Params: w.req.Params}
+	u.Target = xfer.Target{Owner: w.client(), Ctx: ctx, Bucket: w.req.Bucket, Object: pt.Object, Params: w.req.Params}
 	u.ev = newEvents(&u.Target, w.ev.Span())
-	u.retry.init(w.cfg.retry, &u.ev)
+	u.retry.init(&w.cfg.retry.Config, &u.ev)
 	err := u.retry.do(&u.Target, p.tr.Names().Query, true, nil, func() (string, bool, error) {
 		o, known := settleSession(&u.Request, p.tr, pt.session, pt.size, u.retry.attemptTimeout)
 		switch {

@@ -46,11 +46,11 @@ func (p *parallel) push(c chunker.Chunk) error {
 func (p *parallel) newPart(i int) *part {
 	w := p.w
 	pt := &part{index: i}
-	pt.Target = xfer.Target{Owner: w.c, Ctx: p.ctx, Bucket: w.req.Bucket, Object: p.prefix + "part-" + strconv.Itoa(i), Params: w.req.Params}
+	pt.Target = xfer.Target{Owner: w.client(), Ctx: p.ctx, Bucket: w.req.Bucket, Object: p.prefix + "part-" + strconv.Itoa(i), Params: w.req.Params}
 	initSpec(&pt.Request, w)
 	pt.ev = newEvents(&pt.Target, w.ev.Span())
 	pt.Life.Ev = &pt.ev
-	pt.retry.init(w.cfg.retry, &pt.ev)
+	pt.retry.init(&w.cfg.retry.Config, &pt.ev)
 	return pt
 }
 
@@ -219,7 +219,7 @@ func (p *parallel) event(pt *part, start time.Time, err error) {
 		}
 		s.AddEvent("part", trace.WithAttributes(attrs...))
 	}
-	if l := p.w.c.tel.Logger(); l != nil {
+	if l := p.w.client().tel.Logger(); l != nil {
 		l.LogAttrs(p.w.req.Ctx, slog.LevelDebug, "objup: uploaded a part", p.w.ev.LogAttrs(
 			slog.Int("part", pt.index), slog.String("temporary", pt.Object), slog.Int64("generation", pt.gen),
 			slog.Bool("sent", pt.sent.Load()),

@@ -88,7 +88,7 @@ func startResumable(u *xfer.Request, tr xfer.Transport, r *retrier, ev *uploadEv
 
 // open opens the session's stream from persisted on.
 func (s *resumable) open(persisted int64) error {
-	st, err := s.tr.OpenStream(s.u, s.id, s.route, persisted, s, s.retry.cfg.limits.AttemptTimeout)
+	st, err := s.tr.OpenStream(s.u, s.id, s.route, persisted, s, s.retry.Config().Limits.AttemptTimeout)
 	if err != nil {
 		return err
 	}

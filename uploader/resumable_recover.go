@@ -124,7 +124,7 @@ func (s *resumable) settle(err error) (*wire.Object, error) {
 	if !s.final || s.id == "" {
 		return nil, err
 	}
-	u, r, done := settling(s.u, s.retry.cfg)
+	u, r, done := settling(s.u, s.retry.Config())
 	defer done()
 	o, known := settleSession(u, s.tr, s.id, s.last, func() time.Duration {
 		t := r.attemptTimeout()
@@ -218,7 +218,7 @@ func (s *resumable) abort(cause error) {
 	if !finished && s.id != "" {
 		// The cancel goes out even when the upload's context ended, in
 		// the background so that the caller does not wait for it.
-		u, tr, id, timeout := s.u.Detached(s.u.Ctx), s.tr, s.id, s.retry.cfg.limits.AttemptTimeout
+		u, tr, id, timeout := s.u.Detached(s.u.Ctx), s.tr, s.id, s.retry.Config().Limits.AttemptTimeout
 		clientOf(&u.Target).background(func() { tr.CancelUpload(u, id, timeout) })
 		s.id = ""
 	}

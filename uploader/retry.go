@@ -1,7 +1,6 @@
 package uploader
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -104,19 +103,20 @@ type Retry struct {
 
 // retryConfig is the retry behaviour of one upload.
 type retryConfig struct {
-	limits retry.Limits // backoff, attempts, deadline, attempt timeout
-	rules  retry.Rules  // policy and error function
-	policy RetryPolicy  // as set, checked by validate
+	retry.Config             // limits, rules, and whether admission paces retries
+	policy       RetryPolicy // as set, checked by validate
 }
 
 func defaultRetryConfig() retryConfig {
 	return retryConfig{
-		limits: retry.Limits{
-			Backoff:        gax.Backoff{Initial: defaultBackoffInitial, Max: defaultBackoffMax, Multiplier: defaultBackoffMultiply},
-			Deadline:       defaultRetryDeadline,
-			AttemptTimeout: defaultAttemptTimeout,
+		Config: retry.Config{
+			Limits: retry.Limits{
+				Backoff:        gax.Backoff{Initial: defaultBackoffInitial, Max: defaultBackoffMax, Multiplier: defaultBackoffMultiply},
+				Deadline:       defaultRetryDeadline,
+				AttemptTimeout: defaultAttemptTimeout,
+			},
+			Rules: retry.Rules{ShouldRetry: ShouldRetry},
 		},
-		rules:  retry.Rules{ShouldRetry: ShouldRetry},
 		policy: RetryIdempotent,
 	}
 }
@@ -125,9 +125,9 @@ func defaultRetryConfig() retryConfig {
 func (c *retryConfig) merge(r *Retry) {
 	if r.Policy != 0 {
 		c.policy = r.Policy
-		c.rules.Policy = retry.Policy(r.Policy - 1)
+		c.Rules.Policy = retry.Policy(r.Policy - 1)
 	}
-	b := &c.limits.Backoff
+	b := &c.Limits.Backoff
 	if r.Backoff.Initial != 0 {
 		b.Initial = r.Backoff.Initial
 	}
@@ -138,22 +138,22 @@ func (c *retryConfig) merge(r *Retry) {
 		b.Multiplier = r.Backoff.Multiplier
 	}
 	if r.ErrorFunc != nil {
-		c.rules.ShouldRetry = r.ErrorFunc
+		c.Rules.ShouldRetry = r.ErrorFunc
 	}
 	if r.MaxAttempts != 0 {
-		c.limits.MaxAttempts = r.MaxAttempts
+		c.Limits.MaxAttempts = r.MaxAttempts
 	}
 	if r.Deadline != 0 {
-		c.limits.Deadline = r.Deadline
+		c.Limits.Deadline = r.Deadline
 	}
 	if r.AttemptTimeout != 0 {
-		c.limits.AttemptTimeout = r.AttemptTimeout
+		c.Limits.AttemptTimeout = r.AttemptTimeout
 	}
 }
 
 // validate checks the merged settings.
 func (c *retryConfig) validate() error {
-	l, b := &c.limits, &c.limits.Backoff
+	l, b := &c.Limits, &c.Limits.Backoff
 	switch {
 	case c.policy < RetryIdempotent || c.policy > RetryNever:
 		return fmt.Errorf("unknown retry policy %d", c.policy)
@@ -180,118 +180,32 @@ func (c *retryConfig) validate() error {
 // and a custom function may call it.
 func ShouldRetry(err error) bool { return retry.ShouldRetry(err) || xfer.IsRedirect(err) }
 
-// retrier is the one retry engine of an upload: every RPC of the upload
-// (one-shot WriteObject, StartResumableWrite, the stream, QueryWriteStatus)
-// reports its failures to it, and it decides, with one classification
-// (retry.Rules), one backoff and one deadline (retry.Episode), whether to
-// try again. A failure episode starts with a failed attempt and ends with
-// progress.
-type retrier struct {
-	cfg *retryConfig
-	ev  *uploadEvents
-	ep  retry.Episode
+// retrier is the upload's retry engine (retry.Engine) with the upload's
+// settings and events; its failures are the target's *Error.
+type retrier struct{ retry.Engine }
+
+// init sets the engine up for an upload with cfg's settings, reporting to
+// ev (nil: nowhere).
+func (r *retrier) init(cfg *retry.Config, ev *uploadEvents) {
+	var evs retry.Events
+	if ev != nil {
+		evs = ev
+	}
+	r.Init(cfg, evs)
 }
 
-func (r *retrier) init(cfg *retryConfig, ev *uploadEvents) {
-	r.cfg, r.ev = cfg, ev
-	r.ep.Init(&cfg.limits)
-}
+// progress ends a failure episode (see retry.Engine.Progress).
+func (r *retrier) progress() { r.Progress() }
 
-// progress ends a failure episode: the next failure gets a fresh deadline,
-// attempt count and backoff.
-func (r *retrier) progress() { r.ep.Progress(&r.cfg.limits) }
+// attemptTimeout is the time the next attempt may take (see
+// retry.Engine.AttemptTimeout).
+func (r *retrier) attemptTimeout() time.Duration { return r.AttemptTimeout() }
 
-// attemptTimeout is the time the next attempt may take: the attempt timeout,
-// cut to what is left of the episode's retry deadline.
-func (r *retrier) attemptTimeout() time.Duration { return r.ep.AttemptTimeout(&r.cfg.limits) }
-
-// paced reports whether the upload's writes pass an admission stage.
-func (r *retrier) paced() bool {
-	if r.ev == nil {
-		return false
-	}
-	tg := (*xfer.Target)(r.ev.Scope())
-	return tg != nil && tg.Owner != nil && clientOf(tg).stage != nil
-}
-
-// retry handles a failed attempt: it returns nil, after the backoff, if the
-// caller should try again, and otherwise the error to report. The error of
-// an exhausted episode wraps the last cause, so its code and message survive
-// (status.Code and codeOf read them).
-func (r *retrier) retry(ctx context.Context, op string, err error, sent, idempotent bool) error {
-	if ctxEnded(ctx) != nil {
-		return contextError(ctx, err)
-	}
-	if !r.cfg.rules.Retryable(err, sent, idempotent) {
-		return err
-	}
-	pause, exhausted := r.ep.Fail(&r.cfg.limits, err)
-	if exhausted != nil {
-		return exhausted
-	}
-	if retry.IsPushback(err) && !retry.IsNamePushback(err) && r.paced() {
-		// The admission stage paces the retry, at its turn by age.
-		pause = 0
-	}
-	r.ev.Retried(op, err, pause)
-	t := time.NewTimer(pause)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return contextError(ctx, err)
-	}
-}
-
-// do is the one retry loop of an upload: it runs attempt until it succeeds
-// or the retrier gives up, waiting out the backoff between attempts, and
-// returns the failure as the target's *Error for the operation that failed
-// last. cause, when not nil, is a failure of op that came before the first
-// attempt (the break a recovery starts from): do waits out its backoff
-// first. attempt returns the operation it made (op, when it returns ""),
-// whether its request may have left the process, and its error. do reports
-// no progress: a call that succeeds ends an episode only when its caller
-// says so (a resumed stream has not made progress until data is
-// acknowledged).
+// do runs attempt in the engine's loop (see retry.Engine.Do) and returns
+// its failure as t's *Error for the operation that failed last.
 func (r *retrier) do(t *xfer.Target, op string, idempotent bool, cause error, attempt func() (op string, sent bool, err error)) error {
-	sent := true
-	for {
-		if cause != nil {
-			if err := r.retry(t.Ctx, op, cause, sent, idempotent); err != nil {
-				return errOf(t, op, err)
-			}
-		}
-		var aop string
-		aop, sent, cause = attempt()
-		if cause == nil {
-			return nil
-		}
-		if aop != "" {
-			op = aop
-		}
-	}
-}
-
-// contextError is the error of an upload whose context ended while it was
-// retrying cause: the context's error, with the cause named.
-func contextError(ctx context.Context, cause error) error {
-	if cause == nil {
-		return ctxEnded(ctx)
-	}
-	return fmt.Errorf("%w (while retrying: %v)", ctxEnded(ctx), cause)
-}
-
-// ctxEnded returns ctx's error, or context.DeadlineExceeded once its
-// deadline has passed: gRPC's own timer for the deadline may end a call a
-// moment before the context's timer marks the context done, and the call's
-// failure is then the context's.
-func ctxEnded(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
-		return context.DeadlineExceeded
+	if op, err := r.Do(t.Ctx, op, idempotent, cause, attempt); err != nil {
+		return errOf(t, op, err)
 	}
 	return nil
 }

@@ -44,8 +44,7 @@ var (
 // Canceled that matches fs.ErrClosed. Close (or CloseWithError) must be
 // called to release its buffers.
 type Writer struct {
-	req   xfer.Request // what the transport reads: target, spec, checksums, chunk lifetimes
-	c     *Client
+	req   xfer.Request // what the transport reads: target (its Owner is the Client), spec, checksums, chunk lifetimes
 	cfg   writerConfig
 	ch    chunker.Chunker
 	retry retrier
@@ -59,6 +58,9 @@ type Writer struct {
 	attrs    *ObjectAttrs // the stored object's attributes
 }
 
+// client returns the Writer's client.
+func (w *Writer) client() *Client { return w.req.Owner.(*Client) }
+
 // NewWriter returns a Writer for gs://bucket/object. It validates the names,
 // the options, the header chain in ctx and ctx itself at once, and returns an
 // error (code InvalidArgument) before anything is sent; no RPC is made until
@@ -66,15 +68,15 @@ type Writer struct {
 // cancelling it aborts the upload, and header.Append / header.WithTenant
 // values in it are sent with every RPC.
 func (c *Client) NewWriter(ctx context.Context, bucket, object string, opts ...WriterOption) (*Writer, error) {
-	w := &Writer{c: c}
-	if err := w.init(ctx, bucket, object, opts); err != nil {
+	w := new(Writer)
+	if err := w.init(c, ctx, bucket, object, opts); err != nil {
 		return nil, err
 	}
 	return w, nil
 }
 
-func (w *Writer) init(ctx context.Context, bucket, object string, opts []WriterOption) error {
-	w.req.Target = xfer.Target{Owner: w.c, Ctx: ctx, Bucket: bucket, Object: object}
+func (w *Writer) init(c *Client, ctx context.Context, bucket, object string, opts []WriterOption) error {
+	w.req.Target = xfer.Target{Owner: c, Ctx: ctx, Bucket: bucket, Object: object}
 	if ctx == nil {
 		return invalid("NewWriter", bucket, object, "nil context")
 	}
@@ -84,11 +86,11 @@ func (w *Writer) init(ctx context.Context, bucket, object string, opts []WriterO
 	if err := validateObject(object); err != nil {
 		return invalid("NewWriter", bucket, object, "%w", err)
 	}
-	if err := w.c.closedErr(); err != nil {
+	if err := w.client().closedErr(); err != nil {
 		return &Error{Op: "NewWriter", Bucket: bucket, Object: object, Code: codes.Canceled, Err: err}
 	}
-	w.cfg.retry = &w.c.retry
-	w.cfg.chunkSize = w.c.chunkSize
+	w.cfg.retry = &w.client().retry
+	w.cfg.chunkSize = w.client().chunkSize
 	w.req.Scratch.Spec.Resource = &w.req.Scratch.Object
 	w.cfg.spec, w.cfg.obj = &w.req.Scratch.Spec, &w.req.Scratch.Object
 	for _, o := range opts {
@@ -96,7 +98,7 @@ func (w *Writer) init(ctx context.Context, bucket, object string, opts []WriterO
 			o.applyWriter(&w.cfg)
 		}
 	}
-	if err := w.cfg.validate(opts, w.c.grpc()); err != nil {
+	if err := w.cfg.validate(opts, w.client().grpc()); err != nil {
 		return invalid("NewWriter", bucket, object, "%w", err)
 	}
 	w.startAppendable()
@@ -115,7 +117,7 @@ func (w *Writer) init(ctx context.Context, bucket, object string, opts []WriterO
 	w.ev = newEvents(&w.req.Target, nil)
 	w.req.Ctx = w.ev.StartSpan(ctx, bucket, object)
 	w.req.Life.Ev = &w.ev
-	w.retry.init(w.cfg.retry, &w.ev)
+	w.retry.init(&w.cfg.retry.Config, &w.ev)
 	w.req.Params = "bucket=" + bucketPrefix + bucket
 	return nil
 }
@@ -371,7 +373,7 @@ func (w *Writer) release() {
 		w.mode.close()
 	}
 	if w.req.Ctx.Err() != nil && !w.cfg.hasBuffer && w.req.Life.Holding() {
-		w.c.background(w.buffersBack)
+		w.client().background(w.buffersBack)
 		return
 	}
 	w.buffersBack()
