@@ -24,14 +24,15 @@ import (
 // server over HTTP on one object store. Create it with [New] or [NewTest];
 // the zero value is not usable. All methods are safe for concurrent use.
 type Server struct {
-	store    *store.Store
-	tmpDir   string // the store's directory, to remove at Close (DataEnv); "" if none
-	grpc     *grpc.Server
-	http     *http.Server
-	grpcAddr string
-	httpURL  string
-	httpsURL string // WithHTTPSAddr; "" without
-	certPEM  []byte // the HTTPS certificate; nil without
+	store      *store.Store
+	tmpDir     string // the store's directory, to remove at Close (DataEnv); "" if none
+	sessionDir string // on disk: the directory of the sessions' files (see session_disk.go)
+	grpc       *grpc.Server
+	http       *http.Server
+	grpcAddr   string
+	httpURL    string
+	httpsURL   string // WithHTTPSAddr; "" without
+	certPEM    []byte // the HTTPS certificate; nil without
 
 	mu       sync.Mutex
 	sessions store.Sessions[*upload] // resumable sessions, of both APIs
@@ -106,6 +107,14 @@ func New(opts ...Option) (*Server, error) {
 	s.creds = cfg.creds
 	s.calls.init(cfg.callLog)
 	s.sessions.Init(cfg.sessionExpiry, cfg.maxSessions)
+	if err := s.restoreSessions(); err != nil {
+		grpcLis.Close()
+		httpLis.Close()
+		if httpsLis != nil {
+			httpsLis.Close()
+		}
+		return fail(err)
+	}
 	for _, b := range cfg.buckets {
 		s.store.CreateBucket(b, false, true) // names were validated
 	}

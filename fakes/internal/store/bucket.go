@@ -121,13 +121,32 @@ func (b *Bucket) retire(o *Object, now int64) {
 // against the live object, and returns it. The store keeps c's parts and
 // a's metadata map and Extra: the caller must not change them afterwards.
 func (b *Bucket) Put(name string, a Attrs, c Content, cond *Conditions, tenant string) (*Object, error) {
+	return b.put(name, a, c, cond, tenant, nil)
+}
+
+// sessionWrite is the record of a resumable session to write with the
+// object it stores, on disk: rec gets the object's generation.
+type sessionWrite struct {
+	id  string
+	rec func(gen int64) []byte
+}
+
+// PutSession is Put for the resumable session id. On disk, the session's
+// record becomes rec(gen), gen being the stored object's generation, in
+// the same synced write as the object: a restart finds the session
+// finalized if and only if it finds the object (see SaveSession).
+func (b *Bucket) PutSession(name string, a Attrs, c Content, cond *Conditions, tenant, id string, rec func(gen int64) []byte) (*Object, error) {
+	return b.put(name, a, c, cond, tenant, &sessionWrite{id, rec})
+}
+
+func (b *Bucket) put(name string, a Attrs, c Content, cond *Conditions, tenant string, sess *sessionWrite) (*Object, error) {
 	o := newObject(name, a, c)
 	o.md5, o.hasMD5 = c.MD5, c.HasMD5
 	if d := b.store.disk; d != nil {
 		if err := d.storeContent(o, &c); err != nil {
 			return nil, err
 		}
-		stored, err := b.add(o, cond, tenant)
+		stored, err := b.diskAdd(o, cond, tenant, sess)
 		if err != nil && o.blob != "" {
 			os.Remove(o.blob)
 		}
@@ -159,7 +178,7 @@ func newObject(name string, a Attrs, c Content) *Object {
 // generation, metageneration and times, and returns o.
 func (b *Bucket) add(o *Object, cond *Conditions, tenant string) (*Object, error) {
 	if b.store.disk != nil {
-		return b.diskAdd(o, cond, tenant)
+		return b.diskAdd(o, cond, tenant, nil)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

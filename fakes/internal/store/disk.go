@@ -11,7 +11,6 @@ import (
 	"log"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -98,10 +97,13 @@ func (s *Store) Close() error {
 // OnDisk reports whether the store keeps its data on disk (Open).
 func (s *Store) OnDisk() bool { return s.disk != nil }
 
+// OnDisk reports whether the bucket's store keeps its data on disk.
+func (b *Bucket) OnDisk() bool { return b.store.disk != nil }
+
 // quietLogger drops Pebble's informational messages.
 type quietLogger struct{}
 
-func (quietLogger) Infof(string, ...any)            {}
+func (quietLogger) Infof(string, ...any)           {}
 func (quietLogger) Errorf(format string, a ...any) { log.Printf("pebble: "+format, a...) }
 func (quietLogger) Fatalf(format string, a ...any) { log.Fatalf("pebble: "+format, a...) }
 
@@ -697,15 +699,13 @@ func (o *Object) writeBlobRange(w io.Writer, start, end int64) error {
 // Sessions of a store on disk: opaque records by id, for the caller to
 // keep its resumable sessions across restarts.
 
-var sessionMu sync.Mutex // orders session writes with their removal
-
 // SaveSession writes the record v of session id, synced; it does nothing
 // for a store in memory.
 func (s *Store) SaveSession(id string, v []byte) error {
 	if s.disk == nil {
 		return nil
 	}
-	return s.disk.set([]byte("S"+id), v)
+	return s.disk.set(sessionKey(id), v)
 }
 
 // DeleteSession removes the record of session id.
@@ -713,13 +713,16 @@ func (s *Store) DeleteSession(id string) error {
 	if s.disk == nil {
 		return nil
 	}
-	if err := s.disk.db.Delete([]byte("S"+id), pebble.NoSync); err != nil {
+	if err := s.disk.db.Delete(sessionKey(id), pebble.NoSync); err != nil {
 		return errDisk(err)
 	}
 	return nil
 }
 
-// Sessions calls fn with each session record saved, in id order.
+func sessionKey(id string) []byte { return []byte("S" + id) }
+
+// SavedSessions calls fn with each session record saved, in id order.
+// The records are the caller's: the store keeps them and gives them back.
 func (s *Store) SavedSessions(fn func(id string, v []byte)) error {
 	if s.disk == nil {
 		return nil

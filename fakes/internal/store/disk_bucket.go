@@ -7,7 +7,7 @@ import "slices"
 // after releasing it (see disk.go).
 
 // diskAdd is add on disk; o's content is stored already.
-func (b *Bucket) diskAdd(o *Object, cond *Conditions, tenant string) (*Object, error) {
+func (b *Bucket) diskAdd(o *Object, cond *Conditions, tenant string, sess *sessionWrite) (*Object, error) {
 	t, err := func() (*txn, error) {
 		b.mu.Lock()
 		defer b.mu.Unlock()
@@ -41,6 +41,9 @@ func (b *Bucket) diskAdd(o *Object, cond *Conditions, tenant string) (*Object, e
 		o.tenant = b.usageOf(tenant)
 		t.count(o.tenant, 1, o.size)
 		t.put(o)
+		if sess != nil {
+			t.batch.Set(sessionKey(sess.id), sess.rec(o.generation), nil)
+		}
 		if err := t.apply(); err != nil {
 			return nil, err
 		}
