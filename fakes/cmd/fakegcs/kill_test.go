@@ -52,8 +52,8 @@ func TestKillRestart(t *testing.T) {
 	}
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 38))
-	acked := map[string]int{}      // object name -> size, answered 200
-	var open []*killSession        // sessions whose first chunk was answered 308
+	acked := map[string]int{} // object name -> size, answered 200
+	var open []*killSession   // sessions whose first chunk was answered 308
 	var total, lostTotal, sessions int
 	for round := range rounds {
 		p := startKillable(t, bin, dir)
