@@ -1,6 +1,7 @@
 package fakes_test
 
 import (
+	"os"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -161,4 +162,44 @@ func appendRest(t *testing.T, cc *grpc.ClientConn, name string, gen int64, h []b
 		t.Fatal("the appendable write did not finalize after the restart")
 	}
 	return o
+}
+
+// TestDataEnv checks where a server keeps its store: in memory by
+// default, on disk in the directory WithDataDir names, and with DataEnv
+// set, in a temporary directory that Close removes.
+func TestDataEnv(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name    string
+		env     string
+		opts    []fakes.Option
+		want    string // "" memory, "dir": dir, "tmp": a temporary directory
+		removed bool
+	}{
+		{name: "default", env: "", want: ""},
+		{name: "WithDataDir", env: "", opts: []fakes.Option{fakes.WithDataDir(dir)}, want: "dir"},
+		{name: "env", env: "1", want: "tmp", removed: true},
+		{name: "env and WithDataDir", env: "1", opts: []fakes.Option{fakes.WithDataDir(dir)}, want: "dir"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(fakes.DataEnv, tc.env)
+			srv, err := fakes.New(tc.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := fakes.DataDir(srv)
+			switch {
+			case tc.want == "" && got != "",
+				tc.want == "dir" && got != dir,
+				tc.want == "tmp" && (got == "" || got == dir):
+				t.Errorf("store in %q, want %s", got, tc.want)
+			}
+			if err := srv.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(got); got != "" && tc.removed != os.IsNotExist(err) {
+				t.Errorf("after Close, %s: %v; want removed: %v", got, err, tc.removed)
+			}
+		})
+	}
 }

@@ -26,6 +26,7 @@ import (
 type Server struct {
 	store      *store.Store
 	tmpDir     string // the store's directory, to remove at Close (DataEnv); "" if none
+	dataDir    string // WithDataDir
 	sessionDir string // on disk: the directory of the sessions' files (see session_disk.go)
 	grpc       *grpc.Server
 	http       *http.Server
@@ -90,6 +91,7 @@ func New(opts ...Option) (*Server, error) {
 	s := &Server{
 		store:    st,
 		tmpDir:   tmpDir,
+		dataDir:  cfg.dataDir,
 		grpcAddr: api.DialAddr(grpcLis.Addr()),
 		httpURL:  "http://" + api.DialAddr(httpLis.Addr()),
 	}

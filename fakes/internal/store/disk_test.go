@@ -190,4 +190,6 @@ func names2(os []*Object) []string {
 	return out
 }
 
-func filepathGlob(dir string) ([]string, error) { return filepath.Glob(filepath.Join(dir, "blobs", "*")) }
+func filepathGlob(dir string) ([]string, error) {
+	return filepath.Glob(filepath.Join(dir, "blobs", "*"))
+}
