@@ -11,6 +11,8 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -58,7 +60,27 @@ type disk struct {
 	db    *pebble.DB
 	dir   string
 	blobs string // DIR/blobs
+
+	// Every use of db counts itself in inflight (enter, exit), so that
+	// Close waits for the uses in flight and later ones fail: Pebble
+	// panics on a closed database.
+	closed   atomic.Bool
+	inflight atomic.Int64
 }
+
+var errClosed = errors.New("the store is closed")
+
+// enter starts a use of the database; exit ends it.
+func (d *disk) enter() error {
+	d.inflight.Add(1)
+	if d.closed.Load() {
+		d.inflight.Add(-1)
+		return errDisk(errClosed)
+	}
+	return nil
+}
+
+func (d *disk) exit() { d.inflight.Add(-1) }
 
 // Open opens, or creates, the store on disk in dir. The caller must Close
 // it. Only one process may have a directory open at a time.
@@ -88,10 +110,14 @@ func Open(dir string) (*Store, error) {
 
 // Close closes a store on disk; it does nothing for a store in memory.
 func (s *Store) Close() error {
-	if s.disk == nil {
+	d := s.disk
+	if d == nil || d.closed.Swap(true) {
 		return nil
 	}
-	return s.disk.db.Close()
+	for d.inflight.Load() > 0 {
+		time.Sleep(time.Millisecond)
+	}
+	return d.db.Close()
 }
 
 // OnDisk reports whether the store keeps its data on disk (Open).
@@ -283,6 +309,10 @@ func (s *Store) load() error {
 
 // set writes k=v, synced.
 func (d *disk) set(k, v []byte) error {
+	if err := d.enter(); err != nil {
+		return err
+	}
+	defer d.exit()
 	if err := d.db.Set(k, v, pebble.Sync); err != nil {
 		return errDisk(err)
 	}
@@ -326,6 +356,10 @@ func (s *Store) saveHMAC(k *HMACKey, del bool) error {
 	}
 	key := []byte("H" + k.AccessID)
 	if del {
+		if err := d.enter(); err != nil {
+			return err
+		}
+		defer d.exit()
 		if err := d.db.Delete(key, pebble.Sync); err != nil {
 			return errDisk(err)
 		}
@@ -399,7 +433,12 @@ func ownerKey(name string, gen int64) string { return fmt.Sprintf("%d:%s", gen, 
 // diskGet returns generation gen of name, or the live object if gen is 0;
 // nil if there is none. b.mu is held.
 func (b *Bucket) diskGet(name string, gen int64) (*Object, error) {
-	db := b.store.disk.db
+	d := b.store.disk
+	if err := d.enter(); err != nil {
+		return nil, err
+	}
+	defer d.exit()
+	db := d.db
 	if gen != 0 {
 		v, closer, err := db.Get(objKey(b.name, name, gen))
 		if errors.Is(err, pebble.ErrNotFound) {
@@ -432,8 +471,13 @@ func (b *Bucket) diskGet(name string, gen int64) (*Object, error) {
 // diskAscend calls fn with each stored generation from (name, gen) on, in
 // order, until it returns false. b.mu is held.
 func (b *Bucket) diskAscend(name string, gen int64, fn func(*Object) bool) error {
+	d := b.store.disk
+	if err := d.enter(); err != nil {
+		return err
+	}
+	defer d.exit()
 	p := objPrefix(b.name)
-	it, err := b.store.disk.db.NewIter(&pebble.IterOptions{LowerBound: objKey(b.name, name, gen), UpperBound: prefixUpper(p)})
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: objKey(b.name, name, gen), UpperBound: prefixUpper(p)})
 	if err != nil {
 		return errDisk(err)
 	}
@@ -456,8 +500,13 @@ func (b *Bucket) diskAscend(name string, gen int64, fn func(*Object) bool) error
 
 // diskEmpty reports whether the bucket holds no object generation.
 func (b *Bucket) diskEmpty() (bool, error) {
+	d := b.store.disk
+	if err := d.enter(); err != nil {
+		return false, err
+	}
+	defer d.exit()
 	p := objPrefix(b.name)
-	it, err := b.store.disk.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixUpper(p)})
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixUpper(p)})
 	if err != nil {
 		return false, errDisk(err)
 	}
@@ -516,7 +565,14 @@ func (t *txn) apply() error {
 		t.batch.Set(usageKey(t.b.name, u.tenant), v, nil)
 	}
 	t.batch.Set(genKey, binary.BigEndian.AppendUint64(nil, uint64(t.b.store.lastGen.Load())), nil)
-	if err := t.b.store.disk.db.ApplyNoSyncWait(t.batch, pebble.Sync); err != nil {
+	d := t.b.store.disk
+	if err := d.enter(); err != nil {
+		t.batch.Close()
+		t.batch = nil
+		return err
+	}
+	if err := d.db.ApplyNoSyncWait(t.batch, pebble.Sync); err != nil {
+		d.exit()
 		t.batch.Close()
 		t.batch = nil
 		return errDisk(err)
@@ -535,6 +591,7 @@ func (t *txn) wait() error {
 	}
 	err := t.batch.SyncWait()
 	t.batch.Close()
+	t.b.store.disk.exit()
 	if err != nil {
 		return errDisk(err)
 	}
@@ -543,9 +600,6 @@ func (t *txn) wait() error {
 	}
 	return nil
 }
-
-// abort drops a batch that was not applied.
-func (t *txn) abort() { t.batch.Close() }
 
 // newBlob creates a new blob file, empty, and returns it.
 func (d *disk) newBlob() (*os.File, error) {
@@ -713,6 +767,10 @@ func (s *Store) DeleteSession(id string) error {
 	if s.disk == nil {
 		return nil
 	}
+	if err := s.disk.enter(); err != nil {
+		return err
+	}
+	defer s.disk.exit()
 	if err := s.disk.db.Delete(sessionKey(id), pebble.NoSync); err != nil {
 		return errDisk(err)
 	}
@@ -727,6 +785,10 @@ func (s *Store) SavedSessions(fn func(id string, v []byte)) error {
 	if s.disk == nil {
 		return nil
 	}
+	if err := s.disk.enter(); err != nil {
+		return err
+	}
+	defer s.disk.exit()
 	it, err := s.disk.db.NewIter(&pebble.IterOptions{LowerBound: []byte("S"), UpperBound: []byte("T")})
 	if err != nil {
 		return errDisk(err)

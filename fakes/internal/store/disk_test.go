@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"path/filepath"
+	"strings"
+	"time"
 	"testing"
 )
 
@@ -192,4 +194,40 @@ func names2(os []*Object) []string {
 
 func filepathGlob(dir string) ([]string, error) {
 	return filepath.Glob(filepath.Join(dir, "blobs", "*"))
+}
+
+// TestDiskCloseInFlight closes a store on disk while writers and readers
+// use it: the calls in flight finish, later ones fail with an error, and
+// none panics on the closed database.
+func TestDiskCloseInFlight(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := s.CreateBucket("close", false, false)
+	done := make(chan error, 4)
+	for w := range 4 {
+		go func() {
+			for i := 0; ; i++ {
+				n := fmt.Sprintf("w%d/%d", w, i)
+				if _, err := b.Put(n, Attrs{}, content([]byte(n)), nil, ""); err != nil {
+					done <- err
+					return
+				}
+				if _, err := b.List(&ListQuery{PageSize: 10}); err != nil {
+					done <- err
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		if err := <-done; !strings.Contains(err.Error(), "closed") {
+			t.Errorf("after Close: %v", err)
+		}
+	}
 }

@@ -160,7 +160,12 @@ func (s *Store) DeleteBucket(name string) error {
 		for t := range b.usage {
 			batch.Delete(usageKey(name, t), nil)
 		}
-		if err := batch.Commit(pebble.Sync); err != nil {
+		if err := d.enter(); err != nil {
+			return err
+		}
+		err = batch.Commit(pebble.Sync)
+		d.exit()
+		if err != nil {
 			return errDisk(err)
 		}
 	} else if b.index.Len() > 0 {
