@@ -6,8 +6,8 @@ import (
 	"hash/crc32"
 	"path/filepath"
 	"strings"
-	"time"
 	"testing"
+	"time"
 )
 
 func content(b []byte) Content {
