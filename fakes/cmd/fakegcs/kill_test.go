@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"hash/fnv"
 	"io"
 	"math/rand/v2"
@@ -19,6 +20,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/objup/objup/internal/wire"
 )
 
 // killRoundsEnv sets the rounds of TestKillRestart (default 2; the
@@ -29,7 +35,8 @@ const killRoundsEnv = "OBJUP_KILL_ROUNDS"
 // when killed with SIGKILL: each round starts fakegcs on the same
 // directory, runs concurrent uploads through the JSON API (simple uploads
 // of 1 to 200 KiB, so that some content is inline in Pebble and some in
-// files, and resumable uploads in two requests), kills it at a random
+// files, and resumable uploads in two requests) and over gRPC (one-shot
+// WriteObject calls of 1 to 200 KiB), kills it at a random
 // moment, and restarts it on the directory, which must then hold every
 // object whose upload was answered 200, with its bytes, in gets and in the
 // listing, and every resumable session whose first chunk was answered 308,
@@ -72,7 +79,17 @@ func TestKillRestart(t *testing.T) {
 				wr := rand.New(rand.NewPCG(uint64(round), uint64(w)))
 				for i := 0; ctx.Err() == nil; i++ {
 					name := fmt.Sprintf("r%02d/w%d/%05d", round, w, i)
-					if wr.IntN(4) == 0 {
+					switch wr.IntN(4) {
+					case 1:
+						size := 1 + int(killHash(name)%(200<<10))
+						if p.putGRPC(ctx, name, size) != nil {
+							return
+						}
+						mu.Lock()
+						acked[name] = size
+						mu.Unlock()
+						continue
+					case 0:
 						s, err := p.startResumable(ctx, name)
 						if err != nil {
 							return
@@ -157,6 +174,7 @@ type killSession struct {
 type killProc struct {
 	cmd    *exec.Cmd
 	base   string
+	cc     *grpc.ClientConn
 	client *http.Client
 	exited chan error
 }
@@ -182,7 +200,11 @@ func startKillable(t *testing.T, bin, dir string) *killProc {
 			<-p.exited
 		}
 	})
-	_, p.base = addrs(t, lines)
+	var grpcAddr string
+	grpcAddr, p.base = addrs(t, lines)
+	if p.cc, err = grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
+		t.Fatal(err)
+	}
 	return p
 }
 
@@ -195,6 +217,29 @@ func (p *killProc) kill(t *testing.T) {
 		t.Fatal("fakegcs did not exit within 30 s of SIGKILL")
 	}
 	p.client.CloseIdleConnections()
+	p.cc.Close()
+}
+
+// putGRPC uploads name in one WriteObject call.
+func (p *killProc) putGRPC(ctx context.Context, name string, size int) error {
+	st, err := wire.NewWriteObjectStream(ctx, p.cc)
+	if err != nil {
+		return err
+	}
+	c := killContent(name, size)
+	crc := crc32.Checksum(c, crc32.MakeTable(crc32.Castagnoli))
+	st.Send(&wire.WriteObjectRequest{
+		FirstMessage: &wire.WriteObjectRequest_WriteObjectSpec{WriteObjectSpec: &wire.WriteObjectSpec{
+			Resource: &wire.Object{Bucket: "projects/_/buckets/kill", Name: name}}},
+		Data:            &wire.WriteObjectRequest_ChecksummedData{ChecksummedData: &wire.ChecksummedData{Content: c, Crc32C: &crc}},
+		FinishWrite:     true,
+		ObjectChecksums: &wire.ObjectChecksums{Crc32C: &crc},
+	})
+	resp, err := st.CloseAndRecv()
+	if err == nil && resp.GetResource().GetSize() != int64(size) {
+		err = fmt.Errorf("WriteObject %s: %v", name, resp)
+	}
+	return err
 }
 
 func (p *killProc) do(ctx context.Context, method, u string, body []byte, h map[string]string) (*http.Response, []byte, error) {
