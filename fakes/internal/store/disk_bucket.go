@@ -116,6 +116,12 @@ func (b *Bucket) diskReplaceAppendable(name string, gen int64, owner any, c Cont
 		if t.apply() != nil {
 			return nil, false
 		}
+		if final {
+			// A finalized object needs no owner: a later reopen (a
+			// retried finish_write) adopts one (AdoptAppendable), so
+			// that the owners kept are those of unfinalized objects.
+			delete(b.owners, ownerKey(name, gen))
+		}
 		return t, true
 	}()
 	if !ok || t.wait() != nil {
