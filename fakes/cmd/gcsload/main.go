@@ -10,6 +10,11 @@
 //	gcsload -http http://127.0.0.1:PORT -bucket NAME -pid PID
 //	        [-n 10000000] [-size 1024] [-writers 32] [-max-time 45m] [-out FILE]
 //
+// With -probe-only it writes nothing and samples once a bucket that holds
+// the -n objects of an earlier run, so that two servers (one with a
+// thousand objects, one with ten million) are probed turn by turn, under
+// the same load of the machine.
+//
 // -pid is the server's process, whose VmRSS is read from /proc; -max-time
 // bounds the run: it stops writing then and reports how far it got. Each
 // milestone is printed on standard output as one JSON line (and appended
@@ -169,6 +174,7 @@ func run(args []string) int {
 	first := fs.Int64("first", 0, "index of the first object (to continue a run)")
 	out := fs.String("out", "", "append the JSON lines to `file` too")
 	data := fs.String("data", "", "the server's data `DIR`, for its size on disk")
+	probeOnly := fs.Bool("probe-only", false, "write nothing: probe a bucket that holds the -n objects of an earlier run")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -234,7 +240,7 @@ func run(args []string) int {
 		var cs, gs, ls []time.Duration
 		for i := range *probes {
 			t0 := time.Now()
-			if err := l.create(context.Background(), fmt.Sprintf("probe/%d/%d", d, i), int64(i)); err != nil {
+			if err := l.create(context.Background(), fmt.Sprintf("probe/%d/%d/%d", d, start.UnixNano(), i), int64(i)); err != nil {
 				errs.Add(1)
 			}
 			cs = append(cs, time.Since(t0))
@@ -256,6 +262,12 @@ func run(args []string) int {
 		lastT, lastDone = time.Now(), d
 	}
 
+	if *probeOnly {
+		done.Store(*n)
+		lastDone = *n
+		probe()
+		return 0
+	}
 	var wg sync.WaitGroup
 	mi := 0
 	var probeMu sync.Mutex
