@@ -50,6 +50,7 @@ func main() {
 
 // sample is one milestone.
 type sample struct {
+	Label       string  `json:"label,omitempty"`
 	Objects     int64   `json:"objects"`
 	ElapsedS    float64 `json:"elapsed_s"`
 	RatePerS    float64 `json:"rate_per_s"` // since the previous milestone
@@ -174,6 +175,7 @@ func run(args []string) int {
 	first := fs.Int64("first", 0, "index of the first object (to continue a run)")
 	out := fs.String("out", "", "append the JSON lines to `file` too")
 	data := fs.String("data", "", "the server's data `DIR`, for its size on disk")
+	label := fs.String("label", "", "a `label` for the samples")
 	probeOnly := fs.Bool("probe-only", false, "write nothing: probe a bucket that holds the -n objects of an earlier run")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -234,7 +236,7 @@ func run(args []string) int {
 	probe := func() {
 		d := done.Load()
 		now := time.Now()
-		s := sample{Objects: d, ElapsedS: now.Sub(start).Seconds(),
+		s := sample{Label: *label, Objects: d, ElapsedS: now.Sub(start).Seconds(),
 			RatePerS: float64(d-lastDone) / now.Sub(lastT).Seconds(), RSSMiB: rss(*pid), DiskMiB: duSize(*data)}
 		maxRSS = max(maxRSS, s.RSSMiB)
 		var cs, gs, ls []time.Duration

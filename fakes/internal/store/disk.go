@@ -9,12 +9,14 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math"
 	"os"
 	"path/filepath"
 	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 )
 
 // A store on disk (Open) keeps everything it is told in a directory: the
@@ -43,14 +45,23 @@ import (
 // escaped so that the key order is the name order, then the generation):
 //
 //	"B" bucket                      the bucket's record (bucketRec, JSON)
-//	"O" bucket 0x00 name' gen       an object generation (objRec)
+//	"O" bucket 0x00 name' gen       an object generation (objRec); the live
+//	                                generation's gen is liveGen
 //	"U" bucket 0x00 tenant          a tenant's usage in the bucket
 //	"H" accessID                    an HMAC key
 //	"G"                             the last generation handed out
 //	"S" id                          an open resumable session (opaque to the store)
 //
 // where name' is the object name with each 0x00 byte written 0x00 0xff,
-// then 0x00 0x01, and gen is 8 bytes big-endian.
+// then 0x00 0x01, and gen is 8 bytes big-endian. The live generation of a
+// name is kept at gen liveGen (its record holds its generation): it is the
+// name's highest generation, so the key order is the listing order still,
+// and a get of the live object is one point lookup, which the tables'
+// Bloom filters answer without reading the tables that do not hold the key.
+// So a get costs the same with ten million objects as with a thousand.
+
+// liveGen is the generation in the key of a live object.
+const liveGen = math.MaxInt64
 
 // InlineMax is the largest content a store on disk keeps in the object's
 // Pebble record; larger content lives in a file of its own.
@@ -89,13 +100,17 @@ func Open(dir string) (*Store, error) {
 	if err := os.MkdirAll(blobs, 0o755); err != nil {
 		return nil, err
 	}
-	cache := pebble.NewCache(64 << 20)
+	cache := pebble.NewCache(256 << 20)
 	defer cache.Unref()
-	db, err := pebble.Open(filepath.Join(dir, "db"), &pebble.Options{
+	opts := &pebble.Options{
 		Cache:        cache,
 		MemTableSize: 32 << 20,
 		Logger:       quietLogger{},
-	})
+	}
+	for i := range opts.Levels {
+		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	db, err := pebble.Open(filepath.Join(dir, "db"), opts)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", dir, err)
 	}
@@ -153,6 +168,7 @@ type bucketRec struct {
 // objRec is an object generation's record on disk; the name and the
 // generation are in the key, inline content follows the record.
 type objRec struct {
+	Gen     int64  `json:"g"`
 	Meta    int64  `json:"m"`
 	Size    int64  `json:"s,omitempty"`
 	CRC     uint32 `json:"c,omitempty"`
@@ -374,7 +390,7 @@ func (s *Store) saveHMAC(k *HMACKey, del bool) error {
 
 // encode returns o's record, with its inline content after it.
 func encodeObj(o *Object) []byte {
-	r := objRec{Meta: o.metageneration, Size: o.size, CRC: o.crc32c, Created: o.created,
+	r := objRec{Gen: o.generation, Meta: o.metageneration, Size: o.size, CRC: o.crc32c, Created: o.created,
 		Updated: o.updated, Deleted: o.deleted, Attrs: o.attrs, Tenant: o.Tenant()}
 	if o.hasMD5 {
 		r.MD5 = o.md5[:]
@@ -411,6 +427,9 @@ func (b *Bucket) decodeObj(name string, gen int64, v []byte) (*Object, error) {
 	if err := json.Unmarshal(v[k:k+int(n)], &r); err != nil {
 		return nil, errDisk(fmt.Errorf("object %q generation %d: %v", name, gen, err))
 	}
+	if gen == liveGen {
+		gen = r.Gen
+	}
 	o := &Object{name: name, generation: gen, metageneration: r.Meta, size: r.Size, crc32c: r.CRC,
 		created: r.Created, updated: r.Updated, deleted: r.Deleted, attrs: r.Attrs}
 	o.hasMD5 = copy(o.md5[:], r.MD5) == MD5Len
@@ -438,9 +457,8 @@ func (b *Bucket) diskGet(name string, gen int64) (*Object, error) {
 		return nil, err
 	}
 	defer d.exit()
-	db := d.db
-	if gen != 0 {
-		v, closer, err := db.Get(objKey(b.name, name, gen))
+	get := func(g int64) (*Object, error) {
+		v, closer, err := d.db.Get(objKey(b.name, name, g))
 		if errors.Is(err, pebble.ErrNotFound) {
 			return nil, nil
 		}
@@ -448,21 +466,15 @@ func (b *Bucket) diskGet(name string, gen int64) (*Object, error) {
 			return nil, errDisk(err)
 		}
 		defer closer.Close()
-		return b.decodeObj(name, gen, v)
+		return b.decodeObj(name, g, v)
 	}
-	// The live object, if any, is the name's last generation.
-	lo := appendName(objPrefix(b.name), name)
-	it, err := db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixUpper(lo)})
-	if err != nil {
-		return nil, errDisk(err)
+	if gen != 0 {
+		if o, err := get(gen); o != nil || err != nil {
+			return o, err
+		}
 	}
-	defer it.Close()
-	if !it.Last() {
-		return nil, nil
-	}
-	g := int64(binary.BigEndian.Uint64(it.Key()[len(lo):]))
-	o, err := b.decodeObj(name, g, it.Value())
-	if err != nil || !o.Live() {
+	o, err := get(liveGen)
+	if o == nil || err != nil || gen != 0 && o.generation != gen {
 		return nil, err
 	}
 	return o, nil
@@ -527,9 +539,17 @@ func (b *Bucket) newTxn() *txn {
 	return &txn{b: b, batch: b.store.disk.db.NewBatch()}
 }
 
+// key is o's key.
+func (t *txn) key(o *Object) []byte {
+	if o.Live() {
+		return objKey(t.b.name, o.name, liveGen)
+	}
+	return objKey(t.b.name, o.name, o.generation)
+}
+
 // put writes o's record.
 func (t *txn) put(o *Object) {
-	t.batch.Set(objKey(t.b.name, o.name, o.generation), encodeObj(o), nil)
+	t.batch.Set(t.key(o), encodeObj(o), nil)
 }
 
 // count adds objects and bytes to the usage u.
@@ -548,7 +568,7 @@ func (t *txn) count(u *usage, objects, bytes int64) {
 
 // forget deletes o's record and, once synced, its blob.
 func (t *txn) forget(o *Object) {
-	t.batch.Delete(objKey(t.b.name, o.name, o.generation), nil)
+	t.batch.Delete(t.key(o), nil)
 	if o.blob != "" {
 		t.drop = append(t.drop, o.blob)
 	}

@@ -68,6 +68,7 @@ func (t *txn) retire(o *Object, now int64) {
 	nc := *o
 	nc.deleted = now
 	delete(t.b.owners, ownerKey(o.name, o.generation))
+	t.batch.Delete(t.key(o), nil) // the live key
 	t.put(&nc)
 }
 
