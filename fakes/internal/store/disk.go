@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -77,6 +78,41 @@ type disk struct {
 	// panics on a closed database.
 	closed   atomic.Bool
 	inflight atomic.Int64
+
+	// The files of deleted content are removed blobGrace after the
+	// delete, so that a read that got the object before goes on.
+	dropMu  sync.Mutex
+	dropped map[string]*time.Timer
+}
+
+// blobGrace is how long a deleted object's content file outlives it.
+const blobGrace = 30 * time.Second
+
+// dropLater removes the file p after blobGrace, or at Close.
+func (d *disk) dropLater(p string) {
+	d.dropMu.Lock()
+	defer d.dropMu.Unlock()
+	if d.dropped == nil {
+		d.dropped = make(map[string]*time.Timer)
+	}
+	d.dropped[p] = time.AfterFunc(blobGrace, func() {
+		d.dropMu.Lock()
+		delete(d.dropped, p)
+		d.dropMu.Unlock()
+		os.Remove(p)
+	})
+}
+
+// dropNow removes the files that wait for their grace to end.
+func (d *disk) dropNow() {
+	d.dropMu.Lock()
+	defer d.dropMu.Unlock()
+	for p, t := range d.dropped {
+		if t.Stop() {
+			os.Remove(p)
+		}
+	}
+	d.dropped = nil
 }
 
 var errClosed = errors.New("the store is closed")
@@ -132,6 +168,7 @@ func (s *Store) Close() error {
 	for d.inflight.Load() > 0 {
 		time.Sleep(time.Millisecond)
 	}
+	d.dropNow()
 	return d.db.Close()
 }
 
@@ -603,8 +640,8 @@ func (t *txn) apply() error {
 	return nil
 }
 
-// wait waits until the applied batch is synced, then removes the blobs
-// it no longer refers to.
+// wait waits until the applied batch is synced, then has the blobs it no
+// longer refers to removed once their grace is over (dropLater).
 func (t *txn) wait() error {
 	if t.batch == nil {
 		return nil
@@ -616,7 +653,7 @@ func (t *txn) wait() error {
 		return errDisk(err)
 	}
 	for _, p := range t.drop {
-		os.Remove(p)
+		t.b.store.disk.dropLater(p)
 	}
 	return nil
 }

@@ -231,3 +231,31 @@ func TestDiskCloseInFlight(t *testing.T) {
 		}
 	}
 }
+
+// TestDiskReadAfterOverwrite reads an object in a file that was
+// overwritten and deleted since it was got: its content stays readable
+// for blobGrace, as an object in memory stays readable to a reader that
+// holds it.
+func TestDiskReadAfterOverwrite(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	b, _ := s.CreateBucket("grace", false, false)
+	large := bytes.Repeat([]byte("g"), InlineMax+10)
+	if _, err := b.Put("o", Attrs{}, content(large), nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	o, _ := b.Get("o", 0)
+	if _, err := b.Put("o", Attrs{}, content(large[:5]), nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Remove("o", 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := o.WriteRange(&buf, 0, o.Size()); err != nil || !bytes.Equal(buf.Bytes(), large) || !bytes.Equal(o.Bytes(), large) {
+		t.Fatalf("read after the overwrite: %v, %d bytes", err, buf.Len())
+	}
+}
