@@ -8,14 +8,16 @@
 # client's appendable writer (BidiWriteObject over gRPC) under six retry
 # test instructions, each scenario checked by the object read back.
 #
-# Usage: conformance/python.sh [-k EXPR] [-n WORKERS] [-keep]
-#        conformance/python.sh -bidi [-keep]
+# Usage: conformance/python.sh [-k EXPR] [-n WORKERS] [-data] [-keep]
+#        conformance/python.sh -bidi [-data] [-keep]
 #
 #   -k     run only the tests pytest's -k expression selects
 #   -n     run the tests in this many pytest-xdist workers (default 4: the
 #          suite mostly waits out its client's retry back-off)
 #   -bidi  run test_bidi_writes.py, on the fixed ports it expects (HTTP
 #          9002, gRPC 8888), and count its scenarios
+#   -data  run fakegcs with its store on disk (-data, in the work
+#          directory) instead of in memory
 #   -keep  keep the work directory (fakegcs's log and the test output) and
 #          print its path
 #
@@ -42,14 +44,15 @@ asyncio_version=1.5.0 # pytest-asyncio, for test_bidi_writes.py
 bidi_scenarios=6      # the scenarios of test_bidi_writes.py
 bidi_http=9002 bidi_grpc=8888 # the ports test_bidi_writes.py expects
 
-filter="" workers=4 keep=false bidi=false
+filter="" workers=4 keep=false bidi=false data=false
 while [ $# -gt 0 ]; do
   case "$1" in
     -k) shift; filter="${1:-}" ;;
     -n) shift; workers="${1:-}" ;;
     -bidi) bidi=true ;;
     -keep) keep=true ;;
-    *) echo "usage: $0 [-k EXPR] [-n WORKERS] [-keep] | -bidi [-keep]" >&2; exit 2 ;;
+    -data) data=true ;;
+    *) echo "usage: $0 [-k EXPR] [-n WORKERS] [-data] [-keep] | -bidi [-data] [-keep]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -122,6 +125,7 @@ go build -o "$work/fakegcs" ./fakes/cmd/fakegcs
 : >"$work/addrs"
 addrs=()
 $bidi && addrs=(-http "127.0.0.1:$bidi_http" -grpc "127.0.0.1:$bidi_grpc")
+$data && addrs+=(-data "$work/data")
 "$work/fakegcs" -call-log 0 "${addrs[@]}" >"$work/addrs" 2>"$work/fakegcs.log" &
 fake_pid=$!
 for _ in $(seq 1 100); do

@@ -5,12 +5,14 @@
 # and prints pass, fail and skip per transport with the methods behind the
 # skips and the failures.
 #
-# Usage: conformance/run.sh [-uploads] [-transport http|grpc] [-keep]
+# Usage: conformance/run.sh [-uploads] [-transport http|grpc] [-data] [-keep]
 #
 #   -uploads    run only the upload methods (storage.objects.insert,
 #               storage.resumable.upload and storage.appendable.upload),
 #               as CI does
 #   -transport  run only one transport (default: both)
+#   -data       run fakegcs with its store on disk (-data, in the work
+#               directory) instead of in memory
 #   -keep       keep the work directory (the suite's copy, fakegcs's log
 #               and the test output) and print its path
 #
@@ -19,13 +21,14 @@
 # exits with status 1 if a subtest failed or the suite did not run.
 set -euo pipefail
 
-uploads=false transport="" keep=false
+uploads=false transport="" keep=false data=false
 while [ $# -gt 0 ]; do
   case "$1" in
     -uploads) uploads=true ;;
     -transport) shift; transport="${1:-}" ;;
     -keep) keep=true ;;
-    *) echo "usage: $0 [-uploads] [-transport http|grpc] [-keep]" >&2; exit 2 ;;
+    -data) data=true ;;
+    *) echo "usage: $0 [-uploads] [-transport http|grpc] [-data] [-keep]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -64,7 +67,9 @@ chmod -R u+w "$work/storage"
 go build -o "$work/fakegcs" ./fakes/cmd/fakegcs
 
 # fakegcs prints "grpc ADDR" and "http URL" once both servers listen.
-"$work/fakegcs" -call-log 0 >"$work/addrs" 2>"$work/fakegcs.log" &
+store=()
+$data && store=(-data "$work/data")
+"$work/fakegcs" -call-log 0 "${store[@]}" >"$work/addrs" 2>"$work/fakegcs.log" &
 fake_pid=$!
 for _ in $(seq 1 100); do
   [ "$(wc -l <"$work/addrs")" -ge 2 ] && break
@@ -80,7 +85,7 @@ fi
 methods='.*'
 $uploads && methods='storage\.(objects\.insert|resumable\.upload|appendable\.upload)-[0-9]+'
 run="^TestRetryConformance\$/^${prefix}-[0-9]+-.*-${methods}\$"
-echo "cloud.google.com/go/storage@$version TestRetryConformance against fakegcs (gRPC $grpc_addr, HTTP $http_url)"
+echo "cloud.google.com/go/storage@$version TestRetryConformance against fakegcs (gRPC $grpc_addr, HTTP $http_url$($data && echo ", store on disk"))"
 start=$(date +%s)
 status=0
 # -short skips the module's integration tests, which need credentials.

@@ -67,6 +67,12 @@ func (up *upload) grow(final bool) (*store.Object, error) {
 	}
 	up.app.Persist(&up.State)
 	up.persistedN = len(up.chunks)
+	if up.b.OnDisk() {
+		// The bytes persisted are in the object's file: keep only those
+		// to come (ReplaceAppendable takes the content's tail).
+		clear(up.chunks)
+		up.chunks, up.persistedN = up.chunks[:0], 0
+	}
 	return c, nil
 }
 
@@ -191,6 +197,13 @@ func (w *writeStream) openAppend(m *api.WriteMsg) error {
 		return err
 	}
 	owner, ok := o.Appendable()
+	if ok && owner == nil {
+		// Stored before the server restarted (on disk): its writer state
+		// is built again from the object.
+		if owner = b.AdoptAppendable(o.Name(), o.Generation(), restoredAppendable(b, o, spec)); owner == nil {
+			return status.Errorf(codes.NotFound, "appendable object %q generation %d is no longer the live object", o.Name(), o.Generation())
+		}
+	}
 	switch {
 	case !ok:
 		return status.Errorf(codes.FailedPrecondition, "object %q generation %d is not an appendable object", o.Name(), o.Generation())
@@ -214,6 +227,25 @@ func (w *writeStream) openAppend(m *api.WriteMsg) error {
 	}
 	w.up, w.epoch, w.sendResource = up, up.app.Epoch, takeover
 	return nil
+}
+
+// restoredAppendable returns the writer state of the appendable object o,
+// stored before the server restarted: the bytes persisted are o's, the
+// epoch that of the write handle of spec if it names o (the epoch is not
+// kept across restarts), and o's result if it is finalized.
+func restoredAppendable(b *store.Bucket, o *store.Object, spec *wire.AppendObjectSpec) *upload {
+	up := newUpload(b, o.Name(), o.Attrs(), nil, nil)
+	up.appendable, up.MD5 = true, nil
+	up.app.Name, up.app.Gen, up.app.Epoch = o.Name(), o.Generation(), 1
+	if gen, epoch, ok := writes.ParseHandle(spec.GetWriteHandle().GetHandle()); ok && gen == o.Generation() {
+		up.app.Epoch = epoch
+	}
+	up.Size, up.CRC = o.Size(), o.CRC32C()
+	up.app.Persist(&up.State)
+	if o.FinalizeTime() != 0 {
+		up.stored, up.result = o, toObject(b, o)
+	}
+	return up
 }
 
 // appendResponse is the response of an appendable write that has not

@@ -49,6 +49,7 @@ func (s *Server) cancelSession(up *upload) (finalized bool) {
 	}
 	if !up.cancelled {
 		up.gone, up.cancelled, up.chunks = true, true, nil
+		s.saveSessionState(up)
 		s.sessions.Retire(up.id, keepFinalized)
 	}
 	return false

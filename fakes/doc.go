@@ -51,6 +51,25 @@
 // [Server.Object], [Server.ListObjects] and [Server.PutObject] inspect and
 // seed the store directly, without requests.
 //
+// # The store on disk
+//
+// With [WithDataDir] (fakegcs -data DIR) the store keeps everything on disk
+// instead, in a Pebble database (github.com/cockroachdb/pebble/v2) and, for
+// content over 64 KiB and appendable objects, in files of their own: no
+// object is kept in memory, so the process's memory stays flat however
+// many objects it holds, a get is one Pebble seek and a listing page a
+// range scan, in the order of the keys (bucket, name, generation) that is
+// GCS's listing order. Every write is answered only once synced (the
+// content file fsynced, then the Pebble batch that names it committed with
+// its WAL synced, concurrent writes sharing a sync), so a server started
+// on the directory after a kill -9 finds every write it acknowledged;
+// resumable sessions keep their record and their bytes (synced before the
+// request that carried them is answered), and appendable objects their
+// persisted bytes, to be taken over, or resumed with their write handle.
+// The environment variable OBJUP_FAKE_DATA=1 ([DataEnv]) puts every
+// server started without WithDataDir on disk, in a temporary directory:
+// CI runs the package's tests so.
+//
 // # gRPC methods
 //
 // WriteObject, BidiWriteObject, StartResumableWrite, QueryWriteStatus,

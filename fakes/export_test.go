@@ -32,3 +32,15 @@ func WithCommitWait(wait func(context.Context)) Option {
 func WithCapacityClock(now func() time.Time) Option {
 	return optionFunc(func(c *config) { c.capacityClock = now })
 }
+
+// DataDir returns the directory of the server's store on disk, "" for a
+// store in memory.
+func DataDir(s *Server) string {
+	if !s.store.OnDisk() {
+		return ""
+	}
+	if s.tmpDir != "" {
+		return s.tmpDir
+	}
+	return s.dataDir
+}

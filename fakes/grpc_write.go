@@ -327,7 +327,9 @@ func (v *service) StartResumableWrite(ctx context.Context, req *wire.StartResuma
 		return nil, err
 	}
 	up.Declare(req.ObjectChecksums)
-	s.startSession(up)
+	if err := s.startSession(up); err != nil {
+		return nil, err
+	}
 	return &wire.StartResumableWriteResponse{UploadId: up.id}, nil
 }
 

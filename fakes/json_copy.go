@@ -266,8 +266,7 @@ func (s *Server) copy(req *copyRequest) (*copyResult, error) {
 	if err := applyPredefinedACL(&a, req.predefined); err != nil {
 		return nil, err
 	}
-	c := store.Content{Parts: o.Parts(), Size: o.Size(), CRC32C: o.CRC32C(), HasMD5: o.HasMD5()}
-	copy(c.MD5[:], o.MD5())
+	c := o.Content()
 	if err := s.commits.commit(req.ctx); err != nil {
 		return nil, err
 	}

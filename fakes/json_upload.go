@@ -374,7 +374,9 @@ func (s *Server) startResumable(w http.ResponseWriter, r *http.Request, rt *http
 			return err
 		}
 	}
-	s.startSession(up)
+	if err := s.startSession(up); err != nil {
+		return err
+	}
 	loc := baseURL(r) + "/upload/storage/v1/b/" + url.PathEscape(bkt) + "/o?uploadType=resumable&name=" +
 		url.QueryEscape(up.object) + "&upload_id=" + up.id
 	h := w.Header()

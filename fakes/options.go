@@ -49,6 +49,7 @@ type config struct {
 	creds         map[string]Role       // WithCredential
 	capacity      []bucketCapacity      // WithCapacity, WithBucketCapacity
 	capacityClock func() time.Time      // the capacity's clock, for tests
+	dataDir       string                // WithDataDir; "": in memory
 }
 
 func newConfig(opts []Option) (*config, error) {
@@ -174,6 +175,32 @@ func (c *config) validate() error {
 	}
 	return nil
 }
+
+// WithDataDir keeps the server's store on disk, in the directory dir
+// (created if needed), instead of in memory: buckets with their
+// attributes, notification configs and IAM policies, every object
+// generation with its metadata and content, resumable sessions with the
+// bytes they persisted, appendable objects and HMAC keys. A server started
+// on the directory of one that stopped, or was killed (kill -9 included),
+// finds everything it acknowledged: a write is answered only once it is
+// synced to disk. Memory does not grow with the number of objects (their
+// metadata and small content live in a Pebble database under dir/db, the
+// content of large and appendable objects in files under dir/blobs), and a
+// get or a listing page costs the same with 10 million objects as with a
+// thousand. Only one server may use a directory at a time.
+//
+// Without WithDataDir the store is in memory, unless the environment
+// variable OBJUP_FAKE_DATA is "1": then every server keeps its store in a
+// temporary directory of its own, removed by [Server.Close], so that a
+// test suite runs on the store on disk unchanged.
+func WithDataDir(dir string) Option {
+	return optionFunc(func(c *config) { c.dataDir = dir })
+}
+
+// DataEnv is the environment variable that, set to "1", puts the store of
+// every server started without [WithDataDir] on disk, in a temporary
+// directory (see WithDataDir).
+const DataEnv = "OBJUP_FAKE_DATA"
 
 // WithLink puts a simulated network path in front of both of the server's
 // ports: every connection sees cfg's round-trip time and bandwidth (see

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,13 +24,16 @@ import (
 // server over HTTP on one object store. Create it with [New] or [NewTest];
 // the zero value is not usable. All methods are safe for concurrent use.
 type Server struct {
-	store    *store.Store
-	grpc     *grpc.Server
-	http     *http.Server
-	grpcAddr string
-	httpURL  string
-	httpsURL string // WithHTTPSAddr; "" without
-	certPEM  []byte // the HTTPS certificate; nil without
+	store      *store.Store
+	tmpDir     string // the store's directory, to remove at Close (DataEnv); "" if none
+	dataDir    string // WithDataDir
+	sessionDir string // on disk: the directory of the sessions' files (see session_disk.go)
+	grpc       *grpc.Server
+	http       *http.Server
+	grpcAddr   string
+	httpURL    string
+	httpsURL   string // WithHTTPSAddr; "" without
+	certPEM    []byte // the HTTPS certificate; nil without
 
 	mu       sync.Mutex
 	sessions store.Sessions[*upload] // resumable sessions, of both APIs
@@ -64,17 +68,30 @@ func New(opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fakes: %w", err)
 	}
+	st, tmpDir, err := openStore(cfg.dataDir)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*Server, error) {
+		st.Close()
+		if tmpDir != "" {
+			os.RemoveAll(tmpDir)
+		}
+		return nil, err
+	}
 	grpcLis, err := net.Listen("tcp", api.ListenAddr(cfg.grpcAddr))
 	if err != nil {
-		return nil, fmt.Errorf("fakes: gRPC listener: %w", err)
+		return fail(fmt.Errorf("fakes: gRPC listener: %w", err))
 	}
 	httpLis, err := net.Listen("tcp", api.ListenAddr(cfg.httpAddr))
 	if err != nil {
 		grpcLis.Close()
-		return nil, fmt.Errorf("fakes: HTTP listener: %w", err)
+		return fail(fmt.Errorf("fakes: HTTP listener: %w", err))
 	}
 	s := &Server{
-		store:    store.New(),
+		store:    st,
+		tmpDir:   tmpDir,
+		dataDir:  cfg.dataDir,
 		grpcAddr: api.DialAddr(grpcLis.Addr()),
 		httpURL:  "http://" + api.DialAddr(httpLis.Addr()),
 	}
@@ -83,7 +100,7 @@ func New(opts ...Option) (*Server, error) {
 		if httpsLis, err = s.listenHTTPS(cfg.httpsAddr, cfg.link); err != nil {
 			grpcLis.Close()
 			httpLis.Close()
-			return nil, err
+			return fail(err)
 		}
 	}
 	s.commits.fixed, s.commits.draw, s.commits.drop = cfg.commitDelay, cfg.commitDraw, cfg.deadlineDrop
@@ -92,6 +109,14 @@ func New(opts ...Option) (*Server, error) {
 	s.creds = cfg.creds
 	s.calls.init(cfg.callLog)
 	s.sessions.Init(cfg.sessionExpiry, cfg.maxSessions)
+	if err := s.restoreSessions(); err != nil {
+		grpcLis.Close()
+		httpLis.Close()
+		if httpsLis != nil {
+			httpsLis.Close()
+		}
+		return fail(err)
+	}
 	for _, b := range cfg.buckets {
 		s.store.CreateBucket(b, false, true) // names were validated
 	}
@@ -137,6 +162,28 @@ func New(opts ...Option) (*Server, error) {
 		s.serveHTTPS(httpsLis)
 	}
 	return s, nil
+}
+
+// openStore opens the store: on disk in dir if dir is not "", else in a
+// temporary directory (returned, for Close to remove) if DataEnv is "1",
+// else in memory.
+func openStore(dir string) (st *store.Store, tmpDir string, err error) {
+	if dir == "" && os.Getenv(DataEnv) == "1" {
+		if tmpDir, err = os.MkdirTemp("", "fakegcs-data-"); err != nil {
+			return nil, "", fmt.Errorf("fakes: %s: %w", DataEnv, err)
+		}
+		dir = tmpDir
+	}
+	if dir == "" {
+		return store.New(), "", nil
+	}
+	if st, err = store.Open(dir); err != nil {
+		if tmpDir != "" {
+			os.RemoveAll(tmpDir)
+		}
+		return nil, "", fmt.Errorf("fakes: %w", err)
+	}
+	return st, tmpDir, nil
 }
 
 func (s *Server) noteServeErr(err error) {
@@ -197,6 +244,12 @@ func (s *Server) Close() error {
 		s.mu.Lock()
 		s.closeErr = s.serveErr
 		s.mu.Unlock()
+		if err := s.store.Close(); err != nil && s.closeErr == nil {
+			s.closeErr = err
+		}
+		if s.tmpDir != "" {
+			os.RemoveAll(s.tmpDir)
+		}
 		if s.closeErr != nil {
 			s.closeErr = fmt.Errorf("fakes: serve: %w", s.closeErr)
 		}

@@ -43,6 +43,8 @@ type upload struct {
 	// of chunks the stored object holds.
 	app        writes.Appendable
 	persistedN int
+
+	spath string // on disk: the file of the session's bytes (see session_disk.go); "" if none
 }
 
 // session returns the resumable session id.
@@ -55,10 +57,15 @@ func (s *Server) session(ctx context.Context, id string) (*upload, error) {
 	return up, nil
 }
 
-// startSession makes up a resumable session, with a new id.
-func (s *Server) startSession(up *upload) {
+// startSession makes up a resumable session, with a new id; on disk, its
+// record is saved first.
+func (s *Server) startSession(up *upload) error {
 	up.id, up.sessions = rand.Text(), &s.sessions
+	if err := s.saveSession(up); err != nil {
+		return err
+	}
 	s.sessions.Add(up.id, up)
+	return nil
 }
 
 // keepFinalized is how many finalized sessions the server remembers, for
@@ -106,6 +113,12 @@ func (up *upload) add(content []byte, crc uint32) {
 	if up.MD5 != nil {
 		up.MD5.Write(content)
 	}
+	if up.spath != "" {
+		up.appendSession(content)
+		if up.gone {
+			return
+		}
+	}
 	up.chunks = append(up.chunks, content)
 	up.Add(int64(len(content)), crc)
 }
@@ -124,7 +137,7 @@ func (s *Server) finalize(ctx context.Context, up *upload, tenant string) (*wire
 		if err := s.commits.commit(ctx); err != nil {
 			return nil, err
 		}
-		o, err := up.b.Put(up.object, up.attrs, up.content(md5), up.cond, tenant)
+		o, err := s.putSession(up, up.content(md5), tenant)
 		if err != nil {
 			return nil, err
 		}

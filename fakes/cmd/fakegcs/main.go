@@ -1,11 +1,12 @@
 // Command fakegcs runs the fake GCS of package fakes as a standalone server:
-// a storage v2 gRPC server and the JSON API over HTTP on the same in-memory
-// store, which costs the same per request with a million objects as with a
-// thousand.
+// a storage v2 gRPC server and the JSON API over HTTP on the same store, in
+// memory or on disk (-data), which costs the same per request with ten
+// million objects as with a thousand.
 //
 // Usage:
 //
 //	fakegcs [-grpc 127.0.0.1:9090] [-http 127.0.0.1:4443] [-bucket NAME]... [-zonal-bucket NAME]...
+//	        [-data DIR]
 //	        [-https 127.0.0.1:4444 [-cert FILE]]
 //	        [-call-log N] [-credential TOKEN=ROLE]...
 //	        [-commit-delay D] [-commit-delay-max D] [-commit-seed N] [-deadline-drop]
@@ -20,6 +21,12 @@
 // -zonal-bucket creates a zonal bucket, as fakes.WithZonalBucket does
 // (location type "zone", storage class RAPID, appendable writes only); it
 // may be repeated or name several buckets separated by commas.
+//
+// -data DIR keeps the store on disk in DIR, as fakes.WithDataDir does:
+// fakegcs restarted on the same DIR, after a clean stop or a kill -9,
+// finds every bucket, object, resumable session and HMAC key it
+// acknowledged, and its memory does not grow with the number of objects.
+// Without -data the store is in memory and lost at exit.
 //
 // Once both servers listen, fakegcs prints exactly two lines on standard
 // output, which scripts may parse:
@@ -183,6 +190,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	rtt := fs.Duration("rtt", 0, "simulated round-trip time in front of both ports (0: none)")
 	bandwidth := fs.String("bandwidth", "0", "simulated bandwidth of each connection and direction, such as 100MB/s (0: unlimited)")
 	maxStreams := fs.Int("max-streams", 0, "cap the concurrent streams of one gRPC connection at `N`, as GCS front ends do (0: no cap)")
+	dataDir := fs.String("data", "", "keep the store on disk in `DIR` (created if needed), to survive restarts (empty: in memory)")
 	capFlags := capflag.Register(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -205,6 +213,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if *httpsAddr != "" {
 		opts = append(opts, fakes.WithHTTPSAddr(*httpsAddr))
+	}
+	if *dataDir != "" {
+		opts = append(opts, fakes.WithDataDir(*dataDir))
 	}
 	for _, b := range bs {
 		opts = append(opts, fakes.WithBucket(b))

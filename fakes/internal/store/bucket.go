@@ -1,6 +1,7 @@
 package store
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -21,9 +22,10 @@ type Bucket struct {
 
 	mu      sync.RWMutex
 	deleted bool
-	live    map[string]*Object
-	index   *btree.BTreeG[entry]
-	usage   map[string]*usage // by tenant
+	live    map[string]*Object   // nil on disk
+	index   *btree.BTreeG[entry] // nil on disk
+	usage   map[string]*usage    // by tenant
+	owners  map[string]any       // on disk: the owners of appendable objects, by ownerKey
 }
 
 // Name is the bucket's name.
@@ -119,8 +121,37 @@ func (b *Bucket) retire(o *Object, now int64) {
 // against the live object, and returns it. The store keeps c's parts and
 // a's metadata map and Extra: the caller must not change them afterwards.
 func (b *Bucket) Put(name string, a Attrs, c Content, cond *Conditions, tenant string) (*Object, error) {
+	return b.put(name, a, c, cond, tenant, nil)
+}
+
+// sessionWrite is the record of a resumable session to write with the
+// object it stores, on disk: rec gets the object's generation.
+type sessionWrite struct {
+	id  string
+	rec func(gen int64) []byte
+}
+
+// PutSession is Put for the resumable session id. On disk, the session's
+// record becomes rec(gen), gen being the stored object's generation, in
+// the same synced write as the object: a restart finds the session
+// finalized if and only if it finds the object (see SaveSession).
+func (b *Bucket) PutSession(name string, a Attrs, c Content, cond *Conditions, tenant, id string, rec func(gen int64) []byte) (*Object, error) {
+	return b.put(name, a, c, cond, tenant, &sessionWrite{id, rec})
+}
+
+func (b *Bucket) put(name string, a Attrs, c Content, cond *Conditions, tenant string, sess *sessionWrite) (*Object, error) {
 	o := newObject(name, a, c)
 	o.md5, o.hasMD5 = c.MD5, c.HasMD5
+	if d := b.store.disk; d != nil {
+		if err := d.storeContent(o, &c); err != nil {
+			return nil, err
+		}
+		stored, err := b.diskAdd(o, cond, tenant, sess)
+		if err != nil && o.blob != "" {
+			os.Remove(o.blob)
+		}
+		return stored, err
+	}
 	return b.add(o, cond, tenant)
 }
 
@@ -146,6 +177,9 @@ func newObject(name string, a Attrs, c Content) *Object {
 // generation of its name if cond holds against the live object. It sets o's
 // generation, metageneration and times, and returns o.
 func (b *Bucket) add(o *Object, cond *Conditions, tenant string) (*Object, error) {
+	if b.store.disk != nil {
+		return b.diskAdd(o, cond, tenant, nil)
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.deleted {
@@ -185,6 +219,9 @@ func (b *Bucket) add(o *Object, cond *Conditions, tenant string) (*Object, error
 // and returns it; false if that object is no longer the live generation of
 // its name, or another writer took it over.
 func (b *Bucket) ReplaceAppendable(name string, gen int64, owner any, c Content, final bool) (*Object, bool) {
+	if b.store.disk != nil {
+		return b.diskReplaceAppendable(name, gen, owner, c, final)
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	o := b.live[name]
@@ -211,6 +248,13 @@ func (b *Bucket) Get(name string, gen int64) (*Object, error) {
 }
 
 func (b *Bucket) getLocked(name string, gen int64) (*Object, error) {
+	if b.store.disk != nil {
+		o, err := b.diskGet(name, gen)
+		if o == nil && err == nil {
+			err = ErrObjectNotFound(b.name, name, gen)
+		}
+		return o, err
+	}
 	if o := b.live[name]; o != nil && (gen == 0 || gen == o.generation) {
 		return o, nil
 	}
@@ -227,6 +271,9 @@ func (b *Bucket) getLocked(name string, gen int64) (*Object, error) {
 // keeps it as a noncurrent version; deleting a named generation removes it
 // for good.
 func (b *Bucket) Remove(name string, gen int64, cond *Conditions) error {
+	if b.store.disk != nil {
+		return b.diskRemove(name, gen, cond)
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	o, err := b.getLocked(name, gen)
@@ -255,6 +302,9 @@ func (b *Bucket) Remove(name string, gen int64, cond *Conditions) error {
 // metageneration one higher and a new update time. edit gets a copy of the
 // attributes, with its own metadata map, and may change them.
 func (b *Bucket) Update(name string, gen int64, cond *Conditions, edit func(*Attrs) error) (*Object, error) {
+	if b.store.disk != nil {
+		return b.diskUpdate(name, gen, cond, edit)
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	o, err := b.getLocked(name, gen)
@@ -283,14 +333,24 @@ func (b *Bucket) All(prefix string) []*Object {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	var out []*Object
-	b.index.AscendGreaterOrEqual(entry{name: prefix}, func(e entry) bool {
-		if !strings.HasPrefix(e.name, prefix) {
+	b.ascend(prefix, 0, func(o *Object) bool {
+		if !strings.HasPrefix(o.name, prefix) {
 			return false
 		}
-		if e.obj.Live() {
-			out = append(out, e.obj)
+		if o.Live() {
+			out = append(out, o)
 		}
 		return true
 	})
 	return out
+}
+
+// ascend calls fn with each stored generation from (name, gen) on, in
+// order, until it returns false. b.mu is held.
+func (b *Bucket) ascend(name string, gen int64, fn func(*Object) bool) error {
+	if b.store.disk != nil {
+		return b.diskAscend(name, gen, fn)
+	}
+	b.index.AscendGreaterOrEqual(entry{name: name, gen: gen}, func(e entry) bool { return fn(e.obj) })
+	return nil
 }

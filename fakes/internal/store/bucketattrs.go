@@ -139,6 +139,10 @@ func (b *Bucket) UpdateAttrs(cond *Conditions, edit func(*BucketAttrs) error) (*
 	c.Metageneration = old.Metageneration + 1
 	c.Updated = max(NowMicro(), old.Updated)
 	b.meta.attrs.Store(c)
+	if err := b.saveMeta(); err != nil {
+		b.meta.attrs.Store(old)
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -190,6 +194,10 @@ func (b *Bucket) AddNotification(n Notification) (*Notification, error) {
 	n.EventTypes = slices.Clone(n.EventTypes)
 	n.CustomAttributes = maps.Clone(n.CustomAttributes)
 	m.notifications[n.ID] = &n
+	if err := b.saveMetaLocked(); err != nil {
+		delete(m.notifications, n.ID)
+		return nil, err
+	}
 	return &n, nil
 }
 
@@ -235,7 +243,12 @@ func (b *Bucket) DeleteNotification(id string) error {
 	if b.meta.notifications[id] == nil {
 		return Errorf(KindNotFound, "notification config %q not found in bucket %q", id, b.name)
 	}
+	n := b.meta.notifications[id]
 	delete(b.meta.notifications, id)
+	if err := b.saveMetaLocked(); err != nil {
+		b.meta.notifications[id] = n
+		return err
+	}
 	return nil
 }
 
@@ -318,6 +331,10 @@ func (b *Bucket) SetPolicy(p Policy, etag string) (*Policy, error) {
 		p.Version = 1
 	}
 	b.meta.policy = &p
+	if err := b.saveMetaLocked(); err != nil {
+		b.meta.policy = cur
+		return nil, err
+	}
 	return &p, nil
 }
 

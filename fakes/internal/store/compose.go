@@ -40,7 +40,11 @@ func (b *Bucket) Compose(name string, a Attrs, srcs []Source, cond *Conditions, 
 		if src.IfMatch != nil && o.generation != *src.IfMatch {
 			return nil, Errorf(KindPrecondition, "source object %q: ifGenerationMatch %d, but the generation is %d", src.Name, *src.IfMatch, o.generation)
 		}
-		c.Parts = append(c.Parts, o.content...)
+		if b.store.disk != nil {
+			c.objs = append(c.objs, o)
+		} else {
+			c.Parts = append(c.Parts, o.content...)
+		}
 		c.CRC32C = crc32c.Combine(c.CRC32C, o.crc32c, o.size)
 		c.Size += o.size
 		components += max(o.ComponentCount(), 1)

@@ -1,7 +1,8 @@
 // Package store is the fake GCS's object store, shared by its gRPC and
 // JSON fronts: buckets, each with a map of its live objects and an ordered
 // index of every stored generation, and the registry of resumable upload
-// sessions.
+// sessions. A store in memory (New) keeps them in maps and B-trees; a store
+// on disk (Open) in a Pebble database and files (see disk.go).
 //
 // The store is sealed: every write goes through its methods (Put,
 // PutAppendable, ReplaceAppendable, Compose, Update, Remove, and the

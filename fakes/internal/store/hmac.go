@@ -70,6 +70,9 @@ func (s *Store) CreateHMACKey(project, email string) (*HMACKey, error) {
 		serial:         1,
 		Etag:           MetaEtag(1),
 	}
+	if err := s.saveHMAC(k, false); err != nil {
+		return nil, err
+	}
 	h.keys[k.AccessID] = k
 	return k, nil
 }
@@ -128,6 +131,9 @@ func (s *Store) UpdateHMACKey(accessID, state, etag string) (*HMACKey, error) {
 	c.serial++
 	c.Etag = MetaEtag(c.serial)
 	c.Updated = max(NowMicro(), k.Updated)
+	if err := s.saveHMAC(&c, false); err != nil {
+		return nil, err
+	}
 	h.keys[accessID] = &c
 	return &c, nil
 }
@@ -144,6 +150,9 @@ func (s *Store) DeleteHMACKey(accessID string) error {
 	}
 	if k.State == HMACActive {
 		return Errorf(KindInvalid, "HMAC key %q is ACTIVE: deactivate it before deleting it", accessID)
+	}
+	if err := s.saveHMAC(k, true); err != nil {
+		return err
 	}
 	delete(h.keys, accessID)
 	return nil

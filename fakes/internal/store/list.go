@@ -89,8 +89,7 @@ func (b *Bucket) List(q *ListQuery) (*ListPage, error) {
 			skipTo string
 			done   = true
 		)
-		b.index.AscendGreaterOrEqual(entry{name: start, gen: startGen}, func(e entry) bool {
-			o := e.obj
+		err := b.ascend(start, startGen, func(o *Object) bool {
 			if !strings.HasPrefix(o.name, q.Prefix) || q.EndOffset != "" && o.name >= q.EndOffset {
 				return false
 			}
@@ -109,12 +108,12 @@ func (b *Bucket) List(q *ListQuery) (*ListPage, error) {
 					if q.IncludeTrailingDelimiter && o.name == p {
 						// The object named like the prefix is listed too;
 						// with versions, all its generations are.
-						b.index.AscendGreaterOrEqual(e, func(e2 entry) bool {
-							if e2.name != p {
+						b.ascend(o.name, o.generation, func(o2 *Object) bool {
+							if o2.name != p {
 								return false
 							}
-							if q.Versions || e2.obj.Live() {
-								page.Objects = append(page.Objects, e2.obj)
+							if q.Versions || o2.Live() {
+								page.Objects = append(page.Objects, o2)
 							}
 							return true
 						})
@@ -131,6 +130,9 @@ func (b *Bucket) List(q *ListQuery) (*ListPage, error) {
 			page.Objects = append(page.Objects, o)
 			return true
 		})
+		if err != nil {
+			return nil, err
+		}
 		if done || skipTo == "" {
 			return page, nil
 		}

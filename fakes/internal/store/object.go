@@ -28,6 +28,7 @@ type Object struct {
 	// content is the object's bytes in parts, as received: never written
 	// after the object is stored.
 	content [][]byte
+	blob    string // on disk: the file of the content, if not inline
 	tenant  *usage
 }
 
@@ -54,6 +55,11 @@ type Content struct {
 	CRC32C uint32
 	MD5    [MD5Len]byte
 	HasMD5 bool // false: no MD5 (appendable and composed objects)
+
+	// objs, if not nil, stands for the content instead of Parts: the
+	// content of these objects on disk, one after the other (Compose,
+	// Object.Content).
+	objs []*Object
 }
 
 // Live reports whether o is its name's live generation.
@@ -70,6 +76,9 @@ func (o *Object) copyMeta() *Object {
 // Part returns content[off:off+n] without copying when those bytes lie in one
 // part, else nil.
 func (o *Object) Part(off, n int64) []byte {
+	if o.blob != "" {
+		return nil
+	}
 	for _, p := range o.content {
 		if off < int64(len(p)) {
 			if off+n <= int64(len(p)) {
@@ -84,6 +93,9 @@ func (o *Object) Part(off, n int64) []byte {
 
 // Read copies content from offset off into b and returns the count.
 func (o *Object) Read(b []byte, off int64) int {
+	if o.blob != "" {
+		return o.readBlob(b, off)
+	}
 	n := 0
 	for _, p := range o.content {
 		if off >= int64(len(p)) {
@@ -101,6 +113,9 @@ func (o *Object) Read(b []byte, off int64) int {
 
 // WriteRange writes content[start:end] to w.
 func (o *Object) WriteRange(w io.Writer, start, end int64) error {
+	if o.blob != "" {
+		return o.writeBlobRange(w, start, end)
+	}
 	off := int64(0)
 	for _, p := range o.content {
 		lo, hi := max(start-off, 0), min(end-off, int64(len(p)))
@@ -208,7 +223,13 @@ func (o *Object) Attrs() Attrs { return o.attrs }
 
 // Parts returns the object's content in parts, as received. They are
 // shared with the store: the caller must not change them.
-func (o *Object) Parts() [][]byte { return o.content }
+// On disk, content in a file is read in one part.
+func (o *Object) Parts() [][]byte {
+	if o.blob != "" {
+		return [][]byte{o.Bytes()}
+	}
+	return o.content
+}
 
 // Tenant is the tenant of the call that wrote the generation.
 func (o *Object) Tenant() string {

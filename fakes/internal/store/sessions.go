@@ -21,6 +21,22 @@ type Sessions[T any] struct {
 	max       int
 	now       func() time.Time
 	expired   int64 // sessions that expired or were evicted by the cap
+	forget    func(id string)
+}
+
+// OnForget makes the registry call fn with the id of each session it
+// forgets (expired, evicted by the cap, removed, or finalized beyond the
+// count kept), under its lock.
+func (r *Sessions[T]) OnForget(fn func(id string)) {
+	r.mu.Lock()
+	r.forget = fn
+	r.mu.Unlock()
+}
+
+func (r *Sessions[T]) forgot(id string) {
+	if r.forget != nil {
+		r.forget(id)
+	}
 }
 
 type sessionEntry[T any] struct {
@@ -89,6 +105,7 @@ func (r *Sessions[T]) Remove(id string) {
 	if e := r.byID[id]; e != nil {
 		r.lru.Remove(e)
 		delete(r.byID, id)
+		r.forgot(id)
 	}
 }
 
@@ -103,6 +120,7 @@ func (r *Sessions[T]) Retire(id string, keep int) {
 			if e := r.byID[old]; e != nil {
 				r.lru.Remove(e)
 				delete(r.byID, old)
+				r.forgot(old)
 			}
 		}
 		r.finalized = append(r.finalized[:0], r.finalized[n:]...)
@@ -125,6 +143,7 @@ func (r *Sessions[T]) expireLocked(e *list.Element) {
 	r.lru.Remove(e)
 	delete(r.byID, se.id)
 	r.expired++
+	r.forgot(se.id)
 }
 
 // Stats returns the sessions kept (unfinished ones, and the finalized ones

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/google/btree"
 )
 
@@ -22,9 +23,10 @@ type Store struct {
 
 	lastGen atomic.Int64
 	hmac    hmacKeys // the project's HMAC keys
+	disk    *disk    // nil: a store in memory (New); else Open's
 }
 
-// New returns an empty store.
+// New returns an empty store in memory.
 func New() *Store {
 	return &Store{buckets: make(map[string]*Bucket)}
 }
@@ -99,17 +101,7 @@ func (s *Store) createBucket(name string, versioning, exist bool, a *BucketAttrs
 		}
 		return nil, Errorf(KindConflict, "bucket %q already exists", name)
 	}
-	b := &Bucket{
-		name:       name,
-		resName:    "projects/_/buckets/" + name,
-		created:    NowMicro(),
-		versioning: versioning,
-		zonal:      zonal,
-		store:      s,
-		live:       make(map[string]*Object),
-		index:      btree.NewG(32, entryLess),
-		usage:      make(map[string]*usage),
-	}
+	b := s.newBucket(name, versioning, zonal, NowMicro())
 	if a != nil {
 		a = a.Clone()
 		a.Metageneration, a.Updated = 1, b.created
@@ -118,8 +110,31 @@ func (s *Store) createBucket(name string, versioning, exist bool, a *BucketAttrs
 		}
 		b.meta.attrs.Store(a)
 	}
+	if err := b.saveMeta(); err != nil {
+		return nil, err
+	}
 	s.buckets[name] = b
 	return b, nil
+}
+
+// newBucket returns the bucket name, empty.
+func (s *Store) newBucket(name string, versioning, zonal bool, created int64) *Bucket {
+	b := &Bucket{
+		name:       name,
+		resName:    "projects/_/buckets/" + name,
+		created:    created,
+		versioning: versioning,
+		zonal:      zonal,
+		store:      s,
+		usage:      make(map[string]*usage),
+	}
+	if s.disk == nil {
+		b.live = make(map[string]*Object)
+		b.index = btree.NewG(32, entryLess)
+	} else {
+		b.owners = make(map[string]any)
+	}
+	return b
 }
 
 // DeleteBucket deletes an empty bucket.
@@ -132,7 +147,28 @@ func (s *Store) DeleteBucket(name string) error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.index.Len() > 0 {
+	if d := s.disk; d != nil {
+		empty, err := b.diskEmpty()
+		if err != nil {
+			return err
+		}
+		if !empty {
+			return Errorf(KindConflict, "bucket %q is not empty", name)
+		}
+		batch := d.db.NewBatch()
+		batch.Delete(bucketKey(name), nil)
+		for t := range b.usage {
+			batch.Delete(usageKey(name, t), nil)
+		}
+		if err := d.enter(); err != nil {
+			return err
+		}
+		err = batch.Commit(pebble.Sync)
+		d.exit()
+		if err != nil {
+			return errDisk(err)
+		}
+	} else if b.index.Len() > 0 {
 		return Errorf(KindConflict, "bucket %q is not empty: it holds %d object generations", name, b.index.Len())
 	}
 	b.deleted = true

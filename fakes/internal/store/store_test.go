@@ -16,11 +16,10 @@ import (
 // naiveList lists b by scanning every stored generation: the reference the
 // indexed listing must agree with, page after page.
 func naiveList(b *Bucket, q *ListQuery) (entries []string) {
-	var all []entry
-	b.index.Ascend(func(e entry) bool { all = append(all, e); return true })
+	var all []*Object
+	b.ascend("", 0, func(o *Object) bool { all = append(all, o); return true })
 	seen := map[string]bool{}
-	for _, e := range all {
-		o := e.obj
+	for _, o := range all {
 		switch {
 		case !q.Versions && !o.Live(),
 			!strings.HasPrefix(o.name, q.Prefix),
@@ -99,7 +98,27 @@ func pagedList(t *testing.T, b *Bucket, q ListQuery) []string {
 // TestListAgainstScan compares the indexed listing with a scan of every
 // object, for random trees and random queries.
 func TestListAgainstScan(t *testing.T) {
-	s := New()
+	forEachStore(t, testListAgainstScan)
+}
+
+// forEachStore runs test on a store in memory and on a store on disk.
+func forEachStore(t *testing.T, test func(*testing.T, *Store)) {
+	for _, kind := range []string{"memory", "disk"} {
+		t.Run(kind, func(t *testing.T) {
+			s := New()
+			if kind == "disk" {
+				var err error
+				if s, err = Open(t.TempDir()); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+			}
+			test(t, s)
+		})
+	}
+}
+
+func testListAgainstScan(t *testing.T, s *Store) {
 	rng := rand.New(rand.NewPCG(7, 9))
 	name := func() string {
 		var sb strings.Builder
@@ -199,7 +218,10 @@ func TestConditions(t *testing.T) {
 // deletes at once on one bucket, for the race detector, then checks that
 // every live object has the content its generation was written with.
 func TestStoreConcurrent(t *testing.T) {
-	s := New()
+	forEachStore(t, testStoreConcurrent)
+}
+
+func testStoreConcurrent(t *testing.T, s *Store) {
 	b, _ := s.CreateBucket("conc", true, false)
 	const workers, ops = 8, 300
 	var wg sync.WaitGroup
@@ -230,11 +252,11 @@ func TestStoreConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	var objects, bytes int64
-	b.index.Ascend(func(e entry) bool {
+	b.ascend("", 0, func(o *Object) bool {
 		objects++
-		bytes += e.obj.size
-		if string(e.obj.Bytes()) != e.name {
-			t.Errorf("%s#%d holds %q", e.name, e.gen, e.obj.Bytes())
+		bytes += o.size
+		if string(o.Bytes()) != o.name {
+			t.Errorf("%s#%d holds %q", o.name, o.generation, o.Bytes())
 		}
 		return true
 	})
