@@ -154,7 +154,16 @@ func TestDeadlineDrop(t *testing.T) {
 		{"dropped with WithDeadlineDrop", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := []fakes.Option{fakes.WithCommitWait(func(ctx context.Context) { <-ctx.Done() })}
+			// The commit lasts until the request's deadline at the server
+			// has passed. (Waiting for ctx to end is not that: the
+			// client's cancel, sent when its own timer fires, may reach
+			// the server before the server's deadline, which runs from
+			// when the request arrived.)
+			opts := []fakes.Option{fakes.WithCommitWait(func(ctx context.Context) {
+				if dl, ok := ctx.Deadline(); ok {
+					<-time.After(time.Until(dl))
+				}
+			})}
 			if tc.drop {
 				opts = append(opts, fakes.WithDeadlineDrop())
 			}
