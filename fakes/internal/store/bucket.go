@@ -182,14 +182,8 @@ func (b *Bucket) add(o *Object, cond *Conditions, tenant string) (*Object, error
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.deleted {
-		return nil, ErrBucketNotFound(b.name)
-	}
-	if b.zonal && o.app == nil {
-		return nil, ErrZonal(b.name, "a write that is not appendable")
-	}
-	if b.zonal {
-		o.attrs.StorageClass = RapidStorageClass
+	if err := b.takesLocked(o); err != nil {
+		return nil, err
 	}
 	old := b.live[o.name]
 	if err := cond.Check(old); err != nil {
@@ -276,11 +270,8 @@ func (b *Bucket) Remove(name string, gen int64, cond *Conditions) error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	o, err := b.getLocked(name, gen)
+	o, err := b.checkedLocked(name, gen, cond)
 	if err != nil {
-		return err
-	}
-	if err := cond.Check(o); err != nil {
 		return err
 	}
 	if o.Unfinalized() {
@@ -307,11 +298,8 @@ func (b *Bucket) Update(name string, gen int64, cond *Conditions, edit func(*Att
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	o, err := b.getLocked(name, gen)
+	o, err := b.checkedLocked(name, gen, cond)
 	if err != nil {
-		return nil, err
-	}
-	if err := cond.Check(o); err != nil {
 		return nil, err
 	}
 	c := o.copyMeta()
@@ -353,4 +341,33 @@ func (b *Bucket) ascend(name string, gen int64, fn func(*Object) bool) error {
 	}
 	b.index.AscendGreaterOrEqual(entry{name: name, gen: gen}, func(e entry) bool { return fn(e.obj) })
 	return nil
+}
+
+// takesLocked reports whether b takes the write of o (it exists, and a
+// zonal bucket takes appendable objects only), and gives an object of a
+// zonal bucket its storage class. b.mu is held.
+func (b *Bucket) takesLocked(o *Object) error {
+	if b.deleted {
+		return ErrBucketNotFound(b.name)
+	}
+	if b.zonal && o.app == nil {
+		return ErrZonal(b.name, "a write that is not appendable")
+	}
+	if b.zonal {
+		o.attrs.StorageClass = RapidStorageClass
+	}
+	return nil
+}
+
+// checkedLocked returns generation gen of object name (0: the live one)
+// if cond holds for it. b.mu is held.
+func (b *Bucket) checkedLocked(name string, gen int64, cond *Conditions) (*Object, error) {
+	o, err := b.getLocked(name, gen)
+	if err != nil {
+		return nil, err
+	}
+	if err := cond.Check(o); err != nil {
+		return nil, err
+	}
+	return o, nil
 }

@@ -11,14 +11,8 @@ func (b *Bucket) diskAdd(o *Object, cond *Conditions, tenant string, sess *sessi
 	t, err := func() (*txn, error) {
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		if b.deleted {
-			return nil, ErrBucketNotFound(b.name)
-		}
-		if b.zonal && o.app == nil {
-			return nil, ErrZonal(b.name, "a write that is not appendable")
-		}
-		if b.zonal {
-			o.attrs.StorageClass = RapidStorageClass
+		if err := b.takesLocked(o); err != nil {
+			return nil, err
 		}
 		old, err := b.diskGet(o.name, 0)
 		if err != nil {
@@ -136,11 +130,8 @@ func (b *Bucket) diskRemove(name string, gen int64, cond *Conditions) error {
 	t, err := func() (*txn, error) {
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		o, err := b.getLocked(name, gen)
+		o, err := b.checkedLocked(name, gen, cond)
 		if err != nil {
-			return nil, err
-		}
-		if err := cond.Check(o); err != nil {
 			return nil, err
 		}
 		if o.Unfinalized() {
@@ -166,11 +157,8 @@ func (b *Bucket) diskUpdate(name string, gen int64, cond *Conditions, edit func(
 	t, err := func() (*txn, error) {
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		o, err := b.getLocked(name, gen)
+		o, err := b.checkedLocked(name, gen, cond)
 		if err != nil {
-			return nil, err
-		}
-		if err := cond.Check(o); err != nil {
 			return nil, err
 		}
 		c = o.copyMeta()
