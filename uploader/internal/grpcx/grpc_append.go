@@ -200,27 +200,15 @@ func (g *grpcTransport) writeAppendable(u *xfer.Request, rs []*xfer.ChunkRef, ti
 		return nil, false, err
 	}
 	u.Scratch.Spec.ObjectSize = nil // an appendable object's size is what its writes make it
-	base := rs[0].Offset
-	i, rel := 0, 0
-	for first := true; first || i < len(rs); first = false {
-		msg, req := xfer.NewReqMsg[wire.BidiWriteObjectRequest]()
-		req.WriteOffset = rs[min(i, len(rs)-1)].Offset + int64(rel) - base
+	sent, err = sendParts(u, rs, st.SendMsg, func(req *wire.BidiWriteObjectRequest, offset int64, first, finish bool) {
+		req.WriteOffset = offset
 		if first {
 			req.FirstMessage = &wire.BidiWriteObjectRequest_WriteObjectSpec{WriteObjectSpec: u.Spec()}
 		}
-		var crc uint32
-		crc, i, rel = fill(u, msg, rs, i, rel)
-		if i == len(rs) {
+		if finish {
 			req.FinishWrite, req.ObjectChecksums = true, u.Checksums()
 		}
-		msg.CRC32C, msg.HasCRC = crc, !u.NoCRC()
-		err = st.SendMsg(&msg.WriteMsg)
-		u.Life.Sent(msg)
-		sent = sent || msg.Marshaled()
-		if err != nil {
-			break
-		}
-	}
+	})
 	if err == nil {
 		err = st.CloseSend()
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/objup/objup/uploader/internal/xfer"
+	"google.golang.org/protobuf/proto"
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/emptypb"
@@ -82,31 +83,51 @@ func (g *grpcTransport) writeStream(u *xfer.Request, rs []*xfer.ChunkRef, timeou
 	if err != nil {
 		return nil, false, err
 	}
-	base := rs[0].Offset
-	i, rel := 0, 0 // the chunk and the offset in it where the next message starts
-	for first := true; first || i < len(rs); first = false {
-		msg, req := xfer.NewReqMsg[wire.WriteObjectRequest]()
-		req.WriteOffset = rs[min(i, len(rs)-1)].Offset + int64(rel) - base
+	sent, err = sendParts(u, rs, st.SendMsg, func(req *wire.WriteObjectRequest, offset int64, first, finish bool) {
+		req.WriteOffset = offset
 		if first {
 			req.FirstMessage = &wire.WriteObjectRequest_WriteObjectSpec{WriteObjectSpec: u.Spec()}
 		}
-		var crc uint32
-		crc, i, rel = fill(u, msg, rs, i, rel)
-		if i == len(rs) {
+		if finish {
 			req.FinishWrite, req.ObjectChecksums = true, u.Checksums()
 		}
-		msg.CRC32C, msg.HasCRC = crc, !u.NoCRC()
-		err = st.SendMsg(&msg.WriteMsg)
-		u.Life.Sent(msg)
-		sent = sent || msg.Marshaled()
-		if err != nil {
-			// The stream's status tells why it broke.
-			_, err = st.CloseAndRecv()
-			return nil, sent, err
-		}
+	})
+	if err != nil {
+		// The stream's status tells why it broke.
+		_, err = st.CloseAndRecv()
+		return nil, sent, err
 	}
 	resp, err := st.CloseAndRecv()
 	return resp.GetResource(), sent, err
+}
+
+// sendParts sends the consecutive chunks rs on a stream with send, as
+// messages of up to 2 MiB of consecutive pieces, each with its CRC32C
+// combined from theirs; set fills each message's request (R) with its
+// offset from the first chunk's, and says whether it is the first and
+// whether it finishes the object. sent reports whether a message may have
+// left the process.
+func sendParts[R any, P interface {
+	*R
+	proto.Message
+}](u *xfer.Request, rs []*xfer.ChunkRef, send func(any) error, set func(req P, offset int64, first, finish bool)) (sent bool, err error) {
+	base := rs[0].Offset
+	i, rel := 0, 0 // the chunk and the offset in it where the next message starts
+	for first := true; first || i < len(rs); first = false {
+		msg, req := xfer.NewReqMsg[R, P]()
+		offset := rs[min(i, len(rs)-1)].Offset + int64(rel) - base
+		var crc uint32
+		crc, i, rel = fill(u, msg, rs, i, rel)
+		set(req, offset, first, i == len(rs))
+		msg.CRC32C, msg.HasCRC = crc, !u.NoCRC()
+		err = send(&msg.WriteMsg)
+		u.Life.Sent(msg)
+		sent = sent || msg.Marshaled()
+		if err != nil {
+			return sent, err
+		}
+	}
+	return sent, nil
 }
 
 // attemptStream opens, with open, the write stream of one attempt of u on
