@@ -6,18 +6,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/objup/objup/uploader/internal/retry"
+	"github.com/objup/objup/uploader/internal/mode"
 	"github.com/objup/objup/uploader/internal/xfer"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/objup/objup/chunker"
-	"github.com/objup/objup/internal/wire"
 )
-
-// pathAppendable is the "path" attribute of an appendable upload.
-const pathAppendable = "appendable"
 
 // WithAppendable makes the Writer write an appendable object, the only
 // kind a zonal (Rapid) bucket takes: the object exists on the service from
@@ -109,9 +104,9 @@ func (c *Client) TakeOver(ctx context.Context, bucket, object string, gen int64,
 		return nil, 0, invalid("TakeOver", bucket, object, "%w", err)
 	}
 	w.req.App.Takeover, w.req.App.Gen = true, gen
-	m := &appendMode{session{w: w}}
+	m := mode.NewAppend((*host)(w))
 	w.mode = m
-	if err := m.start(); err != nil {
+	if err := m.Start(); err != nil {
 		w.fail("TakeOver", err)
 		w.closed = true
 		w.end()
@@ -121,7 +116,7 @@ func (c *Client) TakeOver(ctx context.Context, bucket, object string, gen int64,
 	a.Mu.Lock()
 	persisted, crc, hasCRC := a.Persisted, a.CRC, a.HasCRC
 	a.Mu.Unlock()
-	m.s.startAt(persisted)
+	m.StartAt(persisted)
 	var chOpts []chunker.Option
 	chOpts = append(chOpts, chunker.Continuing(persisted, crc))
 	if !hasCRC {
@@ -199,147 +194,21 @@ func (w *Writer) Flush(ctx context.Context) (int64, error) {
 	if w.mode == nil {
 		w.mode = w.choose(c)
 	}
-	n, err := w.mode.flush(ctx, c)
+	n, err := w.mode.Flush(ctx, c)
 	if err != nil {
-		var wait *flushWait
+		var wait *mode.FlushWait
 		if errors.As(err, &wait) {
 			if ctx.Err() != nil && w.req.Ctx.Err() == nil {
 				// Flush's own context ended the wait: the upload goes on.
-				return n, errOf(&w.req.Target, "Flush", wait.err)
+				return n, errOf(&w.req.Target, "Flush", wait.Err)
 			}
-			err = wait.err
+			err = wait.Err
 		}
 		w.fail("Flush", err)
 		return 0, w.err
 	}
 	w.ev.Flushed(time.Since(start))
 	return n, nil
-}
-
-// appendMode is the mode of an appendable object (WithAppendable,
-// Client.TakeOver): a session on the object's BidiWriteObject stream that
-// flushes, and whose finish finalizes the object or leaves it open.
-type appendMode struct{ session }
-
-// flush hands c over and waits, as ctx allows, until the service has
-// persisted everything written; it returns the persisted size.
-func (m *appendMode) flush(ctx context.Context, c chunker.Chunk) (int64, error) {
-	w := m.w
-	if err := m.start(); err != nil {
-		w.req.Life.PutBuffer(c.Buf)
-		return 0, err
-	}
-	s := m.s
-	if len(c.Data) == 0 {
-		// Nothing new: the buffer goes back, and the flush asks only
-		// what is persisted.
-		w.req.Life.PutBuffer(c.Buf)
-	} else {
-		s.take(w.req.Life.NewRef(smallFlush(w, c)))
-	}
-	if err := s.send(true); err != nil {
-		return 0, err
-	}
-	last := s.lastNow()
-	if err := s.waitIn(ctx, func() bool { return s.persisted >= last }); err != nil {
-		return s.persistedNow(), &flushWait{err}
-	}
-	return s.persistedNow(), nil
-}
-
-// flushWait is the failure of a flush's wait for the service.
-type flushWait struct{ err error }
-
-func (e *flushWait) Error() string { return e.err.Error() }
-func (e *flushWait) Unwrap() error { return e.err }
-
-func (m *appendMode) close() {
-	m.session.close()
-	m.w.req.App.DropReady()
-}
-
-func (*appendMode) path() string { return pathAppendable }
-
-// flushCopy is the most a Flush copies out of its chunk buffer.
-const flushCopy = 32 << 10
-
-// smallFlush returns c, or, when it holds a few bytes (up to flushCopy) of
-// a Flush, a copy of them in memory of their size, giving c's chunk buffer
-// back at once: a writer that appends and flushes small records then holds
-// a chunk buffer only between a Write and its Flush, not for the round
-// trip to the service, and the pool's buffers are not churned.
-func smallFlush(w *Writer, c chunker.Chunk) chunker.Chunk {
-	if c.Buf == nil || len(c.Data) > flushCopy {
-		return c
-	}
-	small := make([]byte, len(c.Data))
-	copy(small, c.Data)
-	w.req.Life.PutBuffer(c.Buf)
-	c.Buf, c.Data = nil, small
-	return c
-}
-
-// single returns the mode of an object whose whole content is its last
-// chunk, at Close: one write (for an appendable object, a stream that
-// creates and finalizes it in one round trip; see writeAppendable), or
-// the appendable session when the object is to stay unfinalized.
-func (w *Writer) single(last chunker.Chunk) mode {
-	if a := w.req.App; a != nil && (a.Unfinalized || a.Takeover) {
-		return w.choose(last)
-	}
-	if w.cfg.resumable {
-		w.spec(last.Data, int64(len(last.Data)))
-		return &session{w: w}
-	}
-	return oneShot{w}
-}
-
-// finish ends an appendable object's upload at Close: the rest goes out
-// and the object is finalized with its checksums, or, with
-// WithoutFinalize, flushed and left open.
-func (m *appendMode) finish(last chunker.Chunk) (*wire.Object, error) {
-	w := m.w
-	r := w.req.Life.NewRef(last)
-	if err := w.sentCRCMismatch(); err != nil {
-		r.Unref()
-		return nil, err
-	}
-	if err := m.start(); err != nil {
-		r.Unref()
-		return nil, err
-	}
-	s := m.s
-	if !w.req.App.Unfinalized {
-		w.req.Scratch.HasSums = w.checksums() != nil
-		o, err := s.finish(r)
-		if err != nil && retry.AnswerLost(err) {
-			// The finish may have finalized the object: its generation,
-			// the object's identity, is looked up.
-			err = s.teardown(err)
-			w.req.App.Mu.Lock()
-			gen := w.req.App.Gen
-			w.req.App.Mu.Unlock()
-			o, err = w.finalizedAt(w.client().tr, gen, err)
-		}
-		return o, err
-	}
-	s.take(r)
-	if err := s.send(true); err != nil {
-		return nil, err
-	}
-	end := s.lastNow()
-	if err := s.waitFor(func() bool { return s.persisted >= end }); err != nil {
-		return nil, err
-	}
-	a := w.req.App
-	a.Mu.Lock()
-	defer a.Mu.Unlock()
-	o := &wire.Object{Name: w.req.Object, Bucket: w.req.Resource(), Generation: a.Gen}
-	if a.Object != nil {
-		o = proto.Clone(a.Object).(*wire.Object)
-	}
-	o.Size, o.Checksums = end, nil
-	return o, nil
 }
 
 // sentCRCMismatch checks an appendable object's whole-object CRC32C from

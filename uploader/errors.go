@@ -1,15 +1,9 @@
 package uploader
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"strconv"
-	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/objup/objup/uploader/internal/xfer"
 	"google.golang.org/grpc/codes"
@@ -46,25 +40,7 @@ type Error struct {
 // Error implements error. Names that are not valid UTF-8 or hold control
 // characters are quoted with Go escapes, so the text is always valid UTF-8
 // and one line.
-func (e *Error) Error() string {
-	obj := ""
-	if e.Bucket != "" || e.Object != "" {
-		obj = " gs://" + printable(e.Bucket) + "/" + printable(e.Object)
-	}
-	if e.unknown {
-		return fmt.Sprintf("objup: %s%s: outcome unknown, the object may have been stored: %v", e.Op, obj, e.Err)
-	}
-	return fmt.Sprintf("objup: %s%s: %v", e.Op, obj, e.Err)
-}
-
-// printable returns s, or s quoted with Go escapes if it is not valid UTF-8
-// or holds a character that is not printable.
-func printable(s string) string {
-	if utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) {
-		return s
-	}
-	return strconv.Quote(s)
-}
+func (e *Error) Error() string { return xfer.ErrorText(e.Op, e.Bucket, e.Object, e.unknown, e.Err) }
 
 const invalidCode = codes.InvalidArgument
 
@@ -101,35 +77,30 @@ func (e *Error) GRPCStatus() *status.Status {
 	return status.New(e.Code, e.Error())
 }
 
-// codeOf classifies err with a gRPC code.
+// codeOf classifies err with a gRPC code: the Code of an *Error in err's
+// chain, else as xfer.CodeOf does.
 func codeOf(err error) codes.Code {
-	if err == nil {
-		return codes.OK
-	}
 	var oe *Error
-	switch {
-	case errors.As(err, &oe):
+	if errors.As(err, &oe) {
 		return oe.Code
-	case errors.Is(err, context.Canceled):
-		return codes.Canceled
-	case errors.Is(err, context.DeadlineExceeded):
-		return codes.DeadlineExceeded
 	}
-	if _, ok := status.FromError(err); !ok && errors.Is(err, io.ErrUnexpectedEOF) {
-		// A stream the service or the network broke.
-		return codes.Unavailable
-	}
-	return status.Code(err)
+	return xfer.CodeOf(err)
 }
 
+// newError returns err as the failure of op on gs://bucket/object: the
+// *Error in err's chain if there is one, else one with the fields of the
+// *xfer.OpError in its chain (a mode's failure), else a new one.
 func newError(op, bucket, object string, err error) *Error {
 	var oe *Error
 	if errors.As(err, &oe) {
 		return oe
 	}
-	// A transport's failure after which the object may exist.
-	unknown := errors.Is(err, xfer.ErrFirstOpenLost)
-	return &Error{Op: op, Bucket: bucket, Object: object, Code: codeOf(err), Err: err, unknown: unknown}
+	xe := xfer.Fail(&xfer.Target{Bucket: bucket, Object: object}, op, err)
+	code := xe.Code
+	if code == codes.OK {
+		code = codeOf(xe.Err)
+	}
+	return &Error{Op: xe.Op, Bucket: xe.Bucket, Object: xe.Object, Code: code, Err: xe.Err, unknown: xe.Unknown}
 }
 
 func invalid(op, bucket, object, format string, args ...any) *Error {

@@ -179,33 +179,3 @@ func (c *retryConfig) validate() error {
 // gRPC. It is the default of WithErrorFunc,
 // and a custom function may call it.
 func ShouldRetry(err error) bool { return retry.ShouldRetry(err) || xfer.IsRedirect(err) }
-
-// retrier is the upload's retry engine (retry.Engine) with the upload's
-// settings and events; its failures are the target's *Error.
-type retrier struct{ retry.Engine }
-
-// init sets the engine up for an upload with cfg's settings, reporting to
-// ev (nil: nowhere).
-func (r *retrier) init(cfg *retry.Config, ev *uploadEvents) {
-	var evs retry.Events
-	if ev != nil {
-		evs = ev
-	}
-	r.Init(cfg, evs)
-}
-
-// progress ends a failure episode (see retry.Engine.Progress).
-func (r *retrier) progress() { r.Progress() }
-
-// attemptTimeout is the time the next attempt may take (see
-// retry.Engine.AttemptTimeout).
-func (r *retrier) attemptTimeout() time.Duration { return r.AttemptTimeout() }
-
-// do runs attempt in the engine's loop (see retry.Engine.Do) and returns
-// its failure as t's *Error for the operation that failed last.
-func (r *retrier) do(t *xfer.Target, op string, idempotent bool, cause error, attempt func() (op string, sent bool, err error)) error {
-	if op, err := r.Do(t.Ctx, op, idempotent, cause, attempt); err != nil {
-		return errOf(t, op, err)
-	}
-	return nil
-}

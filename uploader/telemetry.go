@@ -16,13 +16,6 @@ import (
 // The client's metrics, tracing and logging are package telemetry's; the
 // options that configure them are here.
 
-// Upload paths, the "path" attribute.
-const (
-	pathOneShot   = "one-shot"
-	pathResumable = "resumable"
-	pathParallel  = "parallel"
-)
-
 // Telemetry configures the client's metrics, tracing and logging (see
 // WithTelemetry). Zero fields keep their defaults.
 type Telemetry struct {

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/objup/objup/uploader/internal/mode"
+	"github.com/objup/objup/uploader/internal/retry"
 	"github.com/objup/objup/uploader/internal/xfer"
 
 	"google.golang.org/grpc/codes"
@@ -47,8 +49,8 @@ type Writer struct {
 	req   xfer.Request // what the transport reads: target (its Owner is the Client), spec, checksums, chunk lifetimes
 	cfg   writerConfig
 	ch    chunker.Chunker
-	retry retrier
-	mode  mode         // how the chunks reach the service; nil until the first chunk is full (or Close)
+	retry retry.Engine
+	mode  mode.Mode    // how the chunks reach the service; nil until the first chunk is full (or Close)
 	ev    uploadEvents // what the upload reports while it runs and when it ends
 
 	busy     atomic.Bool // a method runs
@@ -117,7 +119,7 @@ func (w *Writer) init(c *Client, ctx context.Context, bucket, object string, opt
 	w.ev = newEvents(&w.req.Target, nil)
 	w.req.Ctx = w.ev.StartSpan(ctx, bucket, object)
 	w.req.Life.Ev = &w.ev
-	w.retry.init(&w.cfg.retry.Config, &w.ev)
+	w.retry.Init(&w.cfg.retry.Config, &w.ev)
 	w.req.Params = "bucket=" + bucketPrefix + bucket
 	return nil
 }
@@ -236,7 +238,7 @@ func (w *Writer) room() error {
 		if w.mode == nil {
 			w.mode = w.choose(c)
 		}
-		if err := w.mode.push(c); err != nil {
+		if err := w.mode.Push(c); err != nil {
 			return err
 		}
 	}
@@ -252,15 +254,15 @@ func (w *Writer) room() error {
 // knows what gives buffers back, else from the allocator.
 func (w *Writer) buffer() (*[]byte, error) {
 	if w.mode != nil {
-		return w.mode.buffer()
+		return w.mode.Buffer()
 	}
-	if b, ok := w.tryBuffer(); ok {
+	if b, ok := (*host)(w).TryBuffer(); ok {
 		return b, nil
 	}
 	// A wait: the pool's budget (or the tenant's) is spent, or the
 	// WithBuffer slots are taken.
 	defer w.waited(time.Now())
-	return w.waitBuffer(w.req.Ctx)
+	return (*host)(w).WaitBuffer(w.req.Ctx)
 }
 
 // tryGetter is an allocator that can hand out a buffer without waiting, as
@@ -275,7 +277,7 @@ func (w *Writer) fail(op string, err error) {
 		w.err = errOf(&w.req.Target, op, err)
 	}
 	if w.mode != nil {
-		w.mode.abort(w.err)
+		w.mode.Abort(w.err)
 	}
 }
 
@@ -311,7 +313,7 @@ func (w *Writer) Close() error {
 		// The whole object is in its first chunk.
 		w.mode = w.single(last)
 	}
-	o, err := w.mode.finish(last)
+	o, err := w.mode.Finish(last)
 	if err == nil {
 		err = w.finished(o, w.ch.Size())
 	}
@@ -350,9 +352,9 @@ func (w *Writer) end() {
 	w.release()
 	if !w.recorded {
 		w.recorded = true
-		path := pathOneShot
+		path := mode.PathOneShot
 		if w.mode != nil {
-			path = w.mode.path()
+			path = w.mode.Path()
 		}
 		w.ev.Ended(w.ch.Size(), path, w.err)
 	}
@@ -370,7 +372,7 @@ func (w *Writer) end() {
 func (w *Writer) release() {
 	w.req.Life.PutBuffer(w.ch.Abort())
 	if w.mode != nil {
-		w.mode.close()
+		w.mode.Close()
 	}
 	if w.req.Ctx.Err() != nil && !w.cfg.hasBuffer && w.req.Life.Holding() {
 		w.client().background(w.buffersBack)

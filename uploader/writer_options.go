@@ -13,6 +13,7 @@ import (
 	"github.com/objup/objup/internal/wire"
 	"github.com/objup/objup/pool"
 	"github.com/objup/objup/uploader/internal/knob"
+	"github.com/objup/objup/uploader/internal/mode"
 )
 
 // WriterOption configures one Writer (NewWriter, Upload, Item.Options).
@@ -43,8 +44,8 @@ func init() {
 type writerConfig struct {
 	spec      *wire.WriteObjectSpec
 	obj       *wire.Object
-	progress  *progressReporter // made per Writer (see Writer.init)
-	parallel  *parallel         // WithParallelUpload: its settings, and its state once started
+	progress  *mode.Progress // made per Writer (see Writer.init)
+	parallel  *mode.Parallel // WithParallelUpload: its settings
 	buffer    []byte
 	sendMD5   *[16]byte // the caller's MD5 of the object (WithSendMD5), sent as it is
 	chunkSize int
@@ -368,7 +369,7 @@ func WithSendMD5(sum []byte) WriterOption {
 // anything but the Writer itself. It should return quickly: the goroutine
 // that runs it carries the upload's acknowledgements.
 func WithProgress(f func(persisted int64)) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) { c.progress = newProgress(f) })
+	return writerOptionFunc(func(c *writerConfig) { c.progress = mode.NewProgress(f) })
 }
 
 // WithBuffer makes the Writer use buf, the caller's memory, for its chunks

@@ -1,4 +1,4 @@
-package uploader
+package mode
 
 import (
 	"sync"
@@ -11,19 +11,19 @@ import (
 func TestProgressReporter(t *testing.T) {
 	var running atomic.Int32
 	var got []int64
-	r := newProgress(func(n int64) {
+	r := NewProgress(func(n int64) {
 		if running.Add(1) != 1 {
 			t.Error("two calls of f at once")
 		}
 		got = append(got, n)
 		running.Add(-1)
 	})
-	r.report(0)
+	r.Report(0)
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
 			for i := range 1000 {
-				r.report(int64(i*8 + g))
+				r.Report(int64(i*8 + g))
 			}
 		})
 	}
@@ -36,6 +36,6 @@ func TestProgressReporter(t *testing.T) {
 			t.Fatalf("report %d after %d", got[i], got[i-1])
 		}
 	}
-	var nilReporter *progressReporter
-	nilReporter.report(1) // does nothing
+	var nilReporter *Progress
+	nilReporter.Report(1) // does nothing
 }

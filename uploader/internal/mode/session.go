@@ -1,4 +1,4 @@
-package uploader
+package mode
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/objup/objup/internal/wire"
+	"github.com/objup/objup/uploader/internal/retry"
 	"github.com/objup/objup/uploader/internal/window"
 )
 
@@ -31,13 +32,14 @@ var doneCtx = func() context.Context {
 // Its methods run on the Writer's goroutine; the stream's goroutines call
 // ack and broke, and read unsent, which touch only the fields under mu.
 type resumable struct {
+	h        Host // the Writer's
 	u        *xfer.Request
 	tr       xfer.Transport
-	retry    *retrier
-	ev       *uploadEvents
-	progress *progressReporter // nil, or told of each new persisted size
-	id       string            // the session's id on the service
-	route    any               // where the session's streams went (see stream.route)
+	retry    *retry.Engine
+	ev       Events
+	progress *Progress // nil, or told of each new persisted size
+	id       string    // the session's id on the service
+	route    any       // where the session's streams went (see stream.route)
 	names    *xfer.CallNames
 
 	// Owned by the Writer's goroutine.
@@ -63,19 +65,19 @@ type resumable struct {
 // stream.
 // The window starts at window, may grow to maxWindow and shrink to floor
 // (see package window).
-func startResumable(u *xfer.Request, tr xfer.Transport, r *retrier, ev *uploadEvents, floor, window, maxWindow int64, progress *progressReporter) (*resumable, error) {
-	s := &resumable{u: u, tr: tr, retry: r, ev: ev, window: window, progress: progress, acked: make(chan struct{}, 1)}
+func startResumable(h Host, u *xfer.Request, tr xfer.Transport, r *retry.Engine, ev Events, floor, window, maxWindow int64, progress *Progress) (*resumable, error) {
+	s := &resumable{h: h, u: u, tr: tr, retry: r, ev: ev, window: window, progress: progress, acked: make(chan struct{}, 1)}
 	s.rounds.Init(floor, window, maxWindow)
 	s.names = tr.Names()
-	err := r.do(&u.Target, s.names.Start, true, nil, func() (string, bool, error) {
-		id, err := tr.StartUpload(u, r.attemptTimeout())
+	err := do(r, &u.Target, s.names.Start, true, nil, func() (string, bool, error) {
+		id, err := tr.StartUpload(u, r.AttemptTimeout())
 		s.id = id
 		return "", true, err
 	})
 	if err != nil {
 		return nil, err
 	}
-	r.progress()
+	r.Progress()
 	s.rounds.Begin(window)
 	if err := s.open(0); err != nil {
 		// A stream that cannot open is resumed like a broken one.
@@ -101,7 +103,7 @@ func (s *resumable) pushedNow() xfer.Pushed {
 	s.mu.Lock()
 	p := xfer.Pushed{Last: s.last, Final: s.final, Persisted: s.persisted, Window: s.window}
 	s.mu.Unlock()
-	p.Timeout = s.retry.attemptTimeout()
+	p.Timeout = s.retry.AttemptTimeout()
 	return p
 }
 
@@ -131,7 +133,7 @@ func (s *resumable) Ack(persisted int64, o *wire.Object) error {
 	s.mu.Unlock()
 	s.Signal()
 	if err == nil {
-		s.progress.report(persisted)
+		s.progress.Report(persisted)
 	}
 	return err
 }
@@ -186,7 +188,7 @@ func (s *resumable) ackLocked(persisted int64) error {
 func (s *resumable) report(persisted int64) {
 	if persisted > s.seen {
 		s.seen = persisted
-		s.retry.progress()
+		s.retry.Progress()
 	}
 }
 
@@ -345,7 +347,7 @@ func (s *resumable) waitIn(ctx context.Context, cond func() bool) error {
 		select {
 		case <-s.acked:
 		case <-s.u.Ctx.Done():
-			return errOf(&s.u.Target, s.names.Stream, s.u.Ctx.Err())
+			return xfer.Fail(&s.u.Target, s.names.Stream, s.u.Ctx.Err())
 		case <-done:
 			return ctx.Err()
 		}

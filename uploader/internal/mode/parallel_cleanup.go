@@ -1,4 +1,4 @@
-package uploader
+package mode
 
 import (
 	"context"
@@ -21,13 +21,13 @@ import (
 // maxDeletes at a time, with a context of its own bounded by
 // cleanupTimeout. The Writer waits for it while the upload's context
 // lasts; Client.Close waits for it in any case.
-func (p *parallel) close() {
+func (p *parallel) Close() {
 	p.cancel()
-	w := p.w
-	tr, cfg := p.tr, w.cfg.retry
-	base := w.req.Detached(context.WithoutCancel(w.req.Ctx))
+	h := p.h
+	tr, cfg, w := p.tr, h.Engine().Config(), h.Request()
+	base := w.Detached(context.WithoutCancel(w.Ctx))
 	done := make(chan struct{})
-	w.client().background(func() {
+	h.Background(func() {
 		defer close(done)
 		p.wait() // starts the wait, if no one did
 		<-p.allDone
@@ -62,18 +62,18 @@ func (p *parallel) close() {
 		del := func(d xfer.Source) {
 			u := &part{}
 			u.Target = xfer.Target{Owner: base.Owner, Ctx: ctx, Bucket: base.Bucket, Object: d.Name, Params: base.Params}
-			u.ev = newEvents(&u.Target, w.ev.Span())
-			u.retry.init(&cfg.Config, &u.ev)
-			err := u.retry.do(&u.Target, tr.Names().Delete, true, nil, func() (string, bool, error) {
-				err := tr.DeleteObject(&u.Request, d.Name, d.Gen, u.retry.attemptTimeout())
-				if hasCode(err, codes.NotFound) {
+			u.ev = h.NewEvents(&u.Target, h.Events().Span())
+			u.retry.Init(cfg, u.ev)
+			err := do(&u.retry, &u.Target, tr.Names().Delete, true, nil, func() (string, bool, error) {
+				err := tr.DeleteObject(&u.Request, d.Name, d.Gen, u.retry.AttemptTimeout())
+				if err != nil && xfer.CodeOf(err) == codes.NotFound {
 					err = nil
 				}
 				return "", true, err
 			})
 			if err != nil {
 				p.leftBehind(d.Name, err)
-			} else if l := w.client().tel.Logger(); l != nil {
+			} else if l := h.Logger(); l != nil {
 				l.LogAttrs(ctx, slog.LevelDebug, "objup: deleted a temporary object", slog.String("temporary", d.Name), slog.Int64("generation", d.Gen))
 			}
 		}
@@ -109,18 +109,18 @@ func (p *parallel) close() {
 	})
 	select {
 	case <-done:
-	case <-w.req.Ctx.Done():
+	case <-w.Ctx.Done():
 	}
 }
 
 // leftBehind reports a temporary object that could not be deleted.
 func (p *parallel) leftBehind(name string, err error) {
-	w := p.w
-	if s := w.ev.Span(); s != nil {
+	h := p.h
+	if s := h.Events().Span(); s != nil {
 		s.AddEvent("temporary object left", trace.WithAttributes(attribute.String("object", name), attribute.String("error", err.Error())))
 	}
-	if l := w.client().tel.Logger(); l != nil {
-		l.LogAttrs(context.WithoutCancel(w.req.Ctx), slog.LevelWarn, "objup: could not delete a temporary object", w.ev.LogAttrs(slog.String("temporary", name), slog.Any("error", err))...)
+	if l := h.Logger(); l != nil {
+		l.LogAttrs(context.WithoutCancel(h.Request().Ctx), slog.LevelWarn, "objup: could not delete a temporary object", h.Events().LogAttrs(slog.String("temporary", name), slog.Any("error", err))...)
 	}
 }
 
@@ -130,13 +130,13 @@ func (p *parallel) leftBehind(name string, err error) {
 // a cancelled session, of which nothing is left to delete. A session that
 // stays unknown leaves the part to a delete by name.
 func (p *parallel) settlePart(ctx context.Context, pt *part) {
-	w := p.w
+	h, w := p.h, p.h.Request()
 	u := &part{}
-	u.Target = xfer.Target{Owner: w.client(), Ctx: ctx, Bucket: w.req.Bucket, Object: pt.Object, Params: w.req.Params}
-	u.ev = newEvents(&u.Target, w.ev.Span())
-	u.retry.init(&w.cfg.retry.Config, &u.ev)
-	err := u.retry.do(&u.Target, p.tr.Names().Query, true, nil, func() (string, bool, error) {
-		o, known := settleSession(&u.Request, p.tr, pt.session, pt.size, u.retry.attemptTimeout)
+	u.Target = xfer.Target{Owner: w.Owner, Ctx: ctx, Bucket: w.Bucket, Object: pt.Object, Params: w.Params}
+	u.ev = h.NewEvents(&u.Target, h.Events().Span())
+	u.retry.Init(h.Engine().Config(), u.ev)
+	err := do(&u.retry, &u.Target, p.tr.Names().Query, true, nil, func() (string, bool, error) {
+		o, known := settleSession(&u.Request, p.tr, pt.session, pt.size, u.retry.AttemptTimeout)
 		switch {
 		case o != nil:
 			pt.gen = o.GetGeneration()

@@ -1,4 +1,4 @@
-package uploader
+package mode
 
 import (
 	"errors"
@@ -49,12 +49,12 @@ func (s *resumable) recoverFrom(op string, cause error) error {
 	}
 	first := cause
 	var fatal error // an answer no retry can mend
-	err := s.retry.do(&s.u.Target, op, true, cause, func() (string, bool, error) {
+	err := do(s.retry, &s.u.Target, op, true, cause, func() (string, bool, error) {
 		size := int64(-1)
 		if s.final {
 			size = s.last
 		}
-		persisted, o, err := s.tr.QueryStatus(s.u, s.id, s.route, size, s.retry.attemptTimeout())
+		persisted, o, err := s.tr.QueryStatus(s.u, s.id, s.route, size, s.retry.AttemptTimeout())
 		if err != nil {
 			return s.names.Query, true, err
 		}
@@ -89,7 +89,7 @@ func (s *resumable) recoverFrom(op string, cause error) error {
 		return "", true, nil
 	})
 	if err == nil && fatal != nil {
-		return errOf(&s.u.Target, s.names.Query, fatal)
+		return xfer.Fail(&s.u.Target, s.names.Query, fatal)
 	}
 	return err
 }
@@ -124,10 +124,10 @@ func (s *resumable) settle(err error) (*wire.Object, error) {
 	if !s.final || s.id == "" {
 		return nil, err
 	}
-	u, r, done := settling(s.u, s.retry.Config())
+	u, r, done := settling(s.h, s.u, s.retry.Config())
 	defer done()
 	o, known := settleSession(u, s.tr, s.id, s.last, func() time.Duration {
-		t := r.attemptTimeout()
+		t := r.AttemptTimeout()
 		if dl, ok := u.Ctx.Deadline(); ok {
 			t = max(min(t, time.Until(dl)), time.Millisecond)
 		}
@@ -143,8 +143,8 @@ func (s *resumable) settle(err error) (*wire.Object, error) {
 		s.id = ""
 		return nil, err
 	}
-	oe := errOf(&s.u.Target, s.names.Stream, err)
-	oe.unknown = true
+	oe := xfer.Fail(&s.u.Target, s.names.Stream, err)
+	oe.Unknown = true
 	return nil, oe
 }
 
@@ -204,7 +204,7 @@ func (s *resumable) moved(cause error) bool {
 		// is the service's answer to the data.
 		return false
 	}
-	persisted, o, err := s.tr.QueryStatus(s.u, s.id, s.route, -1, s.retry.attemptTimeout())
+	persisted, o, err := s.tr.QueryStatus(s.u, s.id, s.route, -1, s.retry.AttemptTimeout())
 	return err == nil && (o != nil || persisted > s.opened)
 }
 
@@ -219,7 +219,7 @@ func (s *resumable) abort(cause error) {
 		// The cancel goes out even when the upload's context ended, in
 		// the background so that the caller does not wait for it.
 		u, tr, id, timeout := s.u.Detached(s.u.Ctx), s.tr, s.id, s.retry.Config().Limits.AttemptTimeout
-		clientOf(&u.Target).background(func() { tr.CancelUpload(u, id, timeout) })
+		s.h.Background(func() { tr.CancelUpload(u, id, timeout) })
 		s.id = ""
 	}
 }

@@ -1,4 +1,4 @@
-package uploader
+package mode
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 
 // push takes a full chunk into the part being filled, and hands the part
 // to a goroutine once it has PartSize bytes.
-func (p *parallel) push(c chunker.Chunk) error {
+func (p *parallel) Push(c chunker.Chunk) error {
 	if p.cur == nil {
 		p.cur = p.newPart(len(p.parts))
 	}
@@ -44,20 +44,20 @@ func (p *parallel) push(c chunker.Chunk) error {
 // newPart returns part i, an object of its own under the upload's prefix,
 // written only if it does not exist yet (so a retried write is harmless).
 func (p *parallel) newPart(i int) *part {
-	w := p.w
+	u := p.h.Request()
 	pt := &part{index: i}
-	pt.Target = xfer.Target{Owner: w.client(), Ctx: p.ctx, Bucket: w.req.Bucket, Object: p.prefix + "part-" + strconv.Itoa(i), Params: w.req.Params}
-	initSpec(&pt.Request, w)
-	pt.ev = newEvents(&pt.Target, w.ev.Span())
-	pt.Life.Ev = &pt.ev
-	pt.retry.init(&w.cfg.retry.Config, &pt.ev)
+	pt.Target = xfer.Target{Owner: u.Owner, Ctx: p.ctx, Bucket: u.Bucket, Object: p.prefix + "part-" + strconv.Itoa(i), Params: u.Params}
+	initSpec(&pt.Request, u)
+	pt.ev = p.h.NewEvents(&pt.Target, p.h.Events().Span())
+	pt.Life.Ev = pt.ev
+	pt.retry.Init(p.h.Engine().Config(), pt.ev)
 	return pt
 }
 
 // initSpec makes u's spec that of a temporary object of w's upload.
-func initSpec(u *xfer.Request, w *Writer) {
+func initSpec(u, w *xfer.Request) {
 	u.Scratch.Spec.Resource = &u.Scratch.Object
-	u.Scratch.Object.Name, u.Scratch.Object.Bucket = u.Object, w.req.Resource()
+	u.Scratch.Object.Name, u.Scratch.Object.Bucket = u.Object, w.Resource()
 	u.Scratch.Object.ContentType = "application/octet-stream"
 	u.Scratch.Spec.IfGenerationMatch = new(int64)
 }
@@ -126,16 +126,16 @@ func (p *parallel) send(pt *part) error {
 	if err == nil {
 		err = pt.check(o)
 	}
-	if IsOutcomeUnknown(err) {
+	if xfer.Unknown(err) {
 		pt.sent.Store(true)
 	}
 	p.event(pt, start, err)
 	if err != nil {
-		w := p.w
-		return &Error{Op: names.Write, Bucket: w.req.Bucket, Object: w.req.Object, Code: codeOf(err),
+		u := p.h.Request()
+		return &xfer.OpError{Op: names.Write, Bucket: u.Bucket, Object: u.Object, Code: xfer.CodeOf(err),
 			Err: &partError{index: pt.index, name: pt.Object, err: err}}
 	}
-	p.w.cfg.progress.report(p.stored.Add(pt.size))
+	p.h.Progress().Report(p.stored.Add(pt.size))
 	return nil
 }
 
@@ -143,7 +143,7 @@ func (p *parallel) send(pt *part) error {
 func (p *parallel) sendSession(pt *part) (*wire.Object, error) {
 	refs := pt.refs
 	win := p.tr.Window(pt.size)
-	s, err := startResumable(&pt.Request, p.tr, &pt.retry, &pt.ev, win, win, win, nil)
+	s, err := startResumable(p.h, &pt.Request, p.tr, &pt.retry, pt.ev, win, win, win, nil)
 	if err != nil {
 		for _, r := range refs {
 			r.Unref()
@@ -158,7 +158,7 @@ func (p *parallel) sendSession(pt *part) (*wire.Object, error) {
 	if err != nil {
 		o, err = s.settle(err)
 		switch {
-		case IsOutcomeUnknown(err):
+		case xfer.Unknown(err):
 			// The cleanup settles the session, with time of its own.
 			pt.session = s.id
 		case err != nil:
@@ -182,11 +182,11 @@ func (pt *part) check(o *wire.Object) error {
 	}
 	pt.gen = o.GetGeneration()
 	if o.GetSize() != pt.size {
-		return &Error{Op: "WriteObject", Bucket: pt.Bucket, Object: pt.Object, Code: codes.DataLoss,
+		return &xfer.OpError{Op: "WriteObject", Bucket: pt.Bucket, Object: pt.Object, Code: codes.DataLoss,
 			Err: fmt.Errorf("the service stored %d bytes of the part, %d were sent", o.GetSize(), pt.size)}
 	}
 	if cs := o.GetChecksums(); cs != nil && cs.Crc32C != nil && cs.GetCrc32C() != pt.Scratch.CRC {
-		return &Error{Op: "WriteObject", Bucket: pt.Bucket, Object: pt.Object, Code: codes.DataLoss,
+		return &xfer.OpError{Op: "WriteObject", Bucket: pt.Bucket, Object: pt.Object, Code: codes.DataLoss,
 			Err: fmt.Errorf("the service reports CRC32C %08x for the part, %08x was sent", cs.GetCrc32C(), pt.Scratch.CRC)}
 	}
 	return nil
@@ -208,7 +208,7 @@ func (e *partError) Unwrap() error { return e.err }
 
 // event records a part's end on the upload's span, and in the log.
 func (p *parallel) event(pt *part, start time.Time, err error) {
-	if s := p.w.ev.Span(); s != nil {
+	if s := p.h.Events().Span(); s != nil {
 		attrs := []attribute.KeyValue{
 			attribute.Int("part", pt.index), attribute.String("object", pt.Object),
 			attribute.Int64("bytes", pt.size), attribute.Int64("retries", int64(pt.ev.Retries())),
@@ -219,8 +219,8 @@ func (p *parallel) event(pt *part, start time.Time, err error) {
 		}
 		s.AddEvent("part", trace.WithAttributes(attrs...))
 	}
-	if l := p.w.client().tel.Logger(); l != nil {
-		l.LogAttrs(p.w.req.Ctx, slog.LevelDebug, "objup: uploaded a part", p.w.ev.LogAttrs(
+	if l := p.h.Logger(); l != nil {
+		l.LogAttrs(p.h.Request().Ctx, slog.LevelDebug, "objup: uploaded a part", p.h.Events().LogAttrs(
 			slog.Int("part", pt.index), slog.String("temporary", pt.Object), slog.Int64("generation", pt.gen),
 			slog.Bool("sent", pt.sent.Load()),
 			slog.Int64("bytes", pt.size), slog.Duration("took", time.Since(start)), slog.Any("error", err))...)
@@ -232,12 +232,12 @@ func (p *parallel) event(pt *part, start time.Time, err error) {
 // PartSize: the pool budget is then held by the part itself, and nothing
 // else would give a buffer back. A part that ends during the wait ends the
 // wait, so that this is looked at again.
-func (p *parallel) buffer() (*[]byte, error) {
-	w := p.w
-	if b, ok := w.tryBuffer(); ok {
+func (p *parallel) Buffer() (*[]byte, error) {
+	h := p.h
+	if b, ok := h.TryBuffer(); ok {
 		return b, nil
 	}
-	defer w.waited(time.Now())
+	defer waited(h, time.Now())
 	for {
 		if p.inflight.Load() == 0 && p.cur != nil && len(p.cur.refs) > 0 {
 			if err := p.dispatch(); err != nil {
@@ -252,7 +252,7 @@ func (p *parallel) buffer() (*[]byte, error) {
 			// The last part ended before the wake was set.
 			cancel()
 		}
-		b, err := w.waitBuffer(ctx)
+		b, err := h.WaitBuffer(ctx)
 		p.wakeMu.Lock()
 		p.wake = nil
 		p.wakeMu.Unlock()
@@ -269,7 +269,7 @@ func (p *parallel) buffer() (*[]byte, error) {
 // failure returns the error that ended the upload: a part's, which ended
 // p.ctx, rather than the wait it interrupted.
 func (p *parallel) failure(err error) error {
-	if p.ctx.Err() != nil && p.w.req.Ctx.Err() == nil {
+	if p.ctx.Err() != nil && p.h.Request().Ctx.Err() == nil {
 		if gerr := p.wait(); gerr != nil {
 			return gerr
 		}
@@ -297,7 +297,7 @@ func (p *parallel) wait() error {
 	select {
 	case <-p.allDone:
 		return p.err
-	case <-p.w.req.Ctx.Done():
-		return p.w.req.Ctx.Err()
+	case <-p.h.Request().Ctx.Done():
+		return p.h.Request().Ctx.Err()
 	}
 }

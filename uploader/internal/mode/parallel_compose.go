@@ -1,4 +1,4 @@
-package uploader
+package mode
 
 import (
 	"strconv"
@@ -13,14 +13,15 @@ import (
 
 // finish uploads the last part, waits for every part and composes them
 // into the object; last is the data after the parts handed out so far.
-func (p *parallel) finish(last chunker.Chunk) (*wire.Object, error) {
-	w := p.w
+func (p *parallel) Finish(last chunker.Chunk) (*wire.Object, error) {
+	h := p.h
+	u := h.Request()
 	if len(last.Data) > 0 {
-		if err := p.push(last); err != nil {
+		if err := p.Push(last); err != nil {
 			return nil, err
 		}
 	} else {
-		w.req.Life.PutBuffer(last.Buf)
+		u.Life.PutBuffer(last.Buf)
 	}
 	if p.cur != nil && len(p.cur.refs) > 0 {
 		if err := p.dispatch(); err != nil {
@@ -41,19 +42,20 @@ func (p *parallel) finish(last chunker.Chunk) (*wire.Object, error) {
 		}
 		srcs = next
 	}
-	w.spec(nil, w.ch.Size())
-	w.req.Scratch.HasSums = w.checksums() != nil
+	h.Spec(nil, h.Chunker().Size())
+	h.Checksums()
 	var o *wire.Object
 	names := p.tr.Names()
 	var cr creation
-	err := w.retry.do(&w.req.Target, names.Compose, w.req.Idempotent(), nil, func() (string, bool, error) {
+	e := h.Engine()
+	err := do(e, &u.Target, names.Compose, u.Idempotent(), nil, func() (string, bool, error) {
 		var err error
-		o, err = p.tr.ComposeObject(&w.req, srcs, w.retry.attemptTimeout())
+		o, err = p.tr.ComposeObject(u, srcs, e.AttemptTimeout())
 		o, err = cr.judge(o, true, err)
 		return "", true, err
 	})
 	if err != nil {
-		return settled(&w.req, p.tr, &cr, err)
+		return settled(u, p.tr, &cr, err)
 	}
 	return o, nil
 }
@@ -68,9 +70,9 @@ func (p *parallel) composeRound(round int, srcs []xfer.Source) ([]xfer.Source, e
 		us[i] = p.newPart(0)
 		// The parts' context ended with them; a compose runs in the
 		// upload's.
-		us[i].Ctx = p.w.req.Ctx
+		us[i].Ctx = p.h.Request().Ctx
 		us[i].Object = p.prefix + "compose-" + strconv.Itoa(round) + "-" + strconv.Itoa(i)
-		initSpec(&us[i].Request, p.w)
+		initSpec(&us[i].Request, p.h.Request())
 		// Once its request may have left, an intermediate compose runs
 		// to its answer (see attemptCtx), so that the cleanup finds what
 		// it made.
@@ -82,9 +84,9 @@ func (p *parallel) composeRound(round int, srcs []xfer.Source) ([]xfer.Source, e
 		group := srcs[i*maxComposeSources : min((i+1)*maxComposeSources, len(srcs))]
 		g.Go(func() error {
 			var o *wire.Object
-			err := u.retry.do(&u.Target, p.tr.Names().Compose, true, nil, func() (string, bool, error) {
+			err := do(&u.retry, &u.Target, p.tr.Names().Compose, true, nil, func() (string, bool, error) {
 				var err error
-				o, err = p.tr.ComposeObject(&u.Request, group, u.retry.attemptTimeout())
+				o, err = p.tr.ComposeObject(&u.Request, group, u.retry.AttemptTimeout())
 				return "", true, err
 			})
 			next[i].Gen = o.GetGeneration()

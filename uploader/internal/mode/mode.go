@@ -1,0 +1,236 @@
+package mode
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/objup/objup/chunker"
+	"github.com/objup/objup/internal/wire"
+	"github.com/objup/objup/uploader/internal/retry"
+	"github.com/objup/objup/uploader/internal/xfer"
+)
+
+// Mode is the way an upload's chunks reach the service, chosen by the
+// Writer when the first chunk is full, or at Close. The Writer fills
+// chunks and hands each to its mode, which owns it from then on (its
+// lifetime, its retries); the Writer never asks which mode it has.
+// connect-go's StreamingClientConn, one interface over protocols written
+// apart, is the model.
+//
+// Every method runs on the Writer's goroutine. A mode takes empty buffers
+// from its Host, since only the mode knows what gives buffers back while
+// the Writer waits for one. Its failures are *xfer.OpError, or the Host's
+// own errors.
+type Mode interface {
+	// Push takes a full chunk. It may wait, as the upload's context
+	// allows, while the mode holds all it may.
+	Push(c chunker.Chunk) error
+	// Buffer returns an empty buffer for the next chunk.
+	Buffer() (*[]byte, error)
+	// Finish takes the last chunk (it may hold no data) and returns the
+	// object the service stored; the Writer checks it against what was
+	// written.
+	Finish(last chunker.Chunk) (*wire.Object, error)
+	// Abort abandons the upload after its failure: nothing of it will be
+	// stored.
+	Abort(err error)
+	// Close releases what the mode holds once the upload ended. Work that
+	// must outlive the Writer's call goes to the Host's Background.
+	Close()
+	// Path names the mode in telemetry.
+	Path() string
+	// Flush makes what was written durable, with c, the data not yet
+	// handed over (it may hold none), and returns the service's persisted
+	// size; ctx bounds the wait for the service's answer. Only an
+	// appendable object flushes: the Writer refuses a Flush before it
+	// reaches another mode (ErrNoFlush).
+	Flush(ctx context.Context, c chunker.Chunk) (int64, error)
+}
+
+// Upload paths, the "path" attribute of telemetry.
+const (
+	PathOneShot    = "one-shot"
+	PathResumable  = "resumable"
+	PathParallel   = "parallel"
+	PathAppendable = "appendable"
+)
+
+// ErrNoFlush is a flush of a mode that has none: the Writer refuses a
+// Flush of an object that is not appendable before it reaches its mode.
+var ErrNoFlush = errors.New("uploader: only an appendable object flushes")
+
+// Host is what a mode gets from its Writer: the upload's request, its
+// transport and retry engine, its events, its chunker and buffers, and the
+// client's background. The Writer implements it; a mode holds it for the
+// upload's life.
+type Host interface {
+	// Request is the upload's request, which the transport reads.
+	Request() *xfer.Request
+	// Transport is the client's transport, with admission.
+	Transport() xfer.Transport
+	// Engine is the upload's retry engine.
+	Engine() *retry.Engine
+	// Events is what the upload reports.
+	Events() Events
+	// NewEvents returns the events of another call of the upload (a
+	// part, a cleanup's call) to t, whose span events go to span.
+	NewEvents(t *xfer.Target, span trace.Span) Events
+	// Chunker is the Writer's chunker: its chunk size, the size and
+	// CRC32C of what was written.
+	Chunker() *chunker.Chunker
+	// Spec completes the object's WriteObjectSpec with the content type
+	// sniffed from first and with size (-1: unknown).
+	Spec(first []byte, size int64)
+	// Checksums sets the whole-object checksums the finish sends.
+	Checksums()
+	// SentCRCMismatch is the failure of an appendable object whose
+	// caller's CRC32C is not that of the bytes written, or nil.
+	SentCRCMismatch() error
+	// TryBuffer takes an empty buffer if one is free at once.
+	TryBuffer() (*[]byte, bool)
+	// WaitBuffer waits for an empty buffer, as ctx allows.
+	WaitBuffer(ctx context.Context) (*[]byte, error)
+	// Background runs f after the Writer's call returned; the client's
+	// Close waits for it.
+	Background(f func())
+	// Window is the in-flight window of a session with chunks of size
+	// bytes: where it starts, and what it may shrink to and grow to.
+	Window(size int) (floor, start, limit int64)
+	// Conns is the number of connections that carry data.
+	Conns() int
+	// Progress is told of the bytes the service stored; nil: nobody.
+	Progress() *Progress
+	// Logger logs the upload's events; nil: nowhere.
+	Logger() *slog.Logger
+}
+
+// Events is what a mode reports of its upload.
+type Events interface {
+	retry.Events
+	xfer.Events
+	// Resumed reports a session resumed at offset after cause.
+	Resumed(offset int64, cause error)
+	// Waited reports a wait of d for a buffer.
+	Waited(d time.Duration)
+	// Span is the upload's span, or nil.
+	Span() trace.Span
+	// Retries is the number of retries so far.
+	Retries() int32
+	// LogAttrs returns the upload's log attributes followed by extra.
+	LogAttrs(extra ...slog.Attr) []slog.Attr
+}
+
+// do runs attempt in r's loop (see retry.Engine.Do) and returns its
+// failure as an *xfer.OpError on t's object for the operation that failed
+// last.
+func do(r *retry.Engine, t *xfer.Target, op string, idempotent bool, cause error, attempt func() (op string, sent bool, err error)) error {
+	if op, err := r.Do(t.Ctx, op, idempotent, cause, attempt); err != nil {
+		return xfer.Fail(t, op, err)
+	}
+	return nil
+}
+
+// waited reports to h a wait for a buffer that began at start.
+func waited(h Host, start time.Time) { h.Events().Waited(time.Since(start)) }
+
+// session is the mode of a resumable upload: its first chunk opens the
+// session (see resumable), which streams the chunks with a bounded window
+// and resumes after failures.
+type session struct {
+	h Host
+	s *resumable // nil until the first push
+}
+
+// NewSession returns the mode of a resumable upload for h.
+func NewSession(h Host) Mode { return &session{h: h} }
+
+func (m *session) Push(c chunker.Chunk) error {
+	r := m.h.Request().Life.NewRef(c)
+	if err := m.start(); err != nil {
+		r.Unref()
+		return err
+	}
+	return m.s.push(r)
+}
+
+// start opens the session, once.
+func (m *session) start() error {
+	if m.s != nil {
+		return nil
+	}
+	h := m.h
+	tr := h.Transport()
+	floor, start, limit := h.Window(h.Chunker().ChunkSize())
+	s, err := startResumable(h, h.Request(), tr, h.Engine(), h.Events(), tr.Window(floor), tr.Window(start), tr.Window(limit), h.Progress())
+	if err != nil {
+		return err
+	}
+	m.s = s
+	return nil
+}
+
+// Buffer takes an empty buffer. A wait for one (under a pool budget, or
+// for a WithBuffer slot) gives way when the session's stream breaks: the
+// chunks the stream holds come back only once the session resumes and the
+// service acknowledges them, so the loop resumes the session first and
+// then waits again, instead of waiting for itself.
+func (m *session) Buffer() (*[]byte, error) {
+	h, s := m.h, m.s
+	if b, ok := h.TryBuffer(); ok {
+		return b, nil
+	}
+	defer waited(h, time.Now())
+	// The session keeps chunks back to send them together; since the
+	// buffer must be waited for, they go out first: they come back only
+	// once sent and persisted.
+	s.contended()
+	if err := s.flush(); err != nil {
+		return nil, err
+	}
+	for {
+		b, err := h.WaitBuffer(s.waitContext())
+		if err == nil || h.Request().Ctx.Err() != nil {
+			return b, err
+		}
+		if err := s.recover(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// Finish sends the last chunk and the finish with the object's checksums.
+// When the finish may have gone out and the upload failed, the session
+// decides the outcome (see resumable.settle).
+func (m *session) Finish(last chunker.Chunk) (*wire.Object, error) {
+	r := m.h.Request().Life.NewRef(last)
+	if err := m.start(); err != nil {
+		r.Unref()
+		return nil, err
+	}
+	m.h.Checksums()
+	o, err := m.s.finish(r)
+	if err != nil {
+		o, err = m.s.settle(err)
+	}
+	return o, err
+}
+
+func (m *session) Abort(err error) {
+	if m.s != nil {
+		m.s.abort(err)
+	}
+}
+
+func (m *session) Close() {
+	if m.s != nil {
+		m.s.close()
+	}
+}
+
+func (m *session) Path() string { return PathResumable }
+
+func (*session) Flush(context.Context, chunker.Chunk) (int64, error) { return 0, ErrNoFlush }

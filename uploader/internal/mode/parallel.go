@@ -1,0 +1,141 @@
+package mode
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/objup/objup/chunker"
+	"github.com/objup/objup/uploader/internal/retry"
+	"github.com/objup/objup/uploader/internal/xfer"
+
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
+)
+
+// Defaults of a parallel composite upload (see ParallelUpload).
+const (
+	// defaultPartSize is the size of a part: with the default parts in
+	// flight (two per connection of the default pool), a parallel upload
+	// holds at most 9 parts, 54 MiB, and keeps four connections busy at
+	// 50 ms and 100 MB/s each.
+	defaultPartSize = 6 << 20
+	// maxComposeSources is the most objects one compose joins.
+	maxComposeSources = 32
+	// maxDeletes is how many deletes of temporary objects run at once:
+	// small calls, which a connection carries by the dozen.
+	maxDeletes = 64
+	// cleanupTimeout bounds the deletion of the temporary objects after an
+	// upload, whose own context may have ended.
+	cleanupTimeout = time.Minute
+	// resweepAfter is when the deletes of parts whose last answer was lost
+	// are repeated: the service may have been committing such a part when
+	// the first delete found nothing.
+	resweepAfter = time.Second
+)
+
+// Parallel is the configuration of a parallel composite upload, checked
+// by the Writer (see uploader.ParallelUpload): zero PartSize and Parts
+// take their defaults; TempPrefix is set.
+type Parallel struct {
+	PartSize   int64
+	Parts      int
+	TempPrefix string
+}
+
+// parallel is the state of a parallel composite upload: the part being
+// filled, on the Writer's goroutine, and the parts uploading, each on a
+// goroutine of its own.
+type parallel struct {
+	cfg      Parallel
+	h        Host
+	tr       xfer.Transport
+	partSize int64
+	id       string // the random part of the temporary objects' names
+	prefix   string // TempPrefix + id + "/"
+
+	g      *errgroup.Group
+	slots  *semaphore.Weighted // Parts at once
+	ctx    context.Context     // ends when a part failed for good, or the upload's context ends
+	cancel context.CancelFunc
+
+	cur      *part   // the part being filled; nil before its first chunk
+	parts    []*part // the parts handed to goroutines, in order
+	inflight atomic.Int32
+	temps    []xfer.Source // intermediate composes' objects
+
+	// wake ends the Writer's wait for a buffer when a part ends (see
+	// buffer): a part gives its buffers back as the service persists
+	// them, before it ends, so a wait that began while it was in flight
+	// may have to dispatch the part being filled once it ended.
+	wakeMu sync.Mutex
+	wake   context.CancelFunc
+
+	waitOnce sync.Once
+	allDone  chan struct{} // closed once every part's goroutine ended
+	err      error         // the first part's failure, once allDone is closed
+
+	stored atomic.Int64 // bytes of parts stored
+
+	// life holds the parts' chunks, apart from the Writer's: they go back
+	// when the parts end, which may be after the Writer's call returned
+	// (see cleanup).
+	life xfer.Lifetime
+}
+
+// part is one temporary object of a parallel upload: its chunks (whose
+// owner references it drops once the service stored it or the upload gave
+// up), its own call state and its own retry episode.
+type part struct {
+	xfer.Request
+	index int
+	refs  []*xfer.ChunkRef
+	size  int64       // its CRC32C is scratch.crc, which its checksums point to
+	base  int64       // the offset of its first byte in the object
+	gen   int64       // the generation stored; 0 until then
+	sent  atomic.Bool // its outcome is unknown: the service may store it
+	// session is the id of the part's session when its outcome is
+	// unknown, for the cleanup to settle (see parallel.close).
+	session string
+	retry   retry.Engine
+	ev      Events
+}
+
+// NewParallel returns the mode of h's parallel composite upload with
+// cfg.
+func NewParallel(h Host, cfg Parallel) Mode {
+	p := &parallel{cfg: cfg, h: h}
+	size := cfg.PartSize
+	if size == 0 {
+		size = defaultPartSize
+	}
+	q := int64(h.Chunker().ChunkSize())
+	size = (size + q - 1) / q * q
+	parts := cfg.Parts
+	if parts == 0 {
+		parts = max(4, 2*h.Conns())
+	}
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	u := h.Request()
+	p.tr, p.partSize, p.id = h.Transport(), size, hex.EncodeToString(rnd[:])
+	p.life.Alloc, p.life.Ev = u.Life.Alloc, h.Events()
+	p.prefix = cfg.TempPrefix + p.id + "/"
+	ctx, cancel := context.WithCancel(u.Ctx)
+	p.g, p.ctx = errgroup.WithContext(ctx)
+	p.cancel = cancel
+	p.slots = semaphore.NewWeighted(int64(parts))
+	return p
+}
+
+// Abort stops the parts: none starts any more (see send).
+func (p *parallel) Abort(error) { p.cancel() }
+
+// Path is PathParallel.
+func (*parallel) Path() string { return PathParallel }
+
+// Flush is ErrNoFlush.
+func (*parallel) Flush(context.Context, chunker.Chunk) (int64, error) { return 0, ErrNoFlush }
