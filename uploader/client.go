@@ -2,40 +2,24 @@ package uploader
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"io/fs"
 	"math"
-	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/objup/objup/uploader/internal/grpcx"
 	"github.com/objup/objup/uploader/internal/httpx"
+	"github.com/objup/objup/uploader/internal/tenant"
 	"github.com/objup/objup/uploader/internal/xfer"
 
 	"google.golang.org/api/option"
-	"google.golang.org/api/option/internaloption"
-	gtransport "google.golang.org/api/transport/grpc"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/keepalive"
 
-	"github.com/objup/objup/internal/wire"
 	"github.com/objup/objup/pool"
 	"github.com/objup/objup/uploader/internal/admit"
 	"github.com/objup/objup/uploader/internal/knob"
 	"github.com/objup/objup/uploader/internal/telemetry"
 )
-
-// emulatorEnv names the environment variable that points the client at a
-// GCS emulator's gRPC endpoint, as the official client does: host:port (or
-// http://host:port) is dialled in plaintext, https://host:port with TLS,
-// and neither sends credentials.
-const emulatorEnv = "STORAGE_EMULATOR_HOST_GRPC"
 
 var errClientClosed = fmt.Errorf("client is closed: %w", fs.ErrClosed)
 
@@ -53,7 +37,7 @@ type Client struct {
 	tr          xfer.Transport // gRPC, or the JSON API (WithHTTP)
 	overHTTP    bool           // WithHTTP
 	conns       int            // the connections that carry data (gRPC's pool; knob.DefaultConnectionPool for HTTP)
-	tenants     tenants
+	tenants     *tenant.Table
 	closed      atomic.Bool
 	stage       *admit.Stage   // the admission of writes per bucket; nil WithoutAdmission
 	bgMu        sync.Mutex     // orders background's Add with Close's Wait
@@ -71,7 +55,8 @@ type Client struct {
 // Without options it uses Application Default Credentials and TLS to
 // storage.googleapis.com:443, with gRPC keepalive (see experimental.WithKeepalive). When
 // STORAGE_EMULATOR_HOST_GRPC is set it dials that emulator without
-// authentication, exactly like the official client (see emulatorEnv); options
+// authentication, exactly like the official client (host:port or
+// http://host:port in plaintext, https://host:port with TLS); options
 // given explicitly still win. The OpenTelemetry stats handler that
 // google.golang.org/api would install is left out (it costs about a quarter of
 // a small upload's allocations); add your own with
@@ -95,7 +80,6 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 	c := &Client{
 		inFlight:    cfg.knob.InFlight,
 		maxInFlight: cfg.knob.MaxInFlight,
-		tenants:     tenants{limits: cfg.tenantLimits},
 		retry:       cfg.retry,
 		chunkSize:   cfg.chunkSize,
 		alloc:       cfg.alloc,
@@ -103,7 +87,8 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 	if c.alloc == nil {
 		c.alloc = c.poolFor(cfg.chunkSize)
 	}
-	c.tenants.share0 = defaultShare(c.alloc, c.alloc.BufferSize())
+	l := cfg.tenantLimits
+	c.tenants = tenant.NewTable(tenant.Limits{Uploads: l.Uploads, Bytes: l.Bytes, Weight: l.Weight}, c.alloc)
 	tel, err := telemetry.New(cfg.telemetry, c.alloc, codeOf)
 	if err != nil {
 		return nil, newError("NewClient", "", "", fmt.Errorf("telemetry: %w", err))
@@ -119,38 +104,19 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 		c.admit(cfg)
 		return c, nil
 	}
-	dial := append(defaultDialOptions(), option.WithGRPCDialOption(grpc.WithConnectParams(grpc.ConnectParams{
-		Backoff:           backoff.DefaultConfig,
-		MinConnectTimeout: cfg.knob.ConnectTimeout,
-	})))
-	if !cfg.knob.KeepaliveOff {
-		dial = append(dial, option.WithGRPCDialOption(grpc.WithKeepaliveParams(keepalive.ClientParameters{
-			Time:    cfg.knob.KeepaliveTime,
-			Timeout: cfg.knob.KeepaliveTimeout,
-		})))
-	}
-	all := append(dial, apiOpts...)
-	conns, err := gtransport.DialPool(ctx, all...)
+	k := &cfg.knob
+	tr, conns, err := grpcx.Dial(ctx, apiOpts, grpcx.DialConfig{
+		ConnectTimeout:   k.ConnectTimeout,
+		KeepaliveOff:     k.KeepaliveOff,
+		KeepaliveTime:    k.KeepaliveTime,
+		KeepaliveTimeout: k.KeepaliveTimeout,
+		Pool:             knob.DefaultConnectionPool,
+	})
 	if err != nil {
 		tel.Close()
 		return nil, newError("NewClient", "", "", fmt.Errorf("dial: %w", err))
 	}
-	// Beside a pool of two or more, one more connection for small calls.
-	// A pool the caller passed (option.WithGRPCConnPool) refuses Dial: it
-	// then serves small calls too.
-	var lane *grpc.ClientConn
-	if conns.Num() > 1 {
-		if lane, err = gtransport.Dial(ctx, all...); err != nil {
-			lane = nil
-		}
-	}
-	c.conns = conns.Num()
-	c.tr = grpcx.New(conns, lane, []grpc.CallOption{
-		wire.CallOption(),
-		// objup retries itself, resuming sessions; gRPC's own replay
-		// buffer would only hold chunk references longer.
-		grpc.MaxRetryRPCBufferSize(0),
-	})
+	c.tr, c.conns = tr, conns
 	c.admit(cfg)
 	return c, nil
 }
@@ -161,7 +127,7 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 func (c *Client) admit(cfg clientConfig) {
 	w := cfg.tenantLimits.Writes
 	if !cfg.knob.NoAdmission {
-		c.stage = admit.New(tenantOf, cfg.tenantLimits.Weight, nil)
+		c.stage = admit.New(tenant.Of, cfg.tenantLimits.Weight, nil)
 		if cfg.knob.RampSet {
 			c.stage.Ramp(cfg.knob.RampFrom, cfg.knob.RampEvery)
 		}
@@ -216,49 +182,6 @@ func (c *Client) poolFor(size int) pool.Allocator {
 	}
 	actual, _ := c.pools.LoadOrStore(size, p)
 	return actual.(*pool.Pool)
-}
-
-// defaultDialOptions mirror the official client's: its endpoint, scopes and
-// audience, or the emulator named by STORAGE_EMULATOR_HOST_GRPC.
-func defaultDialOptions() []option.ClientOption {
-	opts := []option.ClientOption{
-		internaloption.WithDefaultEndpointTemplate("storage.UNIVERSE_DOMAIN:443"),
-		internaloption.WithDefaultMTLSEndpoint("storage.mtls.googleapis.com:443"),
-		internaloption.WithDefaultUniverseDomain("googleapis.com"),
-		internaloption.WithDefaultAudience("https://storage.googleapis.com/"),
-		internaloption.WithDefaultScopes(
-			"https://www.googleapis.com/auth/cloud-platform",
-			"https://www.googleapis.com/auth/devstorage.read_write",
-		),
-		internaloption.EnableJwtWithScope(),
-		internaloption.EnableNewAuthLibrary(),
-		option.WithGRPCDialOption(grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32))),
-		// The transport would install an OpenTelemetry stats handler on
-		// the connection: about a quarter of a small upload's allocations.
-		option.WithTelemetryDisabled(),
-		option.WithGRPCConnectionPool(knob.DefaultConnectionPool),
-	}
-	if host := os.Getenv(emulatorEnv); host != "" {
-		opts = append(opts, emulatorOptions(host)...)
-	}
-	return opts
-}
-
-// emulatorOptions dial the emulator at host (see emulatorEnv).
-func emulatorOptions(host string) []option.ClientOption {
-	var creds credentials.TransportCredentials = insecure.NewCredentials()
-	switch {
-	case strings.HasPrefix(host, "https://"):
-		host = strings.TrimPrefix(host, "https://")
-		creds = credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12})
-	case strings.HasPrefix(host, "http://"):
-		host = strings.TrimPrefix(host, "http://")
-	}
-	return []option.ClientOption{
-		option.WithEndpoint(strings.TrimSuffix(host, "/")),
-		option.WithGRPCDialOption(grpc.WithTransportCredentials(creds)),
-		option.WithoutAuthentication(),
-	}
 }
 
 // Close closes the client's gRPC connection (also one passed with

@@ -11,6 +11,7 @@ import (
 	"github.com/objup/objup/pool"
 	"github.com/objup/objup/uploader/internal/mode"
 	"github.com/objup/objup/uploader/internal/retry"
+	"github.com/objup/objup/uploader/internal/tenant"
 	"github.com/objup/objup/uploader/internal/xfer"
 )
 
@@ -89,21 +90,21 @@ func (h *host) SentCRCMismatch() error {
 
 // TryBuffer takes an empty buffer if one is free at once.
 func (h *host) TryBuffer() (*[]byte, bool) {
-	if t, ok := h.req.Life.Alloc.(tryGetter); ok {
+	if t, ok := h.req.Life.Alloc.(tenant.TryGetter); ok {
 		return t.TryGet()
 	}
 	return nil, false
 }
 
 // WaitBuffer waits for a buffer, as ctx allows. Waits for the client's
-// pool are served tenant by tenant (see fairGet); the Writer's own
+// pool are served tenant by tenant (see tenant.FairGet); the Writer's own
 // WithBuffer slots wait for nobody else.
 func (h *host) WaitBuffer(ctx context.Context) (*[]byte, error) {
 	switch a := h.req.Life.Alloc.(type) {
-	case *tenantAlloc, *pool.Fixed:
+	case *tenant.Alloc, *pool.Fixed:
 		return a.Get(ctx)
 	}
-	return fairGet(ctx, h.req.Life.Alloc, h.w().client().tenants.share(tenantOf(h.req.Ctx)))
+	return tenant.FairGet(ctx, h.req.Life.Alloc, h.w().client().tenants.Share(tenant.Of(h.req.Ctx)))
 }
 
 // Background runs f in the client's background.

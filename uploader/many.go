@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/objup/objup/header"
+	"github.com/objup/objup/uploader/internal/names"
 )
 
 // Upload writes r to gs://bucket/object and returns the stored object's
@@ -159,12 +160,12 @@ func (c *Client) UploadMany(ctx context.Context, bucket string, items []Item, op
 	if err := cfg.validate(); err != nil {
 		return nil, invalid("UploadMany", bucket, "", "%w", err)
 	}
-	if err := validateBucket(bucket); err != nil {
+	if err := names.Bucket(bucket); err != nil {
 		return nil, invalid("UploadMany", bucket, "", "%w", err)
 	}
 	for i := range items {
 		it := &items[i]
-		if err := validateObject(it.Name); err != nil {
+		if err := names.Object(it.Name); err != nil {
 			return nil, invalid("UploadMany", bucket, it.Name, "item %d: %w", i, err)
 		}
 		if it.Tenant != "" {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/objup/objup/uploader/internal/mode"
+	"github.com/objup/objup/uploader/internal/names"
 )
 
 // defaultTempPrefix starts the names of a parallel upload's temporary
@@ -100,7 +101,7 @@ func (c *writerConfig) checkParallel() error {
 	if p.TempPrefix == "" {
 		p.TempPrefix = defaultTempPrefix
 	}
-	if err := validateObject(p.TempPrefix + "0123456789abcdef/compose-99-9999"); err != nil {
+	if err := names.Object(p.TempPrefix + "0123456789abcdef/compose-99-9999"); err != nil {
 		return fmt.Errorf("WithParallelUpload: temporary prefix %q: %w", p.TempPrefix, err)
 	}
 	return nil

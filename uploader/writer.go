@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/objup/objup/uploader/internal/mode"
+	"github.com/objup/objup/uploader/internal/names"
 	"github.com/objup/objup/uploader/internal/retry"
+	"github.com/objup/objup/uploader/internal/tenant"
 	"github.com/objup/objup/uploader/internal/xfer"
 
 	"google.golang.org/grpc/codes"
@@ -82,10 +84,10 @@ func (w *Writer) init(c *Client, ctx context.Context, bucket, object string, opt
 	if ctx == nil {
 		return invalid("NewWriter", bucket, object, "nil context")
 	}
-	if err := validateBucket(bucket); err != nil {
+	if err := names.Bucket(bucket); err != nil {
 		return invalid("NewWriter", bucket, object, "%w", err)
 	}
-	if err := validateObject(object); err != nil {
+	if err := names.Object(object); err != nil {
 		return invalid("NewWriter", bucket, object, "%w", err)
 	}
 	if err := w.client().closedErr(); err != nil {
@@ -265,12 +267,6 @@ func (w *Writer) buffer() (*[]byte, error) {
 	return (*host)(w).WaitBuffer(w.req.Ctx)
 }
 
-// tryGetter is an allocator that can hand out a buffer without waiting, as
-// pool.Pool and pool.Fixed do.
-type tryGetter interface {
-	TryGet() (*[]byte, bool)
-}
-
 // fail records the first error and abandons the upload.
 func (w *Writer) fail(op string, err error) {
 	if w.err == nil {
@@ -385,7 +381,7 @@ func (w *Writer) release() {
 // gives back its tenant's slot.
 func (w *Writer) buffersBack() {
 	w.req.Life.Wait()
-	if a, ok := w.req.Life.Alloc.(*tenantAlloc); ok {
-		a.done()
+	if a, ok := w.req.Life.Alloc.(*tenant.Alloc); ok {
+		a.Done()
 	}
 }

@@ -31,20 +31,8 @@ func (w *Writer) allocator(ctx context.Context) (pool.Allocator, error) {
 	if err := w.ch.Reset(alloc.BufferSize(), chOpts...); err != nil {
 		return nil, err
 	}
-	if t := &w.client().tenants; !w.cfg.hasBuffer && (t.limited() || t.share0 > 0 && alloc == w.client().alloc) {
-		if b := t.limits.Bytes; b > 0 && b < int64(alloc.BufferSize()) {
-			return nil, fmt.Errorf("chunk size %d is over the tenant byte limit of %d", alloc.BufferSize(), b)
-		}
-		if id := tenantOf(ctx); t.limited() || id != "" {
-			s := t.share(id)
-			ta := &tenantAlloc{Allocator: alloc, share: s, ev: &w.ev}
-			if t.limits.Bytes > 0 || alloc == w.client().alloc {
-				// The default share bounds the buffers of the
-				// client's pool only.
-				ta.bytes = s.bytes
-			}
-			alloc = ta
-		}
+	if w.cfg.hasBuffer {
+		return alloc, nil
 	}
-	return alloc, nil
+	return w.client().tenants.Wrap(ctx, alloc, alloc == w.client().alloc, &w.ev)
 }

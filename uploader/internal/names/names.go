@@ -1,4 +1,7 @@
-package uploader
+// Package names checks bucket and object names against GCS's naming
+// rules, so that a name the service would refuse fails before anything is
+// sent.
+package names
 
 import (
 	"fmt"
@@ -7,12 +10,11 @@ import (
 	"unicode/utf8"
 )
 
-// validateBucket reports whether name is a valid GCS bucket name: 3 to 222
+// Bucket reports whether name is a valid GCS bucket name: 3 to 222
 // characters of lowercase letters, digits, '-', '_' and '.', starting and
 // ending with a letter or digit, dot-separated parts of at most 63
-// characters, not an IP address and not starting with "goog". NewWriter and
-// UploadMany apply it.
-func validateBucket(name string) error {
+// characters, not an IP address and not starting with "goog".
+func Bucket(name string) error {
 	n := len(name)
 	if n < 3 || n > 222 {
 		return fmt.Errorf("bucket name %q must have 3 to 222 characters", name)
@@ -47,11 +49,10 @@ func validateBucket(name string) error {
 	return nil
 }
 
-// validateObject reports whether name is a valid GCS object name: 1 to 1024
+// Object reports whether name is a valid GCS object name: 1 to 1024
 // bytes of UTF-8 without carriage return or line feed, not "." or "..", and
-// not under ".well-known/acme-challenge/". NewWriter and UploadMany apply
-// it.
-func validateObject(name string) error {
+// not under ".well-known/acme-challenge/".
+func Object(name string) error {
 	switch {
 	case name == "":
 		return fmt.Errorf("object name is empty")

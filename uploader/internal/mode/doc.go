@@ -1,0 +1,11 @@
+// Package mode holds the ways an upload's chunks reach the service, each
+// behind the one Mode interface and owning its state: OneShot (one
+// WriteObject call), the resumable session (a bounded window of chunks in
+// flight that resumes after faults from the persisted size and settles
+// its outcome through the session's id), Append (an appendable object's
+// stream, which flushes and is taken over), and the parallel composite
+// upload (parts as sessions of their own, composed, their temporary
+// objects deleted). A mode reaches the service through an xfer.Transport
+// and the retry engine, never through a transport's package, and gets
+// everything else of its Writer through Host.
+package mode
