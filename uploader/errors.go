@@ -80,6 +80,9 @@ func (e *Error) GRPCStatus() *status.Status {
 // codeOf classifies err with a gRPC code: the Code of an *Error in err's
 // chain, else as xfer.CodeOf does.
 func codeOf(err error) codes.Code {
+	if err == nil {
+		return codes.OK
+	}
 	var oe *Error
 	if errors.As(err, &oe) {
 		return oe.Code

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/objup/objup/chunker"
@@ -62,23 +61,24 @@ type parallel struct {
 	ctx    context.Context     // ends when a part failed for good, or the upload's context ends
 	cancel context.CancelFunc
 
-	cur      *part   // the part being filled; nil before its first chunk
-	parts    []*part // the parts handed to goroutines, in order
-	inflight atomic.Int32
-	temps    []xfer.Source // intermediate composes' objects
+	// Owned by the Writer's goroutine, then by the cleanup (close).
+	cur   *part         // the part being filled; nil before its first chunk
+	parts []*part       // the parts handed to goroutines, in order
+	temps []xfer.Source // intermediate composes' objects
 
+	// mu guards what the parts' goroutines share with the Writer's.
+	mu       sync.Mutex
+	inflight int   // parts uploading
+	stored   int64 // bytes of parts stored
 	// wake ends the Writer's wait for a buffer when a part ends (see
-	// buffer): a part gives its buffers back as the service persists
+	// Buffer): a part gives its buffers back as the service persists
 	// them, before it ends, so a wait that began while it was in flight
 	// may have to dispatch the part being filled once it ended.
-	wakeMu sync.Mutex
-	wake   context.CancelFunc
+	wake context.CancelFunc
 
 	waitOnce sync.Once
 	allDone  chan struct{} // closed once every part's goroutine ended
 	err      error         // the first part's failure, once allDone is closed
-
-	stored atomic.Int64 // bytes of parts stored
 
 	// life holds the parts' chunks, apart from the Writer's: they go back
 	// when the parts end, which may be after the Writer's call returned
@@ -93,10 +93,12 @@ type part struct {
 	xfer.Request
 	index int
 	refs  []*xfer.ChunkRef
-	size  int64       // its CRC32C is scratch.crc, which its checksums point to
-	base  int64       // the offset of its first byte in the object
-	gen   int64       // the generation stored; 0 until then
-	sent  atomic.Bool // its outcome is unknown: the service may store it
+	size  int64 // its CRC32C is scratch.crc, which its checksums point to
+	base  int64 // the offset of its first byte in the object
+	// Owned by the part's goroutine, then by the cleanup once every
+	// part's goroutine ended (allDone).
+	gen  int64 // the generation stored; 0 until then
+	sent bool  // its outcome is unknown: the service may store it
 	// session is the id of the part's session when its outcome is
 	// unknown, for the cleanup to settle (see parallel.close).
 	session string

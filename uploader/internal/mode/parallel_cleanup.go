@@ -54,7 +54,7 @@ func (p *parallel) Close() {
 		_ = sg.Wait()
 		var doomed []xfer.Source
 		for _, pt := range p.parts {
-			if pt.gen != 0 || pt.sent.Load() {
+			if pt.gen != 0 || pt.sent {
 				doomed = append(doomed, xfer.Source{Name: pt.Object, Gen: pt.gen})
 			}
 		}
@@ -143,7 +143,7 @@ func (p *parallel) settlePart(ctx context.Context, pt *part) {
 		case !known:
 			return "", true, errUnsettled
 		default:
-			pt.sent.Store(false)
+			pt.sent = false
 		}
 		return "", true, nil
 	})

@@ -78,16 +78,11 @@ func (p *parallel) dispatch() error {
 	pt.Scratch.Checksums.Crc32C = &pt.Scratch.CRC
 	pt.Scratch.HasSums = true
 	p.parts = append(p.parts, pt)
-	p.inflight.Add(1)
+	p.mu.Lock()
+	p.inflight++
+	p.mu.Unlock()
 	p.g.Go(func() error {
-		defer func() {
-			p.inflight.Add(-1)
-			p.wakeMu.Lock()
-			if p.wake != nil {
-				p.wake()
-			}
-			p.wakeMu.Unlock()
-		}()
+		defer p.ended()
 		err := p.send(pt)
 		if err != nil {
 			// Cancelled before the turn frees, so no part starts after a
@@ -126,16 +121,18 @@ func (p *parallel) send(pt *part) error {
 	if err == nil {
 		err = pt.check(o)
 	}
-	if xfer.Unknown(err) {
-		pt.sent.Store(true)
-	}
+	pt.sent = xfer.Unknown(err)
 	p.event(pt, start, err)
 	if err != nil {
 		u := p.h.Request()
 		return &xfer.OpError{Op: names.Write, Bucket: u.Bucket, Object: u.Object, Code: xfer.CodeOf(err),
 			Err: &partError{index: pt.index, name: pt.Object, err: err}}
 	}
-	p.h.Progress().Report(p.stored.Add(pt.size))
+	p.mu.Lock()
+	p.stored += pt.size
+	stored := p.stored
+	p.mu.Unlock()
+	p.h.Progress().Report(stored)
 	return nil
 }
 
@@ -222,7 +219,7 @@ func (p *parallel) event(pt *part, start time.Time, err error) {
 	if l := p.h.Logger(); l != nil {
 		l.LogAttrs(p.h.Request().Ctx, slog.LevelDebug, "objup: uploaded a part", p.h.Events().LogAttrs(
 			slog.Int("part", pt.index), slog.String("temporary", pt.Object), slog.Int64("generation", pt.gen),
-			slog.Bool("sent", pt.sent.Load()),
+			slog.Bool("sent", pt.sent),
 			slog.Int64("bytes", pt.size), slog.Duration("took", time.Since(start)), slog.Any("error", err))...)
 	}
 }
@@ -239,23 +236,20 @@ func (p *parallel) Buffer() (*[]byte, error) {
 	}
 	defer waited(h, time.Now())
 	for {
-		if p.inflight.Load() == 0 && p.cur != nil && len(p.cur.refs) > 0 {
+		filling := p.cur != nil && len(p.cur.refs) > 0
+		if filling && p.idle(nil) {
 			if err := p.dispatch(); err != nil {
 				return nil, err
 			}
+			filling = false
 		}
 		ctx, cancel := context.WithCancel(p.ctx)
-		p.wakeMu.Lock()
-		p.wake = cancel
-		p.wakeMu.Unlock()
-		if p.inflight.Load() == 0 && p.cur != nil && len(p.cur.refs) > 0 {
+		if p.idle(cancel) && filling {
 			// The last part ended before the wake was set.
 			cancel()
 		}
 		b, err := h.WaitBuffer(ctx)
-		p.wakeMu.Lock()
-		p.wake = nil
-		p.wakeMu.Unlock()
+		p.idle(nil)
 		cancel()
 		switch {
 		case err == nil:
@@ -263,6 +257,26 @@ func (p *parallel) Buffer() (*[]byte, error) {
 		case p.ctx.Err() != nil:
 			return nil, p.failure(err)
 		}
+	}
+}
+
+// idle sets the wake of the Writer's wait for a buffer (nil: none) and
+// reports whether no part is uploading.
+func (p *parallel) idle(wake context.CancelFunc) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.wake = wake
+	return p.inflight == 0
+}
+
+// ended is the end of a part's goroutine: it wakes the Writer's wait for
+// a buffer, if there is one.
+func (p *parallel) ended() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.inflight--
+	if p.wake != nil {
+		p.wake()
 	}
 }
 

@@ -50,7 +50,7 @@ type resumable struct {
 	resumed bool        // a status query placed the current stream (see moved)
 
 	mu        sync.Mutex
-	last      int64 // the end of the data pushed so far; written under mu, read freely by the Writer's goroutine
+	last      int64 // the end of the data pushed so far
 	window    int64 // bytes that may be pushed and not yet persisted
 	rounds    window.Rounds
 	pending   []*xfer.ChunkRef // not yet persisted, in offset order

@@ -52,7 +52,7 @@ func (s *resumable) recoverFrom(op string, cause error) error {
 	err := do(s.retry, &s.u.Target, op, true, cause, func() (string, bool, error) {
 		size := int64(-1)
 		if s.final {
-			size = s.last
+			size = s.lastNow()
 		}
 		persisted, o, err := s.tr.QueryStatus(s.u, s.id, s.route, size, s.retry.AttemptTimeout())
 		if err != nil {
@@ -126,7 +126,7 @@ func (s *resumable) settle(err error) (*wire.Object, error) {
 	}
 	u, r, done := settling(s.h, s.u, s.retry.Config())
 	defer done()
-	o, known := settleSession(u, s.tr, s.id, s.last, func() time.Duration {
+	o, known := settleSession(u, s.tr, s.id, s.lastNow(), func() time.Duration {
 		t := r.AttemptTimeout()
 		if dl, ok := u.Ctx.Deadline(); ok {
 			t = max(min(t, time.Until(dl)), time.Millisecond)
