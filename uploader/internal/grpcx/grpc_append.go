@@ -108,7 +108,7 @@ func (g *grpcTransport) openAppend(u *xfer.Request, timeout time.Duration) (*grp
 	}
 	a.Mu.Unlock()
 	gs.sentTo, gs.armedTo = persisted, persisted
-	gs.acked.Store(persisted)
+	gs.acked = persisted // before the receiver starts
 	return gs, nil
 }
 
@@ -154,7 +154,7 @@ func (g *grpcTransport) appendStatus(u *xfer.Request, size int64, timeout time.D
 		a.DropReady()
 		return o.GetSize(), o, nil
 	}
-	return gs.acked.Load(), nil, nil
+	return gs.ackedNow(), nil, nil
 }
 
 // openAppendStream is openStream for an appendable object: it goes on with
@@ -174,7 +174,7 @@ func (g *grpcTransport) openAppendStream(u *xfer.Request, persisted int64, sink 
 	}
 	gs.sink = sink
 	go gs.receive()
-	if got := gs.acked.Load(); got != persisted && persisted != 0 {
+	if got := gs.ackedNow(); got != persisted && persisted != 0 {
 		err := fmt.Errorf("the service reports %d bytes persisted, %d were expected", got, persisted)
 		gs.Teardown(err)
 		return nil, status.Error(codes.Unavailable, err.Error())

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/objup/objup/uploader/internal/xfer"
@@ -39,18 +38,22 @@ type grpcStream struct {
 	cancel   context.CancelCauseFunc
 	recvDone chan struct{}
 	timeout  time.Duration
-	acked    atomic.Int64     // persisted, as the service last said
 	app      *xfer.Appendable // an appendable object's, else nil
-	finished atomic.Bool      // the service returned the object
-	err      error            // why the receiver stopped; read after recvDone
 
-	// The attempt timeout: armed while something sent awaits its
-	// acknowledgement. tmu orders the Writer's sends with the receiver's
-	// acknowledgements; it is the stream's own.
-	tmu     sync.Mutex
+	// mu guards what the receiver shares with the Writer's goroutine:
+	// the persisted size the service last reported, and the attempt
+	// timeout, armed while something sent awaits its acknowledgement (mu
+	// orders the Writer's sends with the receiver's acknowledgements).
+	mu      sync.Mutex
+	acked   int64 // persisted, as the service last said
 	timer   *time.Timer
 	armedTo int64 // data sent up to here
 	finOut  bool  // the finish went out
+
+	// Owned by the receiver's goroutine; err is read by others once
+	// recvDone is closed.
+	finished bool  // the service returned the object
+	err      error // why the receiver stopped
 
 	// Owned by the Writer's goroutine.
 	fresh   bool             // the next message is the stream's first: it names the upload
@@ -83,7 +86,7 @@ func (g *grpcTransport) OpenStream(u *xfer.Request, id string, route any, persis
 	gs := &grpcStream{sink: sink, u: u, id: id, via: c, conn: c, stream: st, ctx: ctx, cancel: cancel, fresh: true,
 		recvDone: make(chan struct{}), timeout: timeout}
 	gs.sentTo, gs.armedTo = persisted, persisted
-	gs.acked.Store(persisted)
+	gs.acked = persisted // before the receiver starts
 	gs.timer = time.AfterFunc(gs.timeout, func() { cancel(xfer.ErrChunkTimeout) })
 	gs.timer.Stop()
 	go gs.receive()
@@ -121,16 +124,16 @@ func (g *grpcStream) receive() {
 					o = nil
 				}
 			}
-			g.acked.Store(persisted)
-			if o != nil {
-				g.finished.Store(true)
-			}
+			g.mu.Lock()
+			g.acked = persisted
+			g.mu.Unlock()
+			g.finished = g.finished || o != nil
 			err = g.sink.Ack(persisted, o)
 			g.rearm(persisted, o != nil)
 			if err == nil {
 				continue
 			}
-		} else if err == io.EOF && !g.finished.Load() {
+		} else if err == io.EOF && !g.finished {
 			err = fmt.Errorf("the service ended the stream before the upload finished: %w", io.ErrUnexpectedEOF)
 		}
 		if g.app != nil {
@@ -146,25 +149,32 @@ func (g *grpcStream) receive() {
 // rearm restarts the attempt timeout after an acknowledgement while
 // something sent awaits one, and stops it otherwise.
 func (g *grpcStream) rearm(persisted int64, finished bool) {
-	g.tmu.Lock()
+	g.mu.Lock()
 	if !finished && (g.armedTo > persisted || g.finOut) {
 		g.timer.Reset(g.timeout)
 	} else {
 		g.timer.Stop()
 	}
-	g.tmu.Unlock()
+	g.mu.Unlock()
 }
 
 // armTimer restarts the attempt timeout before a send of data up to to
 // (and of the finish, if fin).
 func (g *grpcStream) armTimer(to int64, fin bool) {
-	g.tmu.Lock()
+	g.mu.Lock()
 	g.armedTo, g.finOut = max(g.armedTo, to), g.finOut || fin
 	g.timer.Reset(g.timeout)
-	g.tmu.Unlock()
+	g.mu.Unlock()
 }
 
-func (g *grpcStream) Idle() bool { return g.sentTo <= g.acked.Load() }
+func (g *grpcStream) Idle() bool { return g.sentTo <= g.ackedNow() }
+
+// ackedNow returns the persisted size the service last reported.
+func (g *grpcStream) ackedNow() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.acked
+}
 
 func (g *grpcStream) Behind() bool {
 	return g.sentTo < g.want.Last || (g.want.Final && !g.finSent)

@@ -58,6 +58,7 @@ func (m *Append) Flush(ctx context.Context, c chunker.Chunk) (int64, error) {
 // ended, or the upload's did.
 type FlushWait struct{ Err error }
 
+// Error returns the cause's text.
 func (e *FlushWait) Error() string { return e.Err.Error() }
 
 // Unwrap returns the cause.
