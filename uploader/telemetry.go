@@ -61,7 +61,7 @@ func WithTelemetry(t Telemetry) option.ClientOption {
 }
 
 // uploadEvents is what one upload reports while it runs and when it ends
-// (see package telemetry). The Writer owns it; the retrier, the session and
+// (see package telemetry). The Writer owns it; the retry engine, the mode and
 // the lifetime tracker report to it. newEvents makes one.
 type uploadEvents = telemetry.Events[*eventScope]
 

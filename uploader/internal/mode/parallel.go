@@ -100,7 +100,7 @@ type part struct {
 	gen  int64 // the generation stored; 0 until then
 	sent bool  // its outcome is unknown: the service may store it
 	// session is the id of the part's session when its outcome is
-	// unknown, for the cleanup to settle (see parallel.close).
+	// unknown, for the cleanup to settle (see parallel.Close).
 	session string
 	retry   retry.Engine
 	ev      Events

@@ -1,4 +1,4 @@
-// Package retry is the pure part of the uploader's one retry engine, and
+// Package retry is the uploader's one retry engine, and
 // the one place of its rules: which failures may be repeated (Rules,
 // ShouldRetry), which leave an outcome open (AnswerLost), which are the
 // service pushing back for load (IsPushback, IsNamePushback), and the
@@ -11,7 +11,8 @@
 // episode has a deadline (Limits.Deadline): no retry starts with less than
 // MinAttempt of it left, and the last attempt's timeout ends with it.
 //
-// The package neither sleeps nor logs: the uploader's retrier waits out the
-// pause with the upload's context, reports the retry to the upload's
-// events, and lets its admission stage pace retries refused for load.
+// Engine.Do is the loop: it waits out each pause as the upload's context
+// allows, reports each retry to the upload's events (Events), and leaves
+// the pause of a retry refused for load to the admission stage when
+// Config.Paced says one paces them. The package does not log.
 package retry
