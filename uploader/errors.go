@@ -98,6 +98,9 @@ func newError(op, bucket, object string, err error) *Error {
 	if errors.As(err, &oe) {
 		return oe
 	}
+	if err == nil {
+		return &Error{Op: op, Bucket: bucket, Object: object}
+	}
 	xe := xfer.Fail(&xfer.Target{Bucket: bucket, Object: object}, op, err)
 	code := xe.Code
 	if code == codes.OK {
