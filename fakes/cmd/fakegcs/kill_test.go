@@ -181,19 +181,9 @@ type killProc struct {
 
 func startKillable(t *testing.T, bin, dir string) *killProc {
 	t.Helper()
-	cmd := exec.Command(bin, "-data", dir, "-bucket", "kill")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &killProc{cmd: cmd, exited: make(chan error, 1),
+	cmd, _, lines, exited := startBin(t, bin, "-data", dir, "-bucket", "kill")
+	p := &killProc{cmd: cmd, exited: exited,
 		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}}
-	lines := scan(stdout, func() { p.exited <- cmd.Wait() })
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
 			cmd.Process.Kill()
@@ -201,6 +191,7 @@ func startKillable(t *testing.T, bin, dir string) *killProc {
 		}
 	})
 	var grpcAddr string
+	var err error
 	grpcAddr, p.base = addrs(t, lines)
 	if p.cc, err = grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
 		t.Fatal(err)

@@ -40,6 +40,25 @@ func TestMain(m *testing.M) {
 // scan reads r line by line in a goroutine: it sends the first two lines
 // (or fewer, at EOF) on the returned channel, drains the rest, then calls
 // after, if not nil.
+// startBin starts the built binary bin with args. It returns the process,
+// what it writes to stderr, the lines it writes to stdout (see scan), and
+// a channel that receives the result of cmd.Wait once it exited.
+func startBin(t *testing.T, bin string, args ...string) (*exec.Cmd, *bytes.Buffer, <-chan []string, chan error) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := new(bytes.Buffer)
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	return cmd, stderr, scan(stdout, func() { exited <- cmd.Wait() }), exited
+}
+
 func scan(r io.Reader, after func()) <-chan []string {
 	lines := make(chan []string, 1)
 	go func() {
@@ -187,18 +206,7 @@ func TestBinary(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 
-	cmd := exec.Command(bin, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0", "-bucket", "cli")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	lines := scan(stdout, func() { exited <- cmd.Wait() })
+	cmd, stderr, lines, exited := startBin(t, bin, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0", "-bucket", "cli")
 	stopped := false
 	defer func() {
 		if !stopped {

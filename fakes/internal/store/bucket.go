@@ -186,17 +186,10 @@ func (b *Bucket) add(o *Object, cond *Conditions, tenant string) (*Object, error
 		return nil, err
 	}
 	old := b.live[o.name]
-	if err := cond.Check(old); err != nil {
+	now, err := b.replacesLocked(o, old, cond)
+	if err != nil {
 		return nil, err
 	}
-	if old.Unfinalized() && o.app == nil {
-		// A new appendable write replaces it, as GCS lets it.
-		return nil, ErrUnfinalized(old, "overwritten by a write that is not appendable")
-	}
-	now := NowMicro()
-	o.generation = b.store.nextGeneration(now)
-	o.metageneration = 1
-	o.created, o.updated = now, now
 	if old != nil {
 		b.retire(old, now)
 	}
@@ -206,6 +199,24 @@ func (b *Bucket) add(o *Object, cond *Conditions, tenant string) (*Object, error
 	b.live[o.name] = o
 	b.index.ReplaceOrInsert(entry{name: o.name, gen: o.generation, obj: o})
 	return o, nil
+}
+
+// replacesLocked checks that o may replace old, the live object of its
+// name (nil: none), as cond says: an unfinalized old is replaced only by
+// an appendable write, as GCS lets it. It then makes o a new generation
+// and returns the time it stamped. b.mu is held.
+func (b *Bucket) replacesLocked(o, old *Object, cond *Conditions) (now int64, err error) {
+	if err := cond.Check(old); err != nil {
+		return 0, err
+	}
+	if old.Unfinalized() && o.app == nil {
+		return 0, ErrUnfinalized(old, "overwritten by a write that is not appendable")
+	}
+	now = NowMicro()
+	o.generation = b.store.nextGeneration(now)
+	o.metageneration = 1
+	o.created, o.updated = now, now
+	return now, nil
 }
 
 // ReplaceAppendable stores a copy of the live appendable object name,

@@ -18,16 +18,10 @@ func (b *Bucket) diskAdd(o *Object, cond *Conditions, tenant string, sess *sessi
 		if err != nil {
 			return nil, err
 		}
-		if err := cond.Check(old); err != nil {
+		now, err := b.replacesLocked(o, old, cond)
+		if err != nil {
 			return nil, err
 		}
-		if old.Unfinalized() && o.app == nil {
-			return nil, ErrUnfinalized(old, "overwritten by a write that is not appendable")
-		}
-		now := NowMicro()
-		o.generation = b.store.nextGeneration(now)
-		o.metageneration = 1
-		o.created, o.updated = now, now
 		t := b.newTxn()
 		if old != nil {
 			t.retire(old, now)
