@@ -81,12 +81,7 @@ func (h *host) Spec(first []byte, size int64) { h.w().spec(first, size) }
 func (h *host) Checksums() { h.req.Scratch.HasSums = h.w().checksums() != nil }
 
 // SentCRCMismatch checks the caller's CRC32C (see Writer.sentCRCMismatch).
-func (h *host) SentCRCMismatch() error {
-	if err := h.w().sentCRCMismatch(); err != nil {
-		return err
-	}
-	return nil
-}
+func (h *host) SentCRCMismatch() error { return h.w().sentCRCMismatch() }
 
 // TryBuffer takes an empty buffer if one is free at once.
 func (h *host) TryBuffer() (*[]byte, bool) {
