@@ -208,6 +208,10 @@ func (w *Writer) Flush(ctx context.Context) (int64, error) {
 		return 0, w.err
 	}
 	w.ev.Flushed(time.Since(start))
+	if err := w.flushed(n); err != nil {
+		w.fail("Flush", err)
+		return n, w.err
+	}
 	return n, nil
 }
 

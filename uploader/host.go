@@ -27,8 +27,10 @@ type host Writer
 func (w *Writer) choose(c chunker.Chunk) mode.Mode {
 	w.spec(c.Data, -1)
 	h := (*host)(w)
+	w.cps.setChunkSize(w.ch.ChunkSize())
 	switch {
 	case w.cfg.parallel != nil:
+		w.cps.setSpec(&w.req.Scratch.Spec)
 		return mode.NewParallel(h, *w.cfg.parallel)
 	case w.req.App != nil:
 		return mode.NewAppend(h)
@@ -46,6 +48,7 @@ func (w *Writer) single(last chunker.Chunk) mode.Mode {
 	}
 	if w.cfg.resumable {
 		w.spec(last.Data, int64(len(last.Data)))
+		w.cps.setChunkSize(w.ch.ChunkSize())
 		return mode.NewSession((*host)(w))
 	}
 	return mode.OneShot[*host]{H: (*host)(w)}
@@ -116,6 +119,9 @@ func (h *host) Progress() *mode.Progress { return h.cfg.progress }
 
 // Logger logs the upload's events.
 func (h *host) Logger() *slog.Logger { return h.w().client().tel.Logger() }
+
+// Checkpoints takes the upload's checkpoints (see Writer.Handle).
+func (h *host) Checkpoints() xfer.Checkpointer { return &h.cps }
 
 // waited records a wait for a buffer that began at start.
 func (w *Writer) waited(start time.Time) { w.ev.Waited(time.Since(start)) }

@@ -76,7 +76,9 @@ type ParallelUpload struct {
 // for good fails the upload with that part's cause. WithBuffer is
 // refused: parts take their memory from the client's pool.
 func WithParallelUpload(p ParallelUpload) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) { c.parallel = (*mode.Parallel)(&p) })
+	return writerOptionFunc(func(c *writerConfig) {
+		c.parallel = &mode.Parallel{PartSize: p.PartSize, Parts: p.Parts, TempPrefix: p.TempPrefix}
+	})
 }
 
 // checkParallel checks a parallel upload's settings, refuses the options

@@ -42,24 +42,26 @@ func init() {
 // validate checked them: spec is the Writer's WriteObjectSpec, and obj its
 // resource.
 type writerConfig struct {
-	spec      *wire.WriteObjectSpec
-	obj       *wire.Object
-	progress  *mode.Progress // made per Writer (see Writer.init)
-	parallel  *mode.Parallel // WithParallelUpload: its settings
-	buffer    []byte
-	sendMD5   *[16]byte // the caller's MD5 of the object (WithSendMD5), sent as it is
-	chunkSize int
-	retry     *retryConfig // the client's, until a WithRetry of the Writer's own
-	sendCRC   uint32       // the caller's CRC32C of the object, if hasCRC
-	knob      knob.Writer  // package experimental's settings
-	hasCRC    bool
-	conds     uint8 // which Conditions fields WithConditions set (condDoesNotExist, ...)
-	md5Len    uint8 // 1 + the length of WithSendMD5's sum (at most 255); 0: none
-	hasBuffer bool
-	ownRetry  bool
-	appending bool // WithAppendable
-	keepOpen  bool // WithoutFinalize
-	resumable bool // WithResumable
+	spec       *wire.WriteObjectSpec
+	obj        *wire.Object
+	progress   *mode.Progress // made per Writer (see Writer.init)
+	parallel   *mode.Parallel // WithParallelUpload: its settings
+	journal    *Journal       // WithJournal
+	buffer     []byte
+	sendMD5    *[16]byte // the caller's MD5 of the object (WithSendMD5), sent as it is
+	chunkSize  int
+	retry      *retryConfig // the client's, until a WithRetry of the Writer's own
+	sendCRC    uint32       // the caller's CRC32C of the object, if hasCRC
+	knob       knob.Writer  // package experimental's settings
+	hasCRC     bool
+	conds      uint8 // which Conditions fields WithConditions set (condDoesNotExist, ...)
+	md5Len     uint8 // 1 + the length of WithSendMD5's sum (at most 255); 0: none
+	hasBuffer  bool
+	ownRetry   bool
+	appending  bool // WithAppendable
+	keepOpen   bool // WithoutFinalize
+	resumable  bool // WithResumable
+	hasJournal bool // WithJournal, nil or not
 }
 
 // validate is the one check of a Writer's options, opts, once applied in
@@ -100,6 +102,9 @@ func (c *writerConfig) validate(opts []WriterOption, grpc bool) error {
 		}
 	}
 	if err := c.checkParallel(); err != nil {
+		return err
+	}
+	if err := c.checkJournal(); err != nil {
 		return err
 	}
 	return c.checkAppendable(grpc)

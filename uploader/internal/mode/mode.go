@@ -106,6 +106,9 @@ type Host interface {
 	Progress() *Progress
 	// Logger logs the upload's events; nil: nowhere.
 	Logger() *slog.Logger
+	// Checkpoints takes what a later process needs to continue the
+	// upload (see xfer.Checkpoint).
+	Checkpoints() xfer.Checkpointer
 }
 
 // Events is what a mode reports of its upload.
@@ -141,12 +144,17 @@ func waited(h Host, start time.Time) { h.Events().Waited(time.Since(start)) }
 // session (see resumable), which streams the chunks with a bounded window
 // and resumes after failures.
 type session struct {
-	h Host
-	s *resumable // nil until the first push
+	h    Host
+	s    *resumable // nil until the first push
+	from *Resume    // the session an earlier Writer began, or nil
 }
 
 // NewSession returns the mode of a resumable upload for h.
 func NewSession(h Host) Mode { return &session{h: h} }
+
+// NewResumedSession returns the mode of a resumable upload for h that goes
+// on with the session from: the Writer's chunks start at from.Persisted.
+func NewResumedSession(h Host, from Resume) Mode { return &session{h: h, from: &from} }
 
 func (m *session) Push(c chunker.Chunk) error {
 	r := m.h.Request().Life.NewRef(c)
@@ -165,7 +173,11 @@ func (m *session) start() error {
 	h := m.h
 	tr := h.Transport()
 	floor, start, limit := h.Window(h.Chunker().ChunkSize())
-	s, err := startResumable(h, h.Request(), tr, h.Engine(), h.Events(), tr.Window(floor), tr.Window(start), tr.Window(limit), h.Progress())
+	var cp xfer.Checkpointer
+	if h.Request().App == nil {
+		cp = h.Checkpoints()
+	}
+	s, err := startResumable(h, h.Request(), tr, h.Engine(), h.Events(), tr.Window(floor), tr.Window(start), tr.Window(limit), h.Progress(), cp, m.from)
 	if err != nil {
 		return err
 	}

@@ -43,6 +43,12 @@ type Parallel struct {
 	PartSize   int64
 	Parts      int
 	TempPrefix string
+	// ID, when set, is the id of an upload that an earlier Writer began
+	// (see xfer.Checkpoint), whose parts in Stored the service holds and
+	// the source's bytes were checked against: a part whose bytes match
+	// again is not sent.
+	ID     string
+	Stored []xfer.StoredPart
 }
 
 // parallel is the state of a parallel composite upload: the part being
@@ -62,7 +68,8 @@ type parallel struct {
 	cancel context.CancelFunc
 
 	// Owned by the Writer's goroutine, then by the cleanup (close).
-	cur   *part         // the part being filled; nil before its first chunk
+	announced bool          // the upload's checkpoint names its prefix
+	cur       *part         // the part being filled; nil before its first chunk
 	parts []*part       // the parts handed to goroutines, in order
 	temps []xfer.Source // intermediate composes' objects
 
@@ -120,10 +127,13 @@ func NewParallel(h Host, cfg Parallel) Mode {
 	if parts == 0 {
 		parts = max(4, 2*h.Conns())
 	}
-	var rnd [8]byte
-	_, _ = rand.Read(rnd[:])
 	u := h.Request()
-	p.tr, p.partSize, p.id = h.Transport(), size, hex.EncodeToString(rnd[:])
+	p.tr, p.partSize, p.id = h.Transport(), size, cfg.ID
+	if p.id == "" {
+		var rnd [8]byte
+		_, _ = rand.Read(rnd[:])
+		p.id = hex.EncodeToString(rnd[:])
+	}
 	p.life.Alloc, p.life.Ev = u.Life.Alloc, h.Events()
 	p.prefix = cfg.TempPrefix + p.id + "/"
 	ctx, cancel := context.WithCancel(u.Ctx)

@@ -57,6 +57,10 @@ func (p *parallel) Finish(last chunker.Chunk) (*wire.Object, error) {
 	if err != nil {
 		return settled(u, p.tr, &cr, err)
 	}
+	// A later process that finds the upload's checkpoint deletes the
+	// parts and takes this object, rather than composing it again.
+	gen := o.GetGeneration()
+	_ = h.Checkpoints().Update(func(c *xfer.Checkpoint) { c.Gen = gen }, true)
 	return o, nil
 }
 

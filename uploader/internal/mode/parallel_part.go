@@ -35,10 +35,84 @@ func (p *parallel) Push(c chunker.Chunk) error {
 	pt.refs = append(pt.refs, r)
 	pt.Scratch.CRC = crc32c.Combine(pt.Scratch.CRC, r.CRC32C, int64(len(r.Data)))
 	pt.size += int64(len(r.Data))
-	if pt.size >= p.partSize {
+	if pt.size >= p.cutAt(pt) {
 		return p.dispatch()
 	}
 	return nil
+}
+
+// cutAt is the size at which part pt goes out: PartSize, or the size of
+// the part an earlier Writer stored under its index, so that it can be
+// reused.
+func (p *parallel) cutAt(pt *part) int64 {
+	if s := p.storedPart(pt.index); s != nil && s.Offset == pt.base {
+		return s.Size
+	}
+	return p.partSize
+}
+
+// storedPart returns the part an earlier Writer stored under index i, or
+// nil.
+func (p *parallel) storedPart(i int) *xfer.StoredPart {
+	for j := range p.cfg.Stored {
+		if p.cfg.Stored[j].Index == i {
+			return &p.cfg.Stored[j]
+		}
+	}
+	return nil
+}
+
+// announce notes the upload's temporary prefix, and part pt, in the
+// upload's checkpoint before pt's first byte goes out, so that a later
+// process finds every temporary object the upload may leave.
+func (p *parallel) announce(pt *part) error {
+	first := !p.announced
+	p.announced = true
+	note := xfer.StoredPart{Index: pt.index, Offset: pt.base, Size: pt.size, CRC32C: pt.Scratch.CRC}
+	return p.h.Checkpoints().Update(func(c *xfer.Checkpoint) {
+		if first {
+			c.Prefix, c.ID, c.PartSize = p.cfg.TempPrefix, p.id, p.partSize
+			c.Parts = append(c.Parts[:0], p.cfg.Stored...)
+		}
+		if n := c.Part(pt.index); n != nil {
+			*n = note
+		} else {
+			c.Parts = append(c.Parts, note)
+		}
+	}, true)
+}
+
+// stored notes in the upload's checkpoint that the service stored part pt.
+func (p *parallel) noteStored(pt *part) {
+	note := xfer.StoredPart{Index: pt.index, Offset: pt.base, Size: pt.size, CRC32C: pt.Scratch.CRC, Gen: pt.gen}
+	_ = p.h.Checkpoints().Update(func(c *xfer.Checkpoint) {
+		if n := c.Part(pt.index); n != nil {
+			*n = note
+		} else {
+			c.Parts = append(c.Parts, note)
+		}
+	}, false)
+}
+
+// reuse reports whether an earlier Writer stored part pt with the same
+// bytes; then pt takes that part's generation and drops its chunks.
+func (p *parallel) reuse(pt *part) bool {
+	s := p.storedPart(pt.index)
+	if s == nil || s.Gen == 0 || s.Offset != pt.base || s.Size != pt.size || s.CRC32C != pt.Scratch.CRC {
+		return false
+	}
+	pt.gen = s.Gen
+	for _, r := range pt.refs {
+		r.Unref()
+	}
+	pt.refs = nil
+	p.parts = append(p.parts, pt)
+	p.mu.Lock()
+	p.stored += pt.size
+	stored := p.stored
+	p.mu.Unlock()
+	p.h.Progress().Report(stored)
+	return true
 }
 
 // newPart returns part i, an object of its own under the upload's prefix,
@@ -68,6 +142,23 @@ func initSpec(u, w *xfer.Request) {
 func (p *parallel) dispatch() error {
 	pt := p.cur
 	p.cur = nil
+	if p.reuse(pt) {
+		return nil
+	}
+	if s := p.storedPart(pt.index); s != nil && s.Gen != 0 {
+		// An earlier Writer stored other bytes under this name: they
+		// are replaced, that generation only.
+		gen := s.Gen
+		pt.Scratch.Spec.IfGenerationMatch = &gen
+	}
+	if err := p.announce(pt); err != nil {
+		for _, r := range pt.refs {
+			r.Unref()
+		}
+		pt.refs = nil
+		u := p.h.Request()
+		return &xfer.OpError{Op: p.tr.Names().Write, Bucket: u.Bucket, Object: u.Object, Code: xfer.CodeOf(err), Err: err}
+	}
 	if err := p.slots.Acquire(p.ctx, 1); err != nil {
 		for _, r := range pt.refs {
 			r.Unref()
@@ -128,6 +219,7 @@ func (p *parallel) send(pt *part) error {
 		return &xfer.OpError{Op: names.Write, Bucket: u.Bucket, Object: u.Object, Code: xfer.CodeOf(err),
 			Err: &partError{index: pt.index, name: pt.Object, err: err}}
 	}
+	p.noteStored(pt)
 	p.mu.Lock()
 	p.stored += pt.size
 	stored := p.stored
@@ -140,7 +232,7 @@ func (p *parallel) send(pt *part) error {
 func (p *parallel) sendSession(pt *part) (*wire.Object, error) {
 	refs := pt.refs
 	win := p.tr.Window(pt.size)
-	s, err := startResumable(p.h, &pt.Request, p.tr, &pt.retry, pt.ev, win, win, win, nil)
+	s, err := startResumable(p.h, &pt.Request, p.tr, &pt.retry, pt.ev, win, win, win, nil, nil, nil)
 	if err != nil {
 		for _, r := range refs {
 			r.Unref()

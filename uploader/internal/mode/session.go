@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/objup/objup/internal/crc32c"
 	"github.com/objup/objup/internal/wire"
 	"github.com/objup/objup/uploader/internal/retry"
 	"github.com/objup/objup/uploader/internal/window"
@@ -37,8 +38,9 @@ type resumable struct {
 	tr       xfer.Transport
 	retry    *retry.Engine
 	ev       Events
-	progress *Progress // nil, or told of each new persisted size
-	id       string    // the session's id on the service
+	progress *Progress          // nil, or told of each new persisted size
+	cp       xfer.Checkpointer  // nil, or told of the session and what it persisted (see Checkpoint)
+	id       string             // the session's id on the service
 	route    any       // where the session's streams went (see stream.route)
 	names    *xfer.CallNames
 
@@ -55,31 +57,56 @@ type resumable struct {
 	rounds    window.Rounds
 	pending   []*xfer.ChunkRef // not yet persisted, in offset order
 	persisted int64
+	crcAt     int64  // the end of the chunks released so far, whose CRC32C is crc
+	crc       uint32 // the CRC32C of the object's bytes up to crcAt
 	resource  *wire.Object
 	streamErr error         // why the current stream broke
 	acked     chan struct{} // cap 1: a report came
 	closed    bool
 }
 
-// startResumable opens a resumable session for u (retried) and its first
-// stream.
+// Resume is where a session that an earlier Writer (or process) began
+// goes on: its id, and the bytes the service persisted of it, from offset
+// 0, with their CRC32C.
+type Resume struct {
+	Session   string
+	Persisted int64
+	CRC32C    uint32
+}
+
+// startResumable opens a resumable session for u (retried), or takes up
+// the session from names, and opens its first stream. cp, if not nil, is
+// told of the session before any data goes out, and of what the service
+// persists.
 // The window starts at window, may grow to maxWindow and shrink to floor
 // (see package window).
-func startResumable(h Host, u *xfer.Request, tr xfer.Transport, r *retry.Engine, ev Events, floor, window, maxWindow int64, progress *Progress) (*resumable, error) {
-	s := &resumable{h: h, u: u, tr: tr, retry: r, ev: ev, window: window, progress: progress, acked: make(chan struct{}, 1)}
+func startResumable(h Host, u *xfer.Request, tr xfer.Transport, r *retry.Engine, ev Events, floor, window, maxWindow int64, progress *Progress, cp xfer.Checkpointer, from *Resume) (*resumable, error) {
+	s := &resumable{h: h, u: u, tr: tr, retry: r, ev: ev, window: window, progress: progress, cp: cp, acked: make(chan struct{}, 1)}
 	s.rounds.Init(floor, window, maxWindow)
 	s.names = tr.Names()
-	err := do(r, &u.Target, s.names.Start, true, nil, func() (string, bool, error) {
-		id, err := tr.StartUpload(u, r.AttemptTimeout())
-		s.id = id
-		return "", true, err
-	})
-	if err != nil {
-		return nil, err
+	if from != nil {
+		s.id = from.Session
+		s.last, s.persisted, s.seen = from.Persisted, from.Persisted, from.Persisted
+		s.crcAt, s.crc = from.Persisted, from.CRC32C
+	} else {
+		err := do(r, &u.Target, s.names.Start, true, nil, func() (string, bool, error) {
+			id, err := tr.StartUpload(u, r.AttemptTimeout())
+			s.id = id
+			return "", true, err
+		})
+		if err != nil {
+			return nil, err
+		}
+		r.Progress()
 	}
-	r.Progress()
+	if cp != nil {
+		at, crc := s.crcAt, s.crc
+		if err := cp.Update(func(c *xfer.Checkpoint) { c.Session, c.Persisted, c.CRC32C = s.id, at, crc }, true); err != nil {
+			return nil, &xfer.OpError{Op: s.names.Start, Bucket: u.Bucket, Object: u.Object, Code: xfer.CodeOf(err), Err: err}
+		}
+	}
 	s.rounds.Begin(window)
-	if err := s.open(0); err != nil {
+	if err := s.open(s.persisted); err != nil {
 		// A stream that cannot open is resumed like a broken one.
 		if err := s.recoverFrom(s.names.Stream, err); err != nil {
 			return nil, err
@@ -129,11 +156,21 @@ func (s *resumable) Ack(persisted int64, o *wire.Object) error {
 	if o != nil && s.resource == nil {
 		s.resource = o
 	}
+	before := s.crcAt
 	err := s.ackLocked(persisted)
+	at, crc := s.crcAt, s.crc
+	moved := at != before
 	s.mu.Unlock()
 	s.Signal()
 	if err == nil {
 		s.progress.Report(persisted)
+		if moved && s.cp != nil {
+			_ = s.cp.Update(func(c *xfer.Checkpoint) {
+				if at > c.Persisted {
+					c.Persisted, c.CRC32C = at, crc
+				}
+			}, false)
+		}
 	}
 	return err
 }
@@ -172,6 +209,10 @@ func (s *resumable) ackLocked(persisted int64) error {
 	s.persisted = persisted
 	i := 0
 	for ; i < len(s.pending) && s.pending[i].End() <= persisted; i++ {
+		if r := s.pending[i]; r.Offset == s.crcAt {
+			s.crc = crc32c.Combine(s.crc, r.CRC32C, int64(len(r.Data)))
+			s.crcAt = r.End()
+		}
 		s.pending[i].Unref()
 		s.pending[i] = nil
 	}
@@ -249,6 +290,7 @@ func (s *resumable) windowNow() int64 {
 func (s *resumable) startAt(persisted int64) {
 	s.mu.Lock()
 	s.last, s.persisted, s.seen = persisted, persisted, persisted
+	s.crcAt = -1 // the CRC32C of what the object holds is not tracked
 	s.mu.Unlock()
 }
 

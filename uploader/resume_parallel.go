@@ -1,0 +1,214 @@
+package uploader
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/objup/objup/internal/wire"
+	"github.com/objup/objup/uploader/internal/mode"
+	"github.com/objup/objup/uploader/internal/xfer"
+)
+
+// probes is how many look-ups and deletes of temporary objects a resume
+// or a discard runs at once.
+const probes = 16
+
+// resumeParallel continues a parallel composite upload: the parts the
+// service holds with the source's bytes are reused, the other temporary
+// objects deleted, and the upload runs again over the whole source,
+// sending only the parts it does not reuse.
+func (w *Writer) resumeParallel(h *Handle, src io.ReaderAt) (*ObjectAttrs, error) {
+	const op = "Resume"
+	c := w.client()
+	ctx := w.req.Ctx
+	fail := func(err error) (*ObjectAttrs, error) {
+		w.fail(op, err)
+		w.closed = true
+		w.end()
+		return nil, w.err
+	}
+	for _, p := range h.Parts {
+		if p.Generation == 0 {
+			continue
+		}
+		crc, n, err := checksumRange(src, p.Offset, p.Size)
+		switch {
+		case err != nil:
+			return fail(invalid(op, h.Bucket, h.Object, "reading the source: %w", err))
+		case n != p.Size || crc != p.CRC32C:
+			return fail(sourceChanged(op, h, "part %d, %d bytes from offset %d, has CRC32C %08x in the handle, %08x in the source", p.Index, p.Size, p.Offset, p.CRC32C, crc))
+		}
+	}
+	prefix := h.TempPrefix + h.ID + "/"
+	if h.Generation != 0 {
+		// The last compose made the object: what is left is the cleanup.
+		o, err := c.getObject(ctx, h.Bucket, h.Object)
+		c.deleteTemps(ctx, h)
+		if w.cfg.journal != nil {
+			_ = w.cfg.journal.Remove(h.Bucket, h.Object)
+		}
+		if err == nil && o.GetGeneration() != h.Generation {
+			err = &Error{Op: op, Bucket: h.Bucket, Object: h.Object, Code: codes.FailedPrecondition,
+				Err: fmt.Errorf("the upload made generation %d, the live object is generation %d", h.Generation, o.GetGeneration())}
+		}
+		if err != nil {
+			return fail(err)
+		}
+		w.closed = true
+		w.end()
+		return finishedAlready(op, h, o, src)
+	}
+	reuse, err := c.storedParts(ctx, h, prefix, src)
+	if err != nil {
+		return fail(err)
+	}
+	c.deleteComposes(ctx, h, prefix)
+	if len(h.Spec) > 0 {
+		var s wire.WriteObjectSpec
+		if err := proto.Unmarshal(h.Spec, &s); err != nil {
+			return fail(invalid(op, h.Bucket, h.Object, "the handle's spec: %w", err))
+		}
+		if s.Resource != nil {
+			proto.Merge(&w.req.Scratch.Object, s.Resource)
+			s.Resource = nil
+		}
+		proto.Merge(&w.req.Scratch.Spec, &s)
+	}
+	parts := 0
+	if w.cfg.parallel != nil {
+		parts = w.cfg.parallel.Parts
+	}
+	w.cfg.parallel = &mode.Parallel{PartSize: h.PartSize, Parts: parts, TempPrefix: h.TempPrefix, ID: h.ID, Stored: reuse}
+	return w.finishFrom(src, 0)
+}
+
+// storedParts returns the parts of h's upload that the service holds with
+// the source's bytes, and deletes those it holds with other bytes (a part
+// the source does not make again, at another offset).
+func (c *Client) storedParts(ctx context.Context, h *Handle, prefix string, src io.ReaderAt) ([]xfer.StoredPart, error) {
+	var mu sync.Mutex
+	var reuse []xfer.StoredPart
+	var g errgroup.Group
+	g.SetLimit(probes)
+	for _, p := range h.Parts {
+		g.Go(func() error {
+			name := prefix + "part-" + strconv.Itoa(p.Index)
+			o, err := c.getObject(ctx, h.Bucket, name)
+			switch {
+			case CodeOf(err) == codes.NotFound:
+				return nil
+			case err != nil:
+				return err
+			}
+			crc, n, err := checksumRange(src, p.Offset, o.GetSize())
+			if err != nil {
+				return invalid("Resume", h.Bucket, h.Object, "reading the source: %w", err)
+			}
+			if cs := o.GetChecksums(); n == o.GetSize() && o.GetSize() == p.Size && cs != nil && cs.Crc32C != nil && cs.GetCrc32C() == crc {
+				mu.Lock()
+				reuse = append(reuse, xfer.StoredPart{Index: p.Index, Offset: p.Offset, Size: p.Size, CRC32C: crc, Gen: o.GetGeneration()})
+				mu.Unlock()
+				return nil
+			}
+			return c.deleteObject(ctx, h.Bucket, name, o.GetGeneration())
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return reuse, nil
+}
+
+// deleteObject deletes generation gen of gs://bucket/name (0: the live
+// one); one that does not exist is fine.
+func (c *Client) deleteObject(ctx context.Context, bucket, name string, gen int64) error {
+	u, r := c.call(ctx, bucket, name)
+	op, err := r.Do(ctx, "DeleteObject", true, nil, func() (string, bool, error) {
+		err := c.tr.DeleteObject(u, name, gen, r.AttemptTimeout())
+		if CodeOf(err) == codes.NotFound {
+			err = nil
+		}
+		return "", true, err
+	})
+	if err != nil {
+		return newError(op, bucket, name, err)
+	}
+	return nil
+}
+
+// deleteComposes deletes the objects of intermediate composes that h's
+// upload may have made (prefix + "compose-R-N"), round by round, until a
+// name is not found.
+func (c *Client) deleteComposes(ctx context.Context, h *Handle, prefix string) {
+	for round := 0; ; round++ {
+		i := 0
+		for ; ; i++ {
+			name := prefix + "compose-" + strconv.Itoa(round) + "-" + strconv.Itoa(i)
+			o, err := c.getObject(ctx, h.Bucket, name)
+			if err != nil {
+				break
+			}
+			_ = c.deleteObject(ctx, h.Bucket, name, o.GetGeneration())
+		}
+		if i == 0 {
+			return
+		}
+	}
+}
+
+// deleteTemps deletes every temporary object of h's parallel upload.
+func (c *Client) deleteTemps(ctx context.Context, h *Handle) error {
+	prefix := h.TempPrefix + h.ID + "/"
+	var g errgroup.Group
+	g.SetLimit(probes)
+	for _, p := range h.Parts {
+		g.Go(func() error { return c.deleteObject(ctx, h.Bucket, prefix+"part-"+strconv.Itoa(p.Index), 0) })
+	}
+	err := g.Wait()
+	c.deleteComposes(ctx, h, prefix)
+	return err
+}
+
+// Discard abandons the upload h names, so that nothing of it is stored
+// later and nothing of it is left: a resumable session is cancelled (one
+// the service no longer knows is fine), a parallel upload's temporary
+// objects are deleted, and an appendable object's generation, left
+// unfinalized, is deleted. It removes no journal entry (Journal.Remove
+// does). A session the service already finished is a FailedPrecondition
+// error for gRPC: the object stays.
+func (c *Client) Discard(ctx context.Context, h Handle) error {
+	const op = "Discard"
+	if err := c.checkHandle(&h); err != nil {
+		return invalid(op, h.Bucket, h.Object, "%w", err)
+	}
+	if err := c.checkCall(op, ctx, h.Bucket, h.Object); err != nil {
+		return err
+	}
+	switch h.Kind {
+	case KindParallel:
+		return c.deleteTemps(ctx, &h)
+	case KindAppendable:
+		return c.deleteObject(ctx, h.Bucket, h.Object, h.Generation)
+	}
+	u, r := c.call(ctx, h.Bucket, h.Object)
+	names := c.tr.Names()
+	op2, err := r.Do(ctx, "CancelResumableWrite", true, nil, func() (string, bool, error) {
+		err := c.tr.CancelUpload(u, h.Session, r.AttemptTimeout())
+		if CodeOf(err) == codes.NotFound {
+			// Gone already: nothing of it can be stored.
+			err = nil
+		}
+		return names.Query, true, err
+	})
+	if err != nil {
+		return newError(op2, h.Bucket, h.Object, err)
+	}
+	return nil
+}
