@@ -211,7 +211,9 @@ func checkPrefix(op string, h *Handle, src io.ReaderAt) error {
 }
 
 // rest returns src from off on.
-func rest(src io.ReaderAt, off int64) io.Reader { return io.NewSectionReader(src, off, math.MaxInt64-off) }
+func rest(src io.ReaderAt, off int64) io.Reader {
+	return io.NewSectionReader(src, off, math.MaxInt64-off)
+}
 
 // finishedAlready returns the attributes of o, an object the service
 // finished from the upload h names, if it holds src's bytes.

@@ -70,8 +70,8 @@ type parallel struct {
 	// Owned by the Writer's goroutine, then by the cleanup (close).
 	announced bool          // the upload's checkpoint names its prefix
 	cur       *part         // the part being filled; nil before its first chunk
-	parts []*part       // the parts handed to goroutines, in order
-	temps []xfer.Source // intermediate composes' objects
+	parts     []*part       // the parts handed to goroutines, in order
+	temps     []xfer.Source // intermediate composes' objects
 
 	// mu guards what the parts' goroutines share with the Writer's.
 	mu       sync.Mutex

@@ -38,10 +38,10 @@ type resumable struct {
 	tr       xfer.Transport
 	retry    *retry.Engine
 	ev       Events
-	progress *Progress          // nil, or told of each new persisted size
-	cp       xfer.Checkpointer  // nil, or told of the session and what it persisted (see Checkpoint)
-	id       string             // the session's id on the service
-	route    any       // where the session's streams went (see stream.route)
+	progress *Progress         // nil, or told of each new persisted size
+	cp       xfer.Checkpointer // nil, or told of the session and what it persisted (see Checkpoint)
+	id       string            // the session's id on the service
+	route    any               // where the session's streams went (see stream.route)
 	names    *xfer.CallNames
 
 	// Owned by the Writer's goroutine.
