@@ -73,11 +73,6 @@ require (
 )
 
 require (
-	github.com/objup/objup v0.0.0-00010101000000-000000000000
-	github.com/objup/objup/fakes v0.0.0-00010101000000-000000000000
-)
-
-replace (
-	github.com/objup/objup => ../
-	github.com/objup/objup/fakes => ../fakes
+	github.com/objup/objup v0.1.0
+	github.com/objup/objup/fakes v0.1.0
 )

@@ -92,7 +92,5 @@ require (
 
 require (
 	github.com/cockroachdb/pebble/v2 v2.1.7
-	github.com/objup/objup v0.0.0-00010101000000-000000000000
+	github.com/objup/objup v0.1.0
 )
-
-replace github.com/objup/objup => ../

@@ -4,8 +4,8 @@ go 1.26.0
 
 require (
 	cloud.google.com/go/storage v1.70.0
-	github.com/objup/objup v0.0.0-00010101000000-000000000000
-	github.com/objup/objup/fakes v0.0.0-00010101000000-000000000000
+	github.com/objup/objup v0.1.0
+	github.com/objup/objup/fakes v0.1.0
 	gocloud.dev v0.47.0
 	google.golang.org/api v0.307.0
 	google.golang.org/grpc v1.85.0
@@ -87,9 +87,4 @@ require (
 	google.golang.org/genproto/googleapis/api v0.0.0-20260904194346-d0f1323225a4 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261019180522-ce908d29299b // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
-)
-
-replace (
-	github.com/objup/objup => ../../
-	github.com/objup/objup/fakes => ../../fakes
 )

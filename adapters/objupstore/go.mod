@@ -5,8 +5,8 @@ go 1.26.0
 require (
 	github.com/fsouza/fake-gcs-server v1.56.1
 	github.com/go-kit/log v0.2.1
-	github.com/objup/objup v0.0.0-00010101000000-000000000000
-	github.com/objup/objup/fakes v0.0.0-00010101000000-000000000000
+	github.com/objup/objup v0.1.0
+	github.com/objup/objup/fakes v0.1.0
 	github.com/thanos-io/objstore v0.0.0-20250804093838-71d60dfee488
 	golang.org/x/sync v0.24.0
 	google.golang.org/api v0.307.0
@@ -96,9 +96,4 @@ require (
 	google.golang.org/genproto/googleapis/api v0.0.0-20260817212433-ac3dfec99bb1 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261019180522-ce908d29299b // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
-)
-
-replace (
-	github.com/objup/objup => ../../
-	github.com/objup/objup/fakes => ../../fakes
 )
