@@ -1,4 +1,4 @@
-package uploader_test
+package uploadertest_test
 
 import (
 	"bytes"
@@ -42,7 +42,7 @@ func startFake() (*fakes.Server, *uploader.Client) {
 	return srv, c
 }
 
-func ExampleClient_Upload() {
+func Example_clientUpload() {
 	srv, c := startFake()
 	defer srv.Close()
 	defer c.Close()
@@ -56,7 +56,7 @@ func ExampleClient_Upload() {
 	// Output: greeting.txt 14 text/plain; charset=utf-8
 }
 
-func ExampleWithBuffer() {
+func Example_withBuffer() {
 	srv, c := startFake()
 	defer srv.Close()
 	defer c.Close()
@@ -80,7 +80,7 @@ func ExampleWithBuffer() {
 	// log/2 7
 }
 
-func ExampleClient_UploadMany() {
+func Example_clientUploadMany() {
 	srv, c := startFake()
 	defer srv.Close()
 	defer c.Close()
@@ -106,7 +106,7 @@ func ExampleClient_UploadMany() {
 	// WriteObject b.json globex
 }
 
-func ExampleWithConditions() {
+func Example_withConditions() {
 	srv, c := startFake()
 	defer srv.Close()
 	defer c.Close()
@@ -124,7 +124,7 @@ func ExampleWithConditions() {
 	// false true
 }
 
-func ExampleWithRetry() {
+func Example_withRetry() {
 	srv, c := startFake()
 	defer srv.Close()
 	defer c.Close()
@@ -143,7 +143,7 @@ func ExampleWithRetry() {
 	// Output: 5
 }
 
-func ExampleCodeOf() {
+func Example_codeOf() {
 	srv, c := startFake()
 	defer srv.Close()
 	defer c.Close()
@@ -152,7 +152,7 @@ func ExampleCodeOf() {
 	// Output: NotFound true
 }
 
-func ExampleWithSendCRC32C() {
+func Example_withSendCRC32C() {
 	srv, c := startFake()
 	defer srv.Close()
 	defer c.Close()
@@ -167,7 +167,7 @@ func ExampleWithSendCRC32C() {
 // budget is spent, waiting uploads are served tenant by tenant, and no
 // tenant holds more than 4 uploads or 8 MiB of buffers at once. A tenant at
 // a limit waits; it never fails for it.
-func ExampleWithTenantLimits() {
+func Example_withTenantLimits() {
 	srv, err := fakes.New(fakes.WithBucket("demo"))
 	if err != nil {
 		log.Fatal(err)
@@ -204,7 +204,7 @@ func ExampleWithTenantLimits() {
 // once over the client's connections, composed into one object whose
 // CRC32C is checked against what was written; the temporary parts are
 // deleted before Close returns.
-func ExampleWithParallelUpload() {
+func Example_withParallelUpload() {
 	srv, c := startFake()
 	defer srv.Close()
 	defer c.Close()
@@ -231,7 +231,7 @@ func ExampleWithParallelUpload() {
 // the fake drops it on purpose) still reports the truth: objup looks the
 // object up before it reports a failure. When it cannot find out in time,
 // IsOutcomeUnknown says that the object may have been stored.
-func ExampleIsOutcomeUnknown() {
+func Example_isOutcomeUnknown() {
 	srv, c := startFake()
 	defer srv.Close()
 	defer c.Close()
@@ -265,7 +265,7 @@ func ExampleIsOutcomeUnknown() {
 // A log writer on an appendable object, as a zonal (Rapid) bucket takes
 // them: each Flush makes the records durable and readable, and Close
 // finalizes the object.
-func ExampleWriter_Flush() {
+func Example_writerFlush() {
 	srv, c := startFake()
 	defer srv.Close()
 	defer c.Close()
@@ -298,7 +298,7 @@ func ExampleWriter_Flush() {
 
 // A second writer takes an unfinalized appendable object over at its
 // generation (after a crash of the first, for instance) and finishes it.
-func ExampleClient_TakeOver() {
+func Example_clientTakeOver() {
 	srv, c := startFake()
 	defer srv.Close()
 	defer c.Close()
@@ -332,7 +332,7 @@ func ExampleClient_TakeOver() {
 // (DoesNotExist). The service stores the object and the answer is
 // lost; the upload asks its session and knows. A second upload of the
 // same name cannot make a second object.
-func ExampleWithResumable() {
+func Example_withResumable() {
 	srv, c := startFake()
 	defer srv.Close()
 	defer c.Close()

@@ -1,4 +1,4 @@
-package experimental_test
+package uploadertest_test
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ import (
 // handshake within 2 s is dialled anew, and one upload may have up to
 // 128 MiB in flight on a long, fast path (its window starts at 16 MiB and
 // grows while the acknowledged rate rises).
-func ExampleWithMaxInFlight() {
+func Example_experimentalWithMaxInFlight() {
 	srv, err := fakes.New(fakes.WithBucket("demo"))
 	if err != nil {
 		log.Fatal(err)

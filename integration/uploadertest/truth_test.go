@@ -1,4 +1,4 @@
-package uploader_test
+package uploadertest_test
 
 import (
 	"bytes"
