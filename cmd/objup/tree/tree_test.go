@@ -66,7 +66,9 @@ func TestUploadNames(t *testing.T) {
 			}
 			got := names(t, e.srv, tc.prefix)
 			if tc.prefix == "" {
-				got = slices.DeleteFunc(got, func(n string) bool { return strings.Count(n, "/") > 2 || strings.HasPrefix(n, "p") || strings.HasPrefix(n, "x") })
+				got = slices.DeleteFunc(got, func(n string) bool {
+					return strings.Count(n, "/") > 2 || strings.HasPrefix(n, "p") || strings.HasPrefix(n, "x")
+				})
 			}
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("objects %q, want %q", got, tc.want)
@@ -107,9 +109,9 @@ func TestSymlinks(t *testing.T) {
 	dir := mkTree(t, map[string]int{"real/a.txt": 5, "top.txt": 3})
 	other := mkTree(t, map[string]int{"o.txt": 7})
 	for _, l := range []struct{ target, name string }{
-		{filepath.Join(dir, "top.txt"), "link.txt"},  // a link to a file
-		{other, "linkdir"},                           // a link to a directory outside
-		{dir, "real/loop"},                           // a cycle
+		{filepath.Join(dir, "top.txt"), "link.txt"}, // a link to a file
+		{other, "linkdir"},                          // a link to a directory outside
+		{dir, "real/loop"},                          // a cycle
 		{filepath.Join(dir, "missing"), "dangling"}, // points nowhere
 	} {
 		if err := os.Symlink(l.target, filepath.Join(dir, l.name)); err != nil {
