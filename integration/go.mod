@@ -7,7 +7,7 @@ require (
 	github.com/fsouza/fake-gcs-server v1.56.1
 	github.com/google/btree v1.1.3 // indirect
 	github.com/googleapis/gax-go/v2 v2.26.2
-	go.opentelemetry.io/otel v1.45.0 // indirect
+	go.opentelemetry.io/otel v1.45.0
 	go.opentelemetry.io/otel/metric v1.45.0
 	go.opentelemetry.io/otel/sdk v1.45.0
 	go.opentelemetry.io/otel/sdk/metric v1.45.0
@@ -84,7 +84,6 @@ require (
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/exp v0.0.0-20230626212559-97b1e661b5df // indirect
 	golang.org/x/net v0.61.0 // indirect
-	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	google.golang.org/genproto v0.0.0-20260715232425-e75dac1f907d // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20260817212433-ac3dfec99bb1 // indirect
@@ -94,4 +93,5 @@ require (
 require (
 	github.com/objup/objup v0.1.0
 	github.com/objup/objup/fakes v0.1.0
+	golang.org/x/sys v0.49.0
 )
