@@ -65,6 +65,9 @@ type Handle struct {
 	// Generation is the appendable object's generation, or the
 	// generation of the object a parallel upload composed.
 	Generation int64 `json:"generation,omitempty"`
+	// Composing says that a parallel upload's last compose may have gone
+	// out: its answer did not come back while the Writer ran.
+	Composing bool `json:"composing,omitempty"`
 	// TempPrefix, ID and PartSize name a parallel upload's temporary
 	// objects; Parts are those that went out.
 	TempPrefix string       `json:"tempPrefix,omitempty"`
@@ -87,6 +90,8 @@ type HandlePart struct {
 	Size       int64  `json:"size"`
 	CRC32C     uint32 `json:"crc32c"`
 	Generation int64  `json:"generation,omitempty"`
+	// Session is the part's resumable session, once it began.
+	Session string `json:"session,omitempty"`
 }
 
 // Handle returns what a later Writer needs to continue the upload (see
@@ -157,11 +162,11 @@ func (c *checkpoints) handleLocked() Handle {
 	case h.Kind == KindAppendable:
 	case cp.ID != "":
 		h.Kind = KindParallel
-		h.TempPrefix, h.ID, h.PartSize = cp.Prefix, cp.ID, cp.PartSize
+		h.TempPrefix, h.ID, h.PartSize, h.Composing = cp.Prefix, cp.ID, cp.PartSize, cp.Composing
 		h.Persisted, h.CRC32C = 0, 0
 		h.Parts = make([]HandlePart, len(cp.Parts))
 		for i, p := range cp.Parts {
-			h.Parts[i] = HandlePart{Index: p.Index, Offset: p.Offset, Size: p.Size, CRC32C: p.CRC32C, Generation: p.Gen}
+			h.Parts[i] = HandlePart{Index: p.Index, Offset: p.Offset, Size: p.Size, CRC32C: p.CRC32C, Generation: p.Gen, Session: p.Session}
 		}
 	default:
 		h.Kind = KindResumable

@@ -65,6 +65,23 @@ func (w *Writer) resumeParallel(h *Handle, src io.ReaderAt) (*ObjectAttrs, error
 		w.end()
 		return finishedAlready(op, h, o, src)
 	}
+	if h.Composing {
+		// The last compose went out and its answer was lost with the
+		// Writer: an object of the source's bytes, composed of as many
+		// parts, is that compose's (or one of the same bytes), and the
+		// upload is done; else the parts are composed again.
+		if o, err := c.getObject(ctx, h.Bucket, h.Object); err == nil && int(o.GetComponentCount()) == len(h.Parts) {
+			if attrs, err := finishedAlready(op, h, o, src); err == nil {
+				_ = c.deleteTemps(ctx, h)
+				if w.cfg.journal != nil {
+					_ = w.cfg.journal.Remove(h.Bucket, h.Object)
+				}
+				w.closed = true
+				w.end()
+				return attrs, nil
+			}
+		}
+	}
 	reuse, err := c.storedParts(ctx, h, prefix, src)
 	if err != nil {
 		return fail(err)
@@ -100,6 +117,13 @@ func (c *Client) storedParts(ctx context.Context, h *Handle, prefix string, src 
 	for _, p := range h.Parts {
 		g.Go(func() error {
 			name := prefix + "part-" + strconv.Itoa(p.Index)
+			if p.Generation == 0 && p.Session != "" {
+				// A message of the part's session may still be on its
+				// way: once cancelled, the session stores nothing more.
+				// (One the service finished or forgot is not cancelled:
+				// the look-up below finds its object, or nothing.)
+				_ = c.cancelSession(ctx, h.Bucket, name, p.Session)
+			}
 			o, err := c.getObject(ctx, h.Bucket, name)
 			switch {
 			case CodeOf(err) == codes.NotFound:
@@ -197,18 +221,23 @@ func (c *Client) Discard(ctx context.Context, h Handle) error {
 	case KindAppendable:
 		return c.deleteObject(ctx, h.Bucket, h.Object, h.Generation)
 	}
-	u, r := c.call(ctx, h.Bucket, h.Object)
-	names := c.tr.Names()
-	op2, err := r.Do(ctx, "CancelResumableWrite", true, nil, func() (string, bool, error) {
-		err := c.tr.CancelUpload(u, h.Session, r.AttemptTimeout())
+	return c.cancelSession(ctx, h.Bucket, h.Object, h.Session)
+}
+
+// cancelSession cancels session id of gs://bucket/object; one the service
+// no longer knows is fine.
+func (c *Client) cancelSession(ctx context.Context, bucket, object, id string) error {
+	u, r := c.call(ctx, bucket, object)
+	op, err := r.Do(ctx, "CancelResumableWrite", true, nil, func() (string, bool, error) {
+		err := c.tr.CancelUpload(u, id, r.AttemptTimeout())
 		if CodeOf(err) == codes.NotFound {
 			// Gone already: nothing of it can be stored.
 			err = nil
 		}
-		return names.Query, true, err
+		return "", true, err
 	})
 	if err != nil {
-		return newError(op2, h.Bucket, h.Object, err)
+		return newError(op, bucket, object, err)
 	}
 	return nil
 }

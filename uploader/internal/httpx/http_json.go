@@ -107,6 +107,7 @@ type jsonObject struct {
 	Generation         int64             `json:"generation,string"`
 	Metageneration     int64             `json:"metageneration,string"`
 	Size               int64             `json:"size,string"`
+	ComponentCount     int32             `json:"componentCount"`
 	ContentType        string            `json:"contentType"`
 	ContentEncoding    string            `json:"contentEncoding"`
 	ContentDisposition string            `json:"contentDisposition"`
@@ -163,7 +164,7 @@ func readObject(r io.Reader) (*wire.Object, error) {
 		Size: j.Size, ContentType: j.ContentType, ContentEncoding: j.ContentEncoding,
 		ContentDisposition: j.ContentDisposition, ContentLanguage: j.ContentLanguage, CacheControl: j.CacheControl,
 		StorageClass: j.StorageClass, Metadata: j.Metadata, Etag: j.Etag, KmsKey: j.KMSKeyName,
-		TemporaryHold: j.TemporaryHold, EventBasedHold: j.EventBasedHold,
+		TemporaryHold: j.TemporaryHold, EventBasedHold: j.EventBasedHold, ComponentCount: j.ComponentCount,
 	}
 	cs := &wire.ObjectChecksums{}
 	if b, err := base64.StdEncoding.DecodeString(j.CRC32C); err == nil && len(b) == 4 {

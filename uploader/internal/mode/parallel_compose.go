@@ -44,6 +44,10 @@ func (p *parallel) Finish(last chunker.Chunk) (*wire.Object, error) {
 	}
 	h.Spec(nil, h.Chunker().Size())
 	h.Checksums()
+	// A later process that finds Composing and no object composes again.
+	if err := h.Checkpoints().Update(func(c *xfer.Checkpoint) { c.Composing = true }, true); err != nil {
+		return nil, &xfer.OpError{Op: p.tr.Names().Compose, Bucket: u.Bucket, Object: u.Object, Code: xfer.CodeOf(err), Err: err}
+	}
 	var o *wire.Object
 	names := p.tr.Names()
 	var cr creation

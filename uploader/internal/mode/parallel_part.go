@@ -66,14 +66,8 @@ func (p *parallel) storedPart(i int) *xfer.StoredPart {
 // upload's checkpoint before pt's first byte goes out, so that a later
 // process finds every temporary object the upload may leave.
 func (p *parallel) announce(pt *part) error {
-	first := !p.announced
-	p.announced = true
 	note := xfer.StoredPart{Index: pt.index, Offset: pt.base, Size: pt.size, CRC32C: pt.Scratch.CRC}
 	return p.h.Checkpoints().Update(func(c *xfer.Checkpoint) {
-		if first {
-			c.Prefix, c.ID, c.PartSize = p.cfg.TempPrefix, p.id, p.partSize
-			c.Parts = append(c.Parts[:0], p.cfg.Stored...)
-		}
 		if n := c.Part(pt.index); n != nil {
 			*n = note
 		} else {
@@ -82,7 +76,17 @@ func (p *parallel) announce(pt *part) error {
 	}, true)
 }
 
-// stored notes in the upload's checkpoint that the service stored part pt.
+// noteSession notes in the upload's checkpoint, before any byte of it
+// goes out, the session of part pt.
+func (p *parallel) noteSession(pt *part, id string) error {
+	return p.h.Checkpoints().Update(func(c *xfer.Checkpoint) {
+		if n := c.Part(pt.index); n != nil {
+			n.Session = id
+		}
+	}, true)
+}
+
+// noteStored notes in the upload's checkpoint that the service stored part pt.
 func (p *parallel) noteStored(pt *part) {
 	note := xfer.StoredPart{Index: pt.index, Offset: pt.base, Size: pt.size, CRC32C: pt.Scratch.CRC, Gen: pt.gen}
 	_ = p.h.Checkpoints().Update(func(c *xfer.Checkpoint) {
@@ -142,6 +146,23 @@ func initSpec(u, w *xfer.Request) {
 func (p *parallel) dispatch() error {
 	pt := p.cur
 	p.cur = nil
+	if !p.announced {
+		// The upload's prefix, and the parts an earlier Writer stored,
+		// before anything else goes out.
+		p.announced = true
+		err := p.h.Checkpoints().Update(func(c *xfer.Checkpoint) {
+			c.Prefix, c.ID, c.PartSize = p.cfg.TempPrefix, p.id, p.partSize
+			c.Parts = append(c.Parts[:0], p.cfg.Stored...)
+		}, true)
+		if err != nil {
+			for _, r := range pt.refs {
+				r.Unref()
+			}
+			pt.refs = nil
+			u := p.h.Request()
+			return &xfer.OpError{Op: p.tr.Names().Write, Bucket: u.Bucket, Object: u.Object, Code: xfer.CodeOf(err), Err: err}
+		}
+	}
 	if p.reuse(pt) {
 		return nil
 	}
@@ -240,6 +261,13 @@ func (p *parallel) sendSession(pt *part) (*wire.Object, error) {
 		return nil, err
 	}
 	defer s.close()
+	if err := p.noteSession(pt, s.id); err != nil {
+		s.abort(err)
+		for _, r := range refs {
+			r.Unref()
+		}
+		return nil, err
+	}
 	for _, r := range refs[:len(refs)-1] {
 		s.take(r)
 	}

@@ -14,8 +14,9 @@ type Checkpoint struct {
 	Persisted int64
 	CRC32C    uint32
 	// Gen is the generation of a parallel upload's object once its last
-	// compose made it.
-	Gen int64
+	// compose made it; Composing says that compose may have gone out.
+	Gen       int64
+	Composing bool
 	// Prefix and ID name a parallel upload's temporary objects: its parts
 	// are Prefix + ID + "/part-N", each of PartSize bytes (the last may be
 	// shorter).
@@ -37,6 +38,10 @@ type StoredPart struct {
 	Size   int64
 	CRC32C uint32
 	Gen    int64
+	// Session is the id of the part's session once it began: a later
+	// process cancels it, so that a message of it still on its way
+	// cannot store the part after it looked.
+	Session string
 }
 
 // Part returns the note of part i, or nil.
@@ -52,8 +57,7 @@ func (c *Checkpoint) Part(i int) *StoredPart {
 // Checkpointer takes a mode's checkpoints. Update applies f to the
 // upload's checkpoint under the checkpointer's lock; it may be called from
 // any goroutine. With durable set, the call returns only once a journal,
-// if the upload keeps one, holds the result (only the Writer's goroutine
-// asks for that); its error fails the upload.
+// if the upload keeps one, holds the result; its error fails the upload.
 type Checkpointer interface {
 	Update(f func(*Checkpoint), durable bool) error
 }

@@ -1,0 +1,417 @@
+// Package kill_test kills uploaders: a child process uploads a file
+// through objup with a journal, to fakegcs with its store on disk, through
+// a fault proxy, and is killed with SIGKILL at a random moment; a new
+// child resumes from the journal; and so on until one finishes. In some
+// rounds fakegcs is killed too and started again on its data. At the end
+// the object must be exact (size and CRC32C), written once (the bucket
+// keeps every generation: there is one), with no temporary object left,
+// and the bytes sent again after the kills bounded.
+//
+// OBJUP_KILL_ROUNDS sets the rounds per scenario (default 4),
+// OBJUP_KILL_SIZE the file's size in MiB (default 48), and OBJUP_KILL_SEED
+// the seed of the kills' moments (default: the clock's; the test logs it).
+package kill_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/objup/objup/fakes/faultproxy"
+	"github.com/objup/objup/header"
+	"github.com/objup/objup/uploader"
+)
+
+const (
+	mib    = 1 << 20
+	bucket = "kills"
+	object = "big/file.bin"
+)
+
+// The child's environment.
+const (
+	envChild   = "OBJUP_KILL_CHILD" // the scenario: resumable, parallel, appendable
+	envAddr    = "OBJUP_KILL_ADDR"  // host:port of the API to upload to
+	envAPI     = "OBJUP_KILL_API"   // grpc or json
+	envSrc     = "OBJUP_KILL_SRC"
+	envJournal = "OBJUP_KILL_JOURNAL"
+)
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(envChild); mode != "" {
+		if err := child(mode); err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			if uploader.IsSourceChanged(err) {
+				os.Exit(3)
+			}
+			os.Exit(2)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// child uploads the source as the scenario says, resuming the journal's
+// handle if it has one.
+func child(mode string) error {
+	ctx := context.Background()
+	ctx, err := header.WithTenant(ctx, "kill-"+mode)
+	if err != nil {
+		return err
+	}
+	opts := []option.ClientOption{option.WithoutAuthentication(), uploader.WithRetry(uploader.Retry{Deadline: 20 * time.Second})}
+	if os.Getenv(envAPI) == "json" {
+		opts = append(opts, uploader.WithHTTP(), option.WithEndpoint("http://"+os.Getenv(envAddr)+"/storage/v1/"))
+	} else {
+		opts = append(opts, option.WithEndpoint(os.Getenv(envAddr)), option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())))
+	}
+	c, err := uploader.NewClient(ctx, opts...)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	j, err := uploader.OpenJournal(os.Getenv(envJournal))
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(os.Getenv(envSrc))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if h, ok, err := j.Lookup(bucket, object); err != nil {
+		return err
+	} else if ok {
+		fmt.Fprintf(os.Stderr, "resuming %s handle: generation %d, %d parts, persisted %d\n", h.Kind, h.Generation, len(h.Parts), h.Persisted)
+		var extra []uploader.WriterOption
+		if h.Kind == uploader.KindParallel {
+			extra = append(extra, uploader.WithParallelUpload(uploader.ParallelUpload{Parts: 4}))
+		}
+		_, err := c.Resume(ctx, h, f, append(extra, uploader.WithJournal(j))...)
+		return err
+	}
+	switch mode {
+	case "parallel":
+		_, err = c.Upload(ctx, bucket, object, f, uploader.WithJournal(j), uploader.WithParallelUpload(uploader.ParallelUpload{PartSize: 4 * mib, Parts: 4}))
+		return err
+	case "appendable":
+		return appendFile(ctx, c, j, f)
+	}
+	_, err = c.Upload(ctx, bucket, object, f, uploader.WithJournal(j))
+	return err
+}
+
+// appendFile writes f to an appendable object, flushing every 4 MiB. An
+// object that a killed run created before its journal named it (the
+// create's answer was lost with the process) is found by its
+// precondition, and taken over once the service's checksum of what it
+// holds matches the file's first bytes.
+func appendFile(ctx context.Context, c *uploader.Client, j *uploader.Journal, f *os.File) error {
+	w, err := c.NewWriter(ctx, bucket, object, uploader.WithAppendable(), uploader.WithJournal(j), uploader.WithConditions(uploader.Conditions{DoesNotExist: true}))
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 4*mib)
+	for {
+		n, rerr := io.ReadFull(f, buf)
+		if n > 0 {
+			if _, err := w.Write(buf[:n]); err != nil {
+				break
+			}
+			if _, err := w.Flush(ctx); err != nil {
+				break
+			}
+		}
+		if rerr != nil {
+			break
+		}
+	}
+	err = w.Close()
+	if uploader.CodeOf(err) != codes.FailedPrecondition {
+		return err
+	}
+	a, aerr := c.Attrs(ctx, bucket, object)
+	if aerr != nil {
+		return errors.Join(err, aerr)
+	}
+	if !a.Finalized.IsZero() {
+		return err // stored whole by a run whose answer was lost; the test checks it
+	}
+	_, err = c.Resume(ctx, uploader.Handle{Version: 1, Kind: uploader.KindAppendable, API: "grpc", Bucket: bucket, Object: object, Generation: a.Generation}, f, uploader.WithJournal(j))
+	return err
+}
+
+// fake is fakegcs running on its data directory, killed and started
+// again on fixed ports.
+type fake struct {
+	t          *testing.T
+	bin, data  string
+	grpc, http string
+	cmd        *exec.Cmd
+}
+
+func (f *fake) start() {
+	f.t.Helper()
+	// A path like a user's (100 MB/s, 10 ms away), so an upload lasts long
+	// enough to be killed in the middle.
+	args := []string{"-data", f.data, "-grpc", f.grpc, "-http", f.http, "-bandwidth", "100MB/s", "-rtt", "10ms"}
+	for try := 0; ; try++ {
+		cmd := exec.Command(f.bin, args...)
+		cmd.Stderr = os.Stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			f.t.Fatal(err)
+		}
+		sc := bufio.NewScanner(out)
+		var lines []string
+		for len(lines) < 2 && sc.Scan() {
+			lines = append(lines, sc.Text())
+		}
+		if len(lines) == 2 {
+			go io.Copy(io.Discard, out)
+			f.cmd = cmd
+			f.grpc = strings.TrimPrefix(lines[0], "grpc ")
+			f.http = strings.TrimPrefix(strings.TrimPrefix(lines[1], "http "), "http://")
+			return
+		}
+		_ = cmd.Wait()
+		if try == 50 {
+			f.t.Fatalf("fakegcs did not start on %s and %s", f.grpc, f.http)
+		}
+		time.Sleep(100 * time.Millisecond) // the killed one's ports are still being released
+	}
+}
+
+func (f *fake) kill() {
+	_ = f.cmd.Process.Signal(syscall.SIGKILL)
+	_ = f.cmd.Wait()
+}
+
+// build builds fakegcs once per test binary.
+func build(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "fakegcs")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/objup/objup/fakes/cmd/fakegcs")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build fakegcs: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func TestKillRounds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills child processes")
+	}
+	rounds := envInt("OBJUP_KILL_ROUNDS", 4)
+	size := envInt("OBJUP_KILL_SIZE", 48) * mib
+	bin := build(t)
+	for _, sc := range []struct{ mode, api string }{
+		{"resumable", "grpc"},
+		{"resumable", "json"},
+		{"parallel", "grpc"},
+		{"parallel", "json"},
+		{"appendable", "grpc"},
+	} {
+		t.Run(sc.mode+"-"+sc.api, func(t *testing.T) {
+			killRounds(t, bin, sc.mode, sc.api, rounds, size)
+		})
+	}
+}
+
+func killRounds(t *testing.T, bin, mode, api string, rounds, size int) {
+	dir := t.TempDir()
+	f := &fake{t: t, bin: bin, data: filepath.Join(dir, "data"), grpc: "127.0.0.1:0", http: "127.0.0.1:0"}
+	f.start()
+	t.Cleanup(f.kill)
+	makeBucket(t, f.http)
+	src := filepath.Join(dir, "src.bin")
+	data := make([]byte, size)
+	seed := uint64(time.Now().UnixNano())
+	if v, err := strconv.ParseUint(os.Getenv("OBJUP_KILL_SEED"), 10, 64); err == nil {
+		seed = v
+	}
+	t.Logf("OBJUP_KILL_SEED=%d", seed)
+	rng := rand.New(rand.NewPCG(seed, uint64(len(mode)+len(api))))
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	if err := os.WriteFile(src, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	target := f.grpc
+	if api == "json" {
+		target = f.http
+	}
+	p, err := faultproxy.New(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	journal := filepath.Join(dir, "journal")
+	kills, fakeKills := 0, 0
+	expected := time.Duration(size) * time.Second / (100 << 20) // at 100 MB/s
+	start := time.Now()
+	for round := 0; ; round++ {
+		if round > rounds+40 {
+			t.Fatalf("not done after %d rounds", round)
+		}
+		cmd := exec.Command(exe, "-test.run=^$")
+		cmd.Env = append(os.Environ(), envChild+"="+mode, envAddr+"="+p.Addr(), envAPI+"="+api, envSrc+"="+src, envJournal+"="+journal)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		if round < rounds {
+			// Killed at a random moment of the upload's expected time.
+			d := 50*time.Millisecond + time.Duration(rng.Int64N(int64(expected)))
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Logf("round %d: child failed before its kill: %v\n%s", round, err, stderr.String())
+				} else {
+					t.Logf("round %d (done before its kill): %s", round, stderr.String())
+					goto finished
+				}
+			case <-time.After(d):
+				_ = cmd.Process.Signal(syscall.SIGKILL)
+				<-done
+				kills++
+				if j, err := uploader.OpenJournal(journal); err == nil {
+					h, ok, err := j.Lookup(bucket, object)
+					t.Logf("round %d: killed after %v; journal: %v %v gen %d, %d parts; %s", round, d, ok, err, h.Generation, len(h.Parts), stderr.String())
+				}
+				if round%3 == 2 {
+					f.kill()
+					f.start()
+					fakeKills++
+				}
+			}
+			continue
+		}
+		if err := <-done; err != nil {
+			t.Logf("round %d: child failed: %v\n%s", round, err, stderr.String())
+			continue
+		}
+		t.Logf("round %d: %s", round, stderr.String())
+		break
+	}
+finished:
+	st := p.Stats()
+	check(t, f.http, data)
+	if hs, err := os.ReadDir(journal); err == nil {
+		for _, e := range hs {
+			if strings.HasSuffix(e.Name(), ".json") {
+				t.Errorf("journal entry %s left after the upload finished", e.Name())
+			}
+		}
+	}
+	resent := st.BytesUp - int64(size)
+	t.Logf("%s over %s: %d MiB, %d kills of the uploader, %d of fakegcs, %.1f MiB sent in all (%.1f MiB again), %v",
+		mode, api, size/mib, kills, fakeKills, float64(st.BytesUp)/mib, float64(resent)/mib, time.Since(start).Round(time.Millisecond))
+	// A kill loses at most what was in flight: the window (at most 64
+	// MiB) or, in parallel, the parts in flight (4 of 4 MiB), and a
+	// restarted fake loses no acknowledged byte.
+	if limit := int64(kills+fakeKills+1) * (64*mib + 4*mib); resent > limit {
+		t.Errorf("%d bytes sent again after %d kills, more than %d", resent, kills+fakeKills, limit)
+	}
+}
+
+// makeBucket creates the test bucket with versioning, so that every
+// generation of a name stays to be counted.
+func makeBucket(t *testing.T, host string) {
+	t.Helper()
+	body := fmt.Sprintf(`{"name":%q,"versioning":{"enabled":true}}`, bucket)
+	resp, err := http.Post("http://"+host+"/storage/v1/b?project=p", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("create bucket: %s: %s", resp.Status, b)
+	}
+}
+
+// listed is an objects.list answer.
+type listed struct {
+	Items []struct {
+		Name       string `json:"name"`
+		Generation string `json:"generation"`
+		Size       string `json:"size"`
+		CRC32C     string `json:"crc32c"`
+		TimeDelete string `json:"timeDeleted"`
+	} `json:"items"`
+}
+
+func list(t *testing.T, host, prefix string, versions bool) listed {
+	t.Helper()
+	u := fmt.Sprintf("http://%s/storage/v1/b/%s/o?prefix=%s&versions=%v", host, bucket, prefix, versions)
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var l listed
+	if err := json.NewDecoder(resp.Body).Decode(&l); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// check checks the object: one generation, exact, and no temporary
+// object live.
+func check(t *testing.T, host string, data []byte) {
+	t.Helper()
+	all := list(t, host, object, true)
+	if len(all.Items) != 1 {
+		t.Fatalf("%d generations of %s, want 1: %+v", len(all.Items), object, all.Items)
+	}
+	o := all.Items[0]
+	crc := crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli))
+	want := make([]byte, 4)
+	want[0], want[1], want[2], want[3] = byte(crc>>24), byte(crc>>16), byte(crc>>8), byte(crc)
+	if o.Size != strconv.Itoa(len(data)) || o.CRC32C != base64.StdEncoding.EncodeToString(want) {
+		t.Fatalf("stored %s bytes with CRC32C %s, want %d bytes with %s", o.Size, o.CRC32C, len(data), base64.StdEncoding.EncodeToString(want))
+	}
+	if tmp := list(t, host, "objup-tmp/", false); len(tmp.Items) != 0 {
+		t.Fatalf("%d temporary objects left: %+v", len(tmp.Items), tmp.Items)
+	}
+}
