@@ -88,6 +88,9 @@ func (p *progress) event(e tree.Event) {
 		p.inFlight[e.Path] = e.Bytes
 		return
 	case tree.Started:
+		if e.Err != nil {
+			fmt.Fprintf(p.w, "objup: %s: the earlier upload could not be continued (%v): sending it anew\n", e.Path, e.Err)
+		}
 		return
 	case tree.Done:
 		if !e.Found {

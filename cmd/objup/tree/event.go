@@ -17,7 +17,8 @@ const (
 	// Skipped events of links left out.
 	Walked EventKind = iota + 1
 	// Started: the file's upload begins (Resumed: it continues an earlier
-	// run's upload).
+	// run's upload; Err: the service refused to continue an earlier run's
+	// upload, which was abandoned, and the file is sent anew).
 	Started
 	// Progressed: the service holds Bytes bytes of the file.
 	Progressed
@@ -86,7 +87,9 @@ type Event struct {
 	Found bool
 	// Reason says why the file was skipped (Skipped).
 	Reason SkipReason
-	// Err is why the file failed (Failed), or why a link was left out.
+	// Err is why the file failed (Failed), why a link was left out
+	// (Skipped), or why an earlier run's upload could not be continued
+	// (Started).
 	Err error
 	// Attrs are the stored object's attributes (Done).
 	Attrs *uploader.ObjectAttrs

@@ -289,6 +289,9 @@ type upload struct {
 
 	crcDone bool
 	crc     uint32
+	// resumeErr is why an earlier run's upload of the file could not be
+	// continued, when it is sent anew for that reason.
+	resumeErr error
 }
 
 // file uploads f, or skips it, and records the outcome.
@@ -432,8 +435,18 @@ func (u *upload) resume(ctx context.Context, h uploader.Handle) (attrs *uploader
 				return nil, rerr, true
 			}
 			return nil, nil, false
-		default:
+		case uploader.IsOutcomeUnknown(err) || ctx.Err() != nil:
 			return nil, err, true
+		default:
+			// The service refused to go on with the upload (its outcome is
+			// known: nothing was stored): abandon it and send the file anew,
+			// under the same precondition, which the old upload had too.
+			u.resumeErr = err
+			_ = r.c.Discard(ctx, h)
+			if rerr := r.opts.Journal.Remove(r.bucket, f.object); rerr != nil {
+				return nil, rerr, true
+			}
+			return nil, nil, false
 		}
 	}
 	if changed {
@@ -459,7 +472,8 @@ func (u *upload) send(ctx context.Context, ifGen int64) (*uploader.ObjectAttrs, 
 		}
 		u.st.started, u.st.startRec = true, rec
 	}
-	r.emit(Event{Kind: Started, Path: f.rel, Object: f.object, Size: u.size})
+	r.emit(Event{Kind: Started, Path: f.rel, Object: f.object, Size: u.size, Err: u.resumeErr})
+	u.resumeErr = nil
 	cond := uploader.Conditions{DoesNotExist: ifGen == 0, GenerationMatch: ifGen}
 	opts := make([]uploader.WriterOption, 0, 4+len(r.opts.WriterOptions))
 	opts = append(opts, r.opts.WriterOptions...)

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/objup/objup/fakes"
+	"github.com/objup/objup/fakes/link"
+)
+
+// TestKill kills `objup cp -r` with SIGKILL at random moments, runs it
+// again until a run exits 0 by itself, and checks what is stored: every
+// file exactly once (one generation of each name, its size and CRC32C),
+// no temporary object of a parallel upload, no journal entry, and a last
+// run that sends nothing. OBJUP_KILL_SEED replays a seed.
+func TestKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills a child process in rounds")
+	}
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("OBJUP_KILL_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	t.Logf("seed %d (OBJUP_KILL_SEED replays it)", seed)
+	rng := rand.New(rand.NewPCG(seed, 3))
+
+	// A slow link, so that a run lasts about a second and a kill lands
+	// in the middle of it.
+	e := newEnv(t, fakes.WithLink(link.Config{Bandwidth: 4 << 20, RTT: 2 * time.Millisecond}))
+	files := make(map[string]int)
+	for i := range 300 {
+		files[fmt.Sprintf("d%d/f%03d.dat", i%7, i)] = 1 + rng.IntN(16<<10)
+	}
+	files["big/resumable.bin"] = 8<<20 - 4096 // under the threshold: a resumable session
+	files["big/parallel.bin"] = 8 << 20       // a parallel composite upload of 1 MiB parts
+	dir := mkTree(t, files)
+	args := []string{"cp", "-r", dir, "gs://" + bucket + "/kill",
+		"--parallel-threshold", "8MiB", "--part-size", "1MiB", "--concurrency", "16", "--progress-every", "0"}
+
+	const (
+		maxRounds   = 60
+		killRounds  = 25 // after these, runs go to their end
+		maxDuration = 3 * time.Minute
+	)
+	start := time.Now()
+	kills, restarts, ok := 0, 0, false
+	var last result
+	for round := 1; round <= maxRounds && time.Since(start) < maxDuration; round++ {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		cmd := e.command(ctx, args...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Start(); err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		var kill <-chan time.Time
+		if round <= killRounds {
+			kill = time.After(time.Duration(20+rng.IntN(700)) * time.Millisecond)
+		}
+		select {
+		case err := <-exited:
+			last = result{stdout: stdout.String(), stderr: stderr.String()}
+			if err != nil {
+				last.code = cmd.ProcessState.ExitCode()
+				t.Logf("round %d: exit %d\n%s%s", round, last.code, last.stdout, last.stderr)
+			}
+		case <-kill:
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			<-exited
+			kills++
+			cancel()
+			restarts += strings.Count(stderr.String(), "could not be continued")
+			continue
+		}
+		cancel()
+		restarts += strings.Count(stderr.String(), "could not be continued")
+		if last.code == 0 {
+			ok = true
+			t.Logf("round %d finished after %d kills in %s (%d uploads the service refused to continue were sent anew): %s",
+				round, kills, time.Since(start).Round(time.Millisecond), restarts, strings.TrimSpace(last.stdout))
+			break
+		}
+	}
+	if !ok {
+		t.Fatalf("no run finished in %s; the last said:\n%s%s", time.Since(start), last.stdout, last.stderr)
+	}
+
+	rels := keys(files)
+	e.checkStored(t, dir, "kill/", rels)
+	if vs := e.versions(t, "kill/"); len(vs) != len(files) {
+		t.Errorf("%d names under kill/, want %d", len(vs), len(files))
+	}
+	if tmp, err := e.srv.ListObjects(bucket, "objup-tmp/"); err != nil || len(tmp) != 0 {
+		t.Errorf("temporary objects left: %d (%v)", len(tmp), err)
+	}
+	entries, _ := filepath.Glob(filepath.Join(e.journal, "*.objup.json"))
+	if len(entries) != 0 {
+		t.Errorf("journal entries left: %q", entries)
+	}
+
+	// A run after the end sends nothing.
+	e.srv.ResetCalls()
+	r := e.run(t, args...)
+	if r.code != 0 || !regexp.MustCompile(`\b0 uploaded`).MatchString(r.stdout) {
+		t.Errorf("a run after the end: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if n := e.writes(); n != 0 {
+		t.Errorf("a run after the end made %d write calls", n)
+	}
+}
