@@ -68,6 +68,10 @@ type Handle struct {
 	// Composing says that a parallel upload's last compose may have gone
 	// out: its answer did not come back while the Writer ran.
 	Composing bool `json:"composing,omitempty"`
+	// ComposeMatch is that compose's ifGenerationMatch, which a
+	// compose made again takes too, when HasComposeMatch.
+	ComposeMatch    int64 `json:"composeMatch,omitempty"`
+	HasComposeMatch bool  `json:"hasComposeMatch,omitempty"`
 	// TempPrefix, ID and PartSize name a parallel upload's temporary
 	// objects; Parts are those that went out.
 	TempPrefix string       `json:"tempPrefix,omitempty"`
@@ -163,6 +167,7 @@ func (c *checkpoints) handleLocked() Handle {
 	case cp.ID != "":
 		h.Kind = KindParallel
 		h.TempPrefix, h.ID, h.PartSize, h.Composing = cp.Prefix, cp.ID, cp.PartSize, cp.Composing
+		h.ComposeMatch, h.HasComposeMatch = cp.ComposeMatch, cp.HasMatch
 		h.Persisted, h.CRC32C = 0, 0
 		h.Parts = make([]HandlePart, len(cp.Parts))
 		for i, p := range cp.Parts {

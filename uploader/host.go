@@ -31,7 +31,9 @@ func (w *Writer) choose(c chunker.Chunk) mode.Mode {
 	switch {
 	case w.cfg.parallel != nil:
 		w.cps.setSpec(&w.req.Scratch.Spec)
-		return mode.NewParallel(h, *w.cfg.parallel)
+		cfg := *w.cfg.parallel
+		cfg.Exact = w.cfg.journal != nil
+		return mode.NewParallel(h, cfg)
 	case w.req.App != nil:
 		return mode.NewAppend(h)
 	}

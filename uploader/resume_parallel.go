@@ -70,16 +70,13 @@ func (w *Writer) resumeParallel(h *Handle, src io.ReaderAt) (*ObjectAttrs, error
 		// Writer: an object of the source's bytes, composed of as many
 		// parts, is that compose's (or one of the same bytes), and the
 		// upload is done; else the parts are composed again.
-		if o, err := c.getObject(ctx, h.Bucket, h.Object); err == nil && int(o.GetComponentCount()) == len(h.Parts) {
-			if attrs, err := finishedAlready(op, h, o, src); err == nil {
-				_ = c.deleteTemps(ctx, h)
-				if w.cfg.journal != nil {
-					_ = w.cfg.journal.Remove(h.Bucket, h.Object)
-				}
-				w.closed = true
-				w.end()
-				return attrs, nil
+		if attrs, ok := c.composedEarlier(ctx, h, src); ok {
+			if w.cfg.journal != nil {
+				_ = w.cfg.journal.Remove(h.Bucket, h.Object)
 			}
+			w.closed = true
+			w.end()
+			return attrs, nil
 		}
 	}
 	reuse, err := c.storedParts(ctx, h, prefix, src)
@@ -98,12 +95,41 @@ func (w *Writer) resumeParallel(h *Handle, src io.ReaderAt) (*ObjectAttrs, error
 		}
 		proto.Merge(&w.req.Scratch.Spec, &s)
 	}
+	if h.HasComposeMatch && w.req.Scratch.Spec.IfGenerationMatch == nil {
+		// The compose that may have gone out had this precondition: the
+		// one made again takes it too, so only one of them stores.
+		match := h.ComposeMatch
+		w.req.Scratch.Spec.IfGenerationMatch = &match
+	}
 	parts := 0
 	if w.cfg.parallel != nil {
 		parts = w.cfg.parallel.Parts
 	}
 	w.cfg.parallel = &mode.Parallel{PartSize: h.PartSize, Parts: parts, TempPrefix: h.TempPrefix, ID: h.ID, Stored: reuse}
-	return w.finishFrom(src, 0)
+	attrs, err := w.finishFrom(src, 0)
+	if err != nil && h.Composing && h.HasComposeMatch && CodeOf(err) == codes.FailedPrecondition {
+		// The compose that went out before stored first.
+		if a, ok := c.composedEarlier(ctx, h, src); ok {
+			return a, nil
+		}
+	}
+	return attrs, err
+}
+
+// composedEarlier returns the object of h's upload if the service holds
+// one composed of its parts with the source's bytes, and deletes the
+// upload's temporary objects then.
+func (c *Client) composedEarlier(ctx context.Context, h *Handle, src io.ReaderAt) (*ObjectAttrs, bool) {
+	o, err := c.getObject(ctx, h.Bucket, h.Object)
+	if err != nil || int(o.GetComponentCount()) != len(h.Parts) {
+		return nil, false
+	}
+	attrs, err := finishedAlready("Resume", h, o, src)
+	if err != nil {
+		return nil, false
+	}
+	_ = c.deleteTemps(ctx, h)
+	return attrs, true
 }
 
 // storedParts returns the parts of h's upload that the service holds with

@@ -49,6 +49,11 @@ type Parallel struct {
 	// again is not sent.
 	ID     string
 	Stored []xfer.StoredPart
+	// Exact makes the last compose replace only the generation that is
+	// live when it is about to go out (ifGenerationMatch, unless the
+	// spec has one), so that a later process that composes again after a
+	// kill cannot make a second generation: see Checkpoint.ComposeMatch.
+	Exact bool
 }
 
 // parallel is the state of a parallel composite upload: the part being

@@ -3,6 +3,8 @@ package mode
 import (
 	"strconv"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/objup/objup/uploader/internal/xfer"
 
 	"golang.org/x/sync/errgroup"
@@ -44,8 +46,20 @@ func (p *parallel) Finish(last chunker.Chunk) (*wire.Object, error) {
 	}
 	h.Spec(nil, h.Chunker().Size())
 	h.Checksums()
-	// A later process that finds Composing and no object composes again.
-	if err := h.Checkpoints().Update(func(c *xfer.Checkpoint) { c.Composing = true }, true); err != nil {
+	if p.cfg.Exact && u.Scratch.Spec.IfGenerationMatch == nil {
+		if err := p.matchLive(); err != nil {
+			return nil, err
+		}
+	}
+	// A later process that finds Composing and no object composes again,
+	// under the same precondition.
+	match := u.Scratch.Spec.IfGenerationMatch
+	if err := h.Checkpoints().Update(func(c *xfer.Checkpoint) {
+		c.Composing = true
+		if match != nil {
+			c.ComposeMatch, c.HasMatch = *match, true
+		}
+	}, true); err != nil {
 		return nil, &xfer.OpError{Op: p.tr.Names().Compose, Bucket: u.Bucket, Object: u.Object, Code: xfer.CodeOf(err), Err: err}
 	}
 	var o *wire.Object
@@ -66,6 +80,27 @@ func (p *parallel) Finish(last chunker.Chunk) (*wire.Object, error) {
 	gen := o.GetGeneration()
 	_ = h.Checkpoints().Update(func(c *xfer.Checkpoint) { c.Gen = gen }, true)
 	return o, nil
+}
+
+// matchLive makes the compose replace only the object's live generation
+// (ifGenerationMatch: 0 when there is none).
+func (p *parallel) matchLive() error {
+	u := p.h.Request()
+	e := p.h.Engine()
+	var gen int64
+	err := do(e, &u.Target, p.tr.Names().Query, true, nil, func() (string, bool, error) {
+		o, err := p.tr.GetObject(u, u.Object, e.AttemptTimeout())
+		if xfer.CodeOf(err) == codes.NotFound {
+			o, err = nil, nil
+		}
+		gen = o.GetGeneration()
+		return "GetObject", true, err
+	})
+	if err != nil {
+		return err
+	}
+	u.Scratch.Spec.IfGenerationMatch = &gen
+	return nil
 }
 
 // composeRound joins srcs 32 at a time into temporary objects, all at

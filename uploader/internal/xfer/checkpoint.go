@@ -17,6 +17,10 @@ type Checkpoint struct {
 	// compose made it; Composing says that compose may have gone out.
 	Gen       int64
 	Composing bool
+	// ComposeMatch is the ifGenerationMatch of that compose (0: the
+	// object must not exist), when HasMatch.
+	ComposeMatch int64
+	HasMatch     bool
 	// Prefix and ID name a parallel upload's temporary objects: its parts
 	// are Prefix + ID + "/part-N", each of PartSize bytes (the last may be
 	// shorter).
