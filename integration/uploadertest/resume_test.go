@@ -1,0 +1,313 @@
+package uploadertest_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"hash/crc32"
+	"io/fs"
+	"testing"
+	"time"
+
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/objup/objup/fakes/faultproxy"
+
+	"github.com/objup/objup/uploader"
+)
+
+// abandoned starts an upload of data through a Writer of a client of its
+// own, which reaches e's fake through a proxy, waits until the service
+// persisted at least least bytes of it, and returns the Writer's handle
+// then. The proxy then closes, as a killed process's connections do, so
+// the Writer's cancel of the session never reaches the service: the
+// session stays for a later Writer.
+func abandoned(t *testing.T, e *env, name string, data []byte, least int64, opts ...uploader.WriterOption) uploader.Handle {
+	t.Helper()
+	p, err := faultproxy.New(e.srv.GRPCAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := uploader.NewClient(context.Background(),
+		option.WithEndpoint(p.Addr()), option.WithoutAuthentication(),
+		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
+		retryWith(uploader.Retry{Deadline: time.Second}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w, err := c.NewWriter(context.Background(), bucket, name, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := w.Handle(); ok {
+		t.Fatal("a Writer that sent nothing has a handle")
+	}
+	if _, err := w.Write(data[:len(data)/2]); err != nil {
+		t.Fatal(err)
+	}
+	var h uploader.Handle
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var ok bool
+		h, ok = w.Handle()
+		if ok && h.Persisted >= least {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no handle with %d bytes persisted: %+v %v", least, h, ok)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	p.Close()
+	_ = w.CloseWithError(errors.New("killed"))
+	return h
+}
+
+func crcOf(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+
+// TestResumeSession: a session an abandoned Writer began goes on from
+// what the service persisted, from a Handle that went through JSON, and
+// the object is stored once, exact.
+func TestResumeSession(t *testing.T) {
+	e := newEnv(t)
+	data := payload(5*mib+123, 1)
+	h := abandoned(t, e, "big", data, 1*mib)
+	if h.Kind != uploader.KindResumable || h.Session == "" || h.API != "grpc" || h.Persisted%(256*kib) != 0 {
+		t.Fatalf("handle %+v", h)
+	}
+	if h.CRC32C != crcOf(data[:h.Persisted]) {
+		t.Fatalf("handle CRC32C %08x, the first %d bytes have %08x", h.CRC32C, h.Persisted, crcOf(data[:h.Persisted]))
+	}
+	b, err := json.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back uploader.Handle
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	starts := e.countCalls("StartResumableWrite")
+	var first int64 = -1
+	attrs, err := e.c.Resume(context.Background(), back, bytes.NewReader(data), uploader.WithProgress(func(n int64) {
+		if first < 0 {
+			first = n
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameBytes(t, "resumed object", e.content("big"), data)
+	if attrs.Size != int64(len(data)) || attrs.CRC32C != crcOf(data) {
+		t.Fatalf("attrs %d bytes %08x", attrs.Size, attrs.CRC32C)
+	}
+	if n := e.countCalls("StartResumableWrite"); n != starts {
+		t.Fatalf("%d new sessions, want none", n-starts)
+	}
+	if first < h.Persisted {
+		t.Fatalf("the resumed Writer's first progress is %d, below the %d persisted", first, h.Persisted)
+	}
+	// The session is finished: a second Resume returns the object, and
+	// stores nothing new.
+	again, err := e.c.Resume(context.Background(), back, bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Generation != attrs.Generation {
+		t.Fatalf("second resume: generation %d, want %d", again.Generation, attrs.Generation)
+	}
+}
+
+// TestResumeRefusesChangedSource: a source whose first bytes differ from
+// what the service holds is refused before a byte is sent, and the session
+// is left as it was; the right source then finishes it.
+func TestResumeRefusesChangedSource(t *testing.T) {
+	e := newEnv(t)
+	data := payload(6*mib, 2)
+	h := abandoned(t, e, "obj", data, 512*kib)
+	for _, tc := range []struct {
+		name string
+		src  []byte
+	}{
+		{"first byte", append([]byte{data[0] ^ 1}, data[1:]...)},
+		{"shorter than persisted", data[:h.Persisted-1]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(e.srv.Calls())
+			_, err := e.c.Resume(context.Background(), h, bytes.NewReader(tc.src))
+			if !uploader.IsSourceChanged(err) || uploader.CodeOf(err) != codes.FailedPrecondition {
+				t.Fatalf("Resume of a changed source: %v", err)
+			}
+			if calls := e.srv.Calls()[before:]; len(calls) != 0 {
+				t.Fatalf("calls after a refused resume: %+v", calls)
+			}
+		})
+	}
+	e.absent("obj")
+	if _, err := e.c.Resume(context.Background(), h, bytes.NewReader(data)); err != nil {
+		t.Fatal(err)
+	}
+	sameBytes(t, "obj", e.content("obj"), data)
+}
+
+// TestResumeFinishedSession: the handle of an upload that finished
+// returns its object for the same source, and an IsSourceChanged error for
+// another whose prefix matches.
+func TestResumeFinishedSession(t *testing.T) {
+	e := newEnv(t)
+	data := payload(2*mib, 3)
+	w, err := e.c.NewWriter(context.Background(), bucket, "done", uploader.WithChunkSize(256*kib))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	h, ok := w.Handle()
+	if !ok {
+		t.Fatal("no handle after 2 MiB")
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := w.Handle(); ok {
+		t.Fatal("a handle after a successful Close")
+	}
+	attrs, err := e.c.Resume(context.Background(), h, bytes.NewReader(data))
+	if err != nil || attrs.Generation != w.Attrs().Generation {
+		t.Fatalf("Resume of a finished upload: %v, %+v", err, attrs)
+	}
+	other := append(append([]byte(nil), data...), 'x')
+	if _, err := e.c.Resume(context.Background(), h, bytes.NewReader(other)); !uploader.IsSourceChanged(err) {
+		t.Fatalf("Resume of a finished upload with a longer source: %v", err)
+	}
+}
+
+// TestResumeGoneSession: a cancelled session is a NotFound error that
+// matches fs.ErrNotExist, and stores nothing.
+func TestResumeGoneSession(t *testing.T) {
+	e := newEnv(t)
+	data := payload(2*mib, 4)
+	w, err := e.c.NewWriter(context.Background(), bucket, "gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	h, ok := w.Handle()
+	if !ok {
+		t.Fatal("no handle")
+	}
+	_ = w.CloseWithError(errors.New("abandon")) // cancels the session
+	_, err = e.c.Resume(context.Background(), h, bytes.NewReader(data))
+	if !errors.Is(err, fs.ErrNotExist) || uploader.CodeOf(err) != codes.NotFound {
+		t.Fatalf("Resume of a cancelled session: %v", err)
+	}
+	e.absent("gone")
+}
+
+// TestResumeBadInput: handles and options a resume cannot take are
+// InvalidArgument errors before any call.
+func TestResumeBadInput(t *testing.T) {
+	e := newEnv(t)
+	good := uploader.Handle{Version: 1, Kind: uploader.KindResumable, API: "grpc", Bucket: bucket, Object: "o", Session: "s"}
+	mod := func(f func(h *uploader.Handle)) uploader.Handle { h := good; f(&h); return h }
+	src := bytes.NewReader(nil)
+	for _, tc := range []struct {
+		name string
+		h    uploader.Handle
+		src  *bytes.Reader
+		opts []uploader.WriterOption
+	}{
+		{"version", mod(func(h *uploader.Handle) { h.Version = 2 }), src, nil},
+		{"kind", mod(func(h *uploader.Handle) { h.Kind = "other" }), src, nil},
+		{"api", mod(func(h *uploader.Handle) { h.API = "json" }), src, nil},
+		{"no session", mod(func(h *uploader.Handle) { h.Session = "" }), src, nil},
+		{"bucket", mod(func(h *uploader.Handle) { h.Bucket = "Bad_Bucket!" }), src, nil},
+		{"object", mod(func(h *uploader.Handle) { h.Object = "" }), src, nil},
+		{"negative persisted", mod(func(h *uploader.Handle) { h.Persisted = -1 }), src, nil},
+		{"appendable without generation", mod(func(h *uploader.Handle) { h.Kind = uploader.KindAppendable }), src, nil},
+		{"parallel without id", mod(func(h *uploader.Handle) { h.Kind = uploader.KindParallel }), src, nil},
+		{"nil source", good, nil, nil},
+		{"attributes", good, src, []uploader.WriterOption{uploader.WithAttrs(uploader.ObjectAttrs{ContentType: "text/plain"})}},
+		{"conditions", good, src, []uploader.WriterOption{uploader.WithConditions(uploader.Conditions{DoesNotExist: true})}},
+		{"send CRC32C", good, src, []uploader.WriterOption{uploader.WithSendCRC32C(1)}},
+		{"nil journal", good, src, []uploader.WriterOption{uploader.WithJournal(nil)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(e.srv.Calls())
+			var err error
+			if tc.src == nil {
+				_, err = e.c.Resume(context.Background(), tc.h, nil, tc.opts...)
+			} else {
+				_, err = e.c.Resume(context.Background(), tc.h, tc.src, tc.opts...)
+			}
+			if !isInvalid(err) {
+				t.Fatalf("got %v, want InvalidArgument", err)
+			}
+			if n := len(e.srv.Calls()) - before; n != 0 {
+				t.Fatalf("%d calls", n)
+			}
+		})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := e.c.Resume(ctx, good, src); uploader.CodeOf(err) != codes.Canceled {
+		t.Fatalf("cancelled context: %v", err)
+	}
+}
+
+// TestJournalKeepsTheHandle: WithJournal writes the handle while the
+// upload runs and removes it once it ended; a small object writes none.
+func TestJournalKeepsTheHandle(t *testing.T) {
+	e := newEnv(t)
+	j, err := uploader.OpenJournal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.c.Upload(context.Background(), bucket, "small", bytes.NewReader(payload(10*kib, 5)), uploader.WithJournal(j)); err != nil {
+		t.Fatal(err)
+	}
+	if hs, err := j.Handles(); err != nil || len(hs) != 0 {
+		t.Fatalf("journal after a small upload: %v %v", hs, err)
+	}
+	data := payload(3*mib, 6)
+	w, err := e.c.NewWriter(context.Background(), bucket, "large", uploader.WithJournal(j))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(data[:2*mib]); err != nil {
+		t.Fatal(err)
+	}
+	h, ok, err := j.Lookup(bucket, "large")
+	if err != nil || !ok || h.Session == "" || h.Kind != uploader.KindResumable {
+		t.Fatalf("journal during the upload: %+v %v %v", h, ok, err)
+	}
+	if _, err := w.Write(data[2*mib:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := j.Lookup(bucket, "large"); ok {
+		t.Fatal("the journal keeps a finished upload")
+	}
+	// A failed upload's entry goes too: its session was cancelled.
+	w, err = e.c.NewWriter(context.Background(), bucket, "failed", uploader.WithJournal(j))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.CloseWithError(errors.New("stop"))
+	if hs, _ := j.Handles(); len(hs) != 0 {
+		t.Fatalf("journal after a failed upload: %+v", hs)
+	}
+}
