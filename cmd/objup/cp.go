@@ -160,11 +160,6 @@ func cp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
-	j, err := uploader.OpenJournal(cfg.journal)
-	if err != nil {
-		fmt.Fprintf(stderr, "objup: %v\n", err)
-		return exitFailed
-	}
 	if cfg.tenant != "" {
 		if ctx, err = header.WithTenant(ctx, cfg.tenant); err != nil {
 			fmt.Fprintf(stderr, "objup: --tenant: %v\n", err)
@@ -185,7 +180,7 @@ func cp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	bar := isTerminal(stderr)
 	prog := newProgress(stderr, bar, cfg.progressEvery)
 	opts := tree.Options{
-		Journal:           j,
+		JournalDir:        cfg.journal,
 		FollowSymlinks:    cfg.follow,
 		Concurrency:       cfg.concurrency,
 		ParallelThreshold: int64(cfg.threshold),

@@ -98,6 +98,7 @@ func TestKill(t *testing.T) {
 		t.Fatalf("no run finished in %s; the last said:\n%s%s", time.Since(start), last.stdout, last.stderr)
 	}
 
+	e.settle(t)
 	rels := keys(files)
 	e.checkStored(t, dir, "kill/", rels)
 	if vs := e.versions(t, "kill/"); len(vs) != len(files) {
@@ -118,6 +119,28 @@ func TestKill(t *testing.T) {
 		t.Errorf("a run after the end: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if n := e.writes(); n != 0 {
-		t.Errorf("a run after the end made %d write calls", n)
+		t.Errorf("a run after the end made %d write calls: %+v", n, e.srv.Calls())
 	}
+}
+
+// settle waits until the fake has ended the calls of the killed
+// processes, which it may still be reading when the last run ends: until
+// its count of calls stays the same for 300 ms (10 s at most).
+func (e *env) settle(t *testing.T) {
+	t.Helper()
+	total := func() (n int64) {
+		for _, c := range e.srv.CallCounts() {
+			n += c.Count
+		}
+		return n
+	}
+	last, since := total(), time.Now()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if n := total(); n != last {
+			last, since = n, time.Now()
+		} else if time.Since(since) >= 300*time.Millisecond {
+			return
+		}
+	}
+	t.Logf("the fake's calls did not settle in 10 s")
 }

@@ -20,7 +20,7 @@
 // # What survives a kill
 //
 // Two records on disk, both in the journal's directory
-// (Options.Journal):
+// (Options.JournalDir):
 //
 //   - The journal (uploader.Journal) keeps the resume handle of each
 //     upload that can be continued: a resumable session (a file larger

@@ -41,13 +41,10 @@ func ExampleUpload() {
 	_ = os.WriteFile(filepath.Join(dir, "a.txt"), []byte("hello"), 0o644)
 	_ = os.WriteFile(filepath.Join(dir, "logs", "b.log"), []byte("world"), 0o644)
 
+	// The journal's directory keeps what a later run needs.
 	jdir, _ := os.MkdirTemp("", "tree-example-journal")
 	defer os.RemoveAll(jdir)
-	journal, err := uploader.OpenJournal(jdir)
-	if err != nil {
-		log.Fatal(err)
-	}
-	opts := tree.Options{Journal: journal}
+	opts := tree.Options{JournalDir: jdir}
 
 	sum, err := tree.Upload(ctx, c, dir, "example-bucket", "backup", opts)
 	if err != nil {

@@ -38,10 +38,11 @@ const DefaultConcurrency = 32
 // regular file, 32 at once, without a journal (a run that is killed leaves
 // nothing for the next one), stopping at the first failure.
 type Options struct {
-	// Journal keeps the resume handles of large files and, in its
-	// directory, the destination's manifest. Without one, nothing
-	// outlives the run.
-	Journal *uploader.Journal
+	// JournalDir is the directory of the journal (uploader.OpenJournal)
+	// that keeps the resume handles of large files, and of the
+	// destination's manifest; it is created if need be. Without one,
+	// nothing outlives the run.
+	JournalDir string
 	// Filter, if set, is called with each file's and each directory's
 	// path relative to the directory (slash-separated); false leaves the
 	// file, or the whole directory, out.
@@ -79,7 +80,7 @@ type Options struct {
 
 // Upload uploads the regular files under dir to bucket, each as prefix +
 // "/" + its path relative to dir (see ObjectName), opts.Concurrency at a
-// time, and returns what it did. With opts.Journal, a run that is killed
+// time, and returns what it did. With opts.JournalDir, a run that is killed
 // leaves what the next run of the same (dir, bucket, prefix) needs to
 // finish the work without sending a stored file again (see the package
 // documentation).
@@ -115,7 +116,7 @@ func Upload(ctx context.Context, c *uploader.Client, dir, bucket, prefix string,
 }
 
 // UploadFile uploads the file at path as gs://bucket/object, as Upload
-// uploads each file of a directory: with opts.Journal, a run that is
+// uploads each file of a directory: with opts.JournalDir, a run that is
 // killed leaves what the next UploadFile of the same path, bucket and
 // object needs to finish it. opts.Filter and opts.FollowSymlinks do not
 // apply (a link is followed).
@@ -168,11 +169,12 @@ func checkArgs(c *uploader.Client, bucket string, opts *Options) error {
 
 // run is one Upload or UploadFile.
 type run struct {
-	c      *uploader.Client
-	bucket string
-	opts   Options
-	man    *manifest                  // nil without a journal
-	hs     map[string]uploader.Handle // the journal's handles of bucket, by object
+	c       *uploader.Client
+	bucket  string
+	opts    Options
+	journal *uploader.Journal          // nil without one
+	man     *manifest                  // nil without a journal
+	hs      map[string]uploader.Handle // the journal's handles of bucket, by object
 
 	evMu sync.Mutex // orders OnEvent's calls
 
@@ -184,8 +186,13 @@ type run struct {
 // run uploads files.
 func (r *run) run(ctx context.Context, start time.Time, dest record, files []file, bytes int64) (sum Summary, err error) {
 	r.sum.Files, r.sum.Bytes = len(files), bytes
-	if j := r.opts.Journal; j != nil {
-		if r.man, err = openManifest(j.Dir(), dest); err != nil {
+	if dir := r.opts.JournalDir; dir != "" {
+		j, err := uploader.OpenJournal(dir)
+		if err != nil {
+			return Summary{}, fmt.Errorf("tree: %w", err)
+		}
+		r.journal = j
+		if r.man, err = openManifest(dir, dest); err != nil {
 			return Summary{}, err
 		}
 		hs, err := j.Handles()
@@ -342,7 +349,7 @@ func (u *upload) run(ctx context.Context) error {
 		if same {
 			if hasHandle { // left by a run whose outcome was unknown, settled since
 				_ = r.c.Discard(ctx, h)
-				_ = r.opts.Journal.Remove(r.bucket, f.object)
+				_ = r.journal.Remove(r.bucket, f.object)
 			}
 			r.skip(f, SkipUnchanged)
 			return nil
@@ -419,7 +426,7 @@ func (u *upload) resume(ctx context.Context, h uploader.Handle) (attrs *uploader
 	changed := st.started && (st.startRec.Size != u.size || st.startRec.MTime != u.mtime)
 	if !changed {
 		r.emit(Event{Kind: Started, Path: f.rel, Object: f.object, Size: u.size, Resumed: true})
-		opts := []uploader.WriterOption{uploader.WithJournal(r.opts.Journal), u.progress()}
+		opts := []uploader.WriterOption{uploader.WithJournal(r.journal), u.progress()}
 		if h.Kind == uploader.KindParallel && r.opts.Parallel.Parts > 0 {
 			opts = append(opts, uploader.WithParallelUpload(uploader.ParallelUpload{Parts: r.opts.Parallel.Parts}))
 		}
@@ -431,7 +438,7 @@ func (u *upload) resume(ctx context.Context, h uploader.Handle) (attrs *uploader
 			changed = true
 		case errors.Is(err, os.ErrNotExist):
 			// The service no longer knows the session: start again.
-			if rerr := r.opts.Journal.Remove(r.bucket, f.object); rerr != nil {
+			if rerr := r.journal.Remove(r.bucket, f.object); rerr != nil {
 				return nil, rerr, true
 			}
 			return nil, nil, false
@@ -443,7 +450,7 @@ func (u *upload) resume(ctx context.Context, h uploader.Handle) (attrs *uploader
 			// under the same precondition, which the old upload had too.
 			u.resumeErr = err
 			_ = r.c.Discard(ctx, h)
-			if rerr := r.opts.Journal.Remove(r.bucket, f.object); rerr != nil {
+			if rerr := r.journal.Remove(r.bucket, f.object); rerr != nil {
 				return nil, rerr, true
 			}
 			return nil, nil, false
@@ -454,7 +461,7 @@ func (u *upload) resume(ctx context.Context, h uploader.Handle) (attrs *uploader
 			uploader.CodeOf(derr) != codes.FailedPrecondition {
 			return nil, fmt.Errorf("discarding the upload of the earlier version: %w", derr), true
 		}
-		if rerr := r.opts.Journal.Remove(r.bucket, f.object); rerr != nil {
+		if rerr := r.journal.Remove(r.bucket, f.object); rerr != nil {
 			return nil, rerr, true
 		}
 	}
@@ -478,8 +485,8 @@ func (u *upload) send(ctx context.Context, ifGen int64) (*uploader.ObjectAttrs, 
 	opts := make([]uploader.WriterOption, 0, 4+len(r.opts.WriterOptions))
 	opts = append(opts, r.opts.WriterOptions...)
 	opts = append(opts, uploader.WithConditions(cond), u.progress())
-	if r.opts.Journal != nil {
-		opts = append(opts, uploader.WithJournal(r.opts.Journal))
+	if r.journal != nil {
+		opts = append(opts, uploader.WithJournal(r.journal))
 	}
 	if r.opts.ParallelThreshold > 0 && u.size >= r.opts.ParallelThreshold {
 		opts = append(opts, uploader.WithParallelUpload(r.opts.Parallel))

@@ -57,7 +57,7 @@ func TestUploadNames(t *testing.T) {
 		{"x/y", []string{"x/y/a.txt", "x/y/d/b.txt", "x/y/d/e/c.bin"}},
 	} {
 		t.Run(tc.prefix, func(t *testing.T) {
-			sum, err := tree.Upload(context.Background(), e.c, dir, bucket, tc.prefix, tree.Options{Journal: e.journal})
+			sum, err := tree.Upload(context.Background(), e.c, dir, bucket, tc.prefix, tree.Options{JournalDir: e.jdir})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -89,7 +89,7 @@ func TestFilter(t *testing.T) {
 		}
 		return !strings.HasSuffix(rel, ".tmp")
 	}
-	sum, err := tree.Upload(context.Background(), e.c, dir, bucket, "f", tree.Options{Journal: e.journal, Filter: filter})
+	sum, err := tree.Upload(context.Background(), e.c, dir, bucket, "f", tree.Options{JournalDir: e.jdir, Filter: filter})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestSymlinks(t *testing.T) {
 	} {
 		t.Run(tc.prefix, func(t *testing.T) {
 			var ev events
-			_, err := tree.Upload(context.Background(), e.c, dir, bucket, tc.prefix, tree.Options{Journal: e.journal, FollowSymlinks: tc.follow, OnEvent: ev.on})
+			_, err := tree.Upload(context.Background(), e.c, dir, bucket, tc.prefix, tree.Options{JournalDir: e.jdir, FollowSymlinks: tc.follow, OnEvent: ev.on})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,7 +159,7 @@ func TestSecondRunSendsNothing(t *testing.T) {
 			e := newEnv(t)
 			files := map[string]int{"a": 100, "b/c": 1 << 20, "b/d": 0}
 			dir := mkTree(t, files)
-			opts := tree.Options{Journal: e.journal, Compare: tc.compare}
+			opts := tree.Options{JournalDir: e.jdir, Compare: tc.compare}
 			if _, err := tree.Upload(context.Background(), e.c, dir, bucket, "s", opts); err != nil {
 				t.Fatal(err)
 			}
@@ -242,7 +242,7 @@ func TestKilledRun(t *testing.T) {
 				}
 			}
 			var ev events
-			sum, err := tree.Upload(context.Background(), e.c, dir, bucket, "k", tree.Options{Journal: e.journal, OnEvent: ev.on})
+			sum, err := tree.Upload(context.Background(), e.c, dir, bucket, "k", tree.Options{JournalDir: e.jdir, OnEvent: ev.on})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -259,7 +259,7 @@ func TestKilledRun(t *testing.T) {
 			}
 			// A third run sends nothing.
 			e.srv.ResetCalls()
-			sum, err = tree.Upload(context.Background(), e.c, dir, bucket, "k", tree.Options{Journal: e.journal})
+			sum, err = tree.Upload(context.Background(), e.c, dir, bucket, "k", tree.Options{JournalDir: e.jdir})
 			if err != nil || sum.Unchanged != 1 || writes(e.srv) != 0 {
 				t.Errorf("third run: %+v, %v, %d writes", sum, err, writes(e.srv))
 			}
@@ -270,7 +270,7 @@ func TestKilledRun(t *testing.T) {
 func TestChangedBetweenRuns(t *testing.T) {
 	e := newEnv(t)
 	dir := mkTree(t, map[string]int{"small": 100, "large": 600 << 10, "same": 10})
-	opts := tree.Options{Journal: e.journal}
+	opts := tree.Options{JournalDir: e.jdir}
 	if _, err := tree.Upload(context.Background(), e.c, dir, bucket, "c", opts); err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +315,7 @@ func TestCancelledRunFinishes(t *testing.T) {
 		files["small/"+string(rune('a'+i%26))+strings.Repeat("x", i/26)] = 1000 + i*100
 	}
 	dir := mkTree(t, files)
-	opts := tree.Options{Journal: e.journal, ParallelThreshold: 4 << 20, Parallel: uploader.ParallelUpload{PartSize: 1 << 20}, Concurrency: 8}
+	opts := tree.Options{JournalDir: e.jdir, ParallelThreshold: 4 << 20, Parallel: uploader.ParallelUpload{PartSize: 1 << 20}, Concurrency: 8}
 	for round := range 3 {
 		ctx, cancel := context.WithCancel(context.Background())
 		seen := 0
@@ -363,7 +363,7 @@ func TestFailurePolicy(t *testing.T) {
 				files[string(rune('b'+i))] = 10
 			}
 			dir := mkTree(t, files)
-			sum, err := tree.Upload(context.Background(), e.c, dir, bucket, "p", tree.Options{Journal: e.journal, Concurrency: 1, ContinueOnError: tc.cont})
+			sum, err := tree.Upload(context.Background(), e.c, dir, bucket, "p", tree.Options{JournalDir: e.jdir, Concurrency: 1, ContinueOnError: tc.cont})
 			var fe *tree.FileError
 			if !errors.As(err, &fe) || fe.Path != "a\nbad" {
 				t.Fatalf("error %v, want the FileError of a\\nbad", err)
@@ -388,7 +388,7 @@ func TestSkipExisting(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ev events
-	sum, err := tree.Upload(context.Background(), e.c, dir, bucket, "n", tree.Options{Journal: e.journal, SkipExisting: true, OnEvent: ev.on})
+	sum, err := tree.Upload(context.Background(), e.c, dir, bucket, "n", tree.Options{JournalDir: e.jdir, SkipExisting: true, OnEvent: ev.on})
 	if err != nil || sum.Existing != 1 || sum.Uploaded != 1 || !sum.OK() {
 		t.Fatalf("%+v, %v", sum, err)
 	}
@@ -396,7 +396,7 @@ func TestSkipExisting(t *testing.T) {
 		t.Errorf("n/a was overwritten")
 	}
 	// Without SkipExisting, it is overwritten, once.
-	sum, err = tree.Upload(context.Background(), e.c, dir, bucket, "n", tree.Options{Journal: e.journal})
+	sum, err = tree.Upload(context.Background(), e.c, dir, bucket, "n", tree.Options{JournalDir: e.jdir})
 	if err != nil || sum.Uploaded != 1 || sum.Unchanged != 1 {
 		t.Fatalf("%+v, %v", sum, err)
 	}
@@ -411,7 +411,7 @@ func TestUploadFile(t *testing.T) {
 	dir := mkTree(t, map[string]int{"one": 2 << 20})
 	path := filepath.Join(dir, "one")
 	for run := range 2 {
-		sum, err := tree.UploadFile(context.Background(), e.c, path, bucket, "single/obj", tree.Options{Journal: e.journal})
+		sum, err := tree.UploadFile(context.Background(), e.c, path, bucket, "single/obj", tree.Options{JournalDir: e.jdir})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -477,7 +477,7 @@ func TestLocked(t *testing.T) {
 	done := make(chan error)
 	go func() {
 		var once bool
-		_, err := tree.Upload(context.Background(), e.c, dir, bucket, "l", tree.Options{Journal: e.journal, OnEvent: func(ev tree.Event) {
+		_, err := tree.Upload(context.Background(), e.c, dir, bucket, "l", tree.Options{JournalDir: e.jdir, OnEvent: func(ev tree.Event) {
 			if ev.Kind == tree.Walked && !once {
 				once = true
 				close(started)
@@ -487,7 +487,7 @@ func TestLocked(t *testing.T) {
 		done <- err
 	}()
 	<-started
-	_, err := tree.Upload(context.Background(), e.c, dir, bucket, "l", tree.Options{Journal: e.journal})
+	_, err := tree.Upload(context.Background(), e.c, dir, bucket, "l", tree.Options{JournalDir: e.jdir})
 	close(release)
 	if err == nil || !strings.Contains(err.Error(), "in use") {
 		t.Errorf("a second upload to the same destination at once: %v, want an error", err)
