@@ -27,6 +27,14 @@ func TestKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills a child process in rounds")
 	}
+	for _, api := range []string{"grpc", "http"} {
+		t.Run(api, func(t *testing.T) { killRounds(t, api == "http") })
+	}
+}
+
+// killRounds is TestKill over one API. Every third stop is a SIGINT,
+// after which objup exits at once with status 130.
+func killRounds(t *testing.T, http bool) {
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("OBJUP_KILL_SEED"); s != "" {
 		seed, _ = strconv.ParseUint(s, 10, 64)
@@ -46,6 +54,9 @@ func TestKill(t *testing.T) {
 	dir := mkTree(t, files)
 	args := []string{"cp", "-r", dir, "gs://" + bucket + "/kill",
 		"--parallel-threshold", "8MiB", "--part-size", "1MiB", "--concurrency", "16", "--progress-every", "0"}
+	if http {
+		args = append(args, "--http")
+	}
 
 	const (
 		maxRounds   = 60
@@ -53,7 +64,7 @@ func TestKill(t *testing.T) {
 		maxDuration = 3 * time.Minute
 	)
 	start := time.Now()
-	kills, restarts, ok := 0, 0, false
+	kills, interrupts, restarts, ok := 0, 0, 0, false
 	var last result
 	for round := 1; round <= maxRounds && time.Since(start) < maxDuration; round++ {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -78,9 +89,18 @@ func TestKill(t *testing.T) {
 				t.Logf("round %d: exit %d\n%s%s", round, last.code, last.stdout, last.stderr)
 			}
 		case <-kill:
-			_ = cmd.Process.Signal(syscall.SIGKILL)
-			<-exited
-			kills++
+			if (kills+interrupts)%3 == 2 {
+				_ = cmd.Process.Signal(syscall.SIGINT)
+				<-exited
+				if code := cmd.ProcessState.ExitCode(); code != exitInterrupted && code != 0 {
+					t.Errorf("round %d: exit %d after SIGINT, want %d\n%s%s", round, code, exitInterrupted, stdout.String(), stderr.String())
+				}
+				interrupts++
+			} else {
+				_ = cmd.Process.Signal(syscall.SIGKILL)
+				<-exited
+				kills++
+			}
 			cancel()
 			restarts += strings.Count(stderr.String(), "could not be continued")
 			continue
@@ -89,8 +109,8 @@ func TestKill(t *testing.T) {
 		restarts += strings.Count(stderr.String(), "could not be continued")
 		if last.code == 0 {
 			ok = true
-			t.Logf("round %d finished after %d kills in %s (%d uploads the service refused to continue were sent anew): %s",
-				round, kills, time.Since(start).Round(time.Millisecond), restarts, strings.TrimSpace(last.stdout))
+			t.Logf("round %d finished after %d kills and %d interrupts in %s (%d uploads the service refused to continue were sent anew): %s",
+				round, kills, interrupts, time.Since(start).Round(time.Millisecond), restarts, strings.TrimSpace(last.stdout))
 			break
 		}
 	}

@@ -37,7 +37,9 @@
 // A progress bar shows on a terminal, plain lines every 2 s otherwise, and
 // a last line sums up: files, bytes, objects/s, failed. The exit status is
 // 0 when every file is stored exactly (or skipped on purpose), 1 when a
-// file failed or the run was interrupted, 2 for a usage error.
+// file failed, 2 for a usage error, 130 when interrupted (SIGINT or
+// SIGTERM: the command exits at once, as if killed, leaving its uploads
+// to the next run of the same command, which resumes them).
 //
 // See README.md for the journal and resuming.
 package main
@@ -56,13 +58,23 @@ const (
 	exitOK     = 0
 	exitFailed = 1
 	exitUsage  = 2
+	// exitInterrupted is 128 + SIGINT, as shells report it.
+	exitInterrupted = 130
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	// An interrupt ends the process at once, as a kill would: the journal
+	// and the manifest hold what the next run needs to resume, while
+	// cancelling the uploads would cancel their sessions, whose bytes the
+	// next run would send again.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sig
+		fmt.Fprintf(os.Stderr, "\nobjup: %v: stopped; run the same command again to finish\n", s)
+		os.Exit(exitInterrupted)
+	}()
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // usage is the short help.
