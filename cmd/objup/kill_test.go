@@ -164,3 +164,49 @@ func (e *env) settle(t *testing.T) {
 	}
 	t.Logf("the fake's calls did not settle in 10 s")
 }
+
+// TestKillThenDelete kills objup while its large files upload, deletes
+// them, and runs it again: the uploads the journal names are abandoned
+// (no temporary object, no journal entry left), and the run exits 0.
+func TestKillThenDelete(t *testing.T) {
+	e := newEnv(t, fakes.WithLink(link.Config{Bandwidth: 2 << 20, RTT: 2 * time.Millisecond}))
+	dir := mkTree(t, map[string]int{"keep.txt": 100, "big/par.bin": 8 << 20, "big/res.bin": 3 << 20})
+	args := []string{"cp", "-r", dir, "gs://" + bucket + "/del",
+		"--parallel-threshold", "4MiB", "--part-size", "1MiB", "--progress-every", "0"}
+	entries := func() []string {
+		m, _ := filepath.Glob(filepath.Join(e.journal, "*.objup.json"))
+		return m
+	}
+	for try := 0; try < 10 && len(entries()) < 2; try++ {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		cmd := e.command(ctx, args...)
+		if err := cmd.Start(); err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(5 * time.Second); len(entries()) < 2 && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		_ = cmd.Wait()
+		cancel()
+	}
+	if n := len(entries()); n < 2 {
+		t.Fatalf("%d journal entries after the kills, want 2", n)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "big")); err != nil {
+		t.Fatal(err)
+	}
+	r := e.run(t, args...)
+	if r.code != 0 || !strings.Contains(r.stdout, "1 files") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	e.settle(t)
+	if n := entries(); len(n) != 0 {
+		t.Errorf("journal entries left: %q", n)
+	}
+	if tmp, err := e.srv.ListObjects(bucket, "objup-tmp/"); err != nil || len(tmp) != 0 {
+		t.Errorf("temporary objects left: %d (%v)", len(tmp), err)
+	}
+	e.checkStored(t, dir, "del/", []string{"keep.txt"})
+}

@@ -168,6 +168,17 @@ func (m *manifest) get(path string) fileState {
 	return m.state[path]
 }
 
+// paths returns the paths of the files the manifest knows.
+func (m *manifest) paths() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]string, 0, len(m.state))
+	for p := range m.state {
+		out = append(out, p)
+	}
+	return out
+}
+
 // append writes r as one line with one write(2), so that a process killed
 // right after it returns leaves the line in the page cache, and syncs the
 // file every syncEvery records or syncInterval.

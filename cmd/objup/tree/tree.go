@@ -112,7 +112,8 @@ func Upload(ctx context.Context, c *uploader.Client, dir, bucket, prefix string,
 		e.Object = ObjectName(prefix, e.Path)
 		r.emit(e)
 	}
-	return r.run(ctx, start, record{Dir: abs, Bucket: bucket, Prefix: prefix}, w.files, w.bytes)
+	objectOf := func(rel string) string { return ObjectName(prefix, rel) }
+	return r.run(ctx, start, record{Dir: abs, Bucket: bucket, Prefix: prefix}, w.files, w.bytes, objectOf)
 }
 
 // UploadFile uploads the file at path as gs://bucket/object, as Upload
@@ -141,7 +142,8 @@ func UploadFile(ctx context.Context, c *uploader.Client, path, bucket, object st
 	}
 	f := file{path: abs, rel: filepath.Base(abs), object: object, size: fi.Size()}
 	r := &run{c: c, bucket: bucket, opts: opts}
-	return r.run(ctx, start, record{Dir: abs, Bucket: bucket, Prefix: "=" + object}, []file{f}, f.size)
+	objectOf := func(string) string { return object }
+	return r.run(ctx, start, record{Dir: abs, Bucket: bucket, Prefix: "=" + object}, []file{f}, f.size, objectOf)
 }
 
 // checkArgs checks what Upload and UploadFile share, and sets defaults.
@@ -183,8 +185,9 @@ type run struct {
 	stopped atomic.Bool // a failure stopped the run
 }
 
-// run uploads files.
-func (r *run) run(ctx context.Context, start time.Time, dest record, files []file, bytes int64) (sum Summary, err error) {
+// run uploads files; objectOf names the object of a file of the
+// manifest.
+func (r *run) run(ctx context.Context, start time.Time, dest record, files []file, bytes int64, objectOf func(rel string) string) (sum Summary, err error) {
 	r.sum.Files, r.sum.Bytes = len(files), bytes
 	if dir := r.opts.JournalDir; dir != "" {
 		j, err := uploader.OpenJournal(dir)
@@ -232,6 +235,10 @@ func (r *run) run(ctx context.Context, start time.Time, dest record, files []fil
 	close(jobs)
 	wg.Wait()
 
+	if ctx.Err() == nil && !r.stopped.Load() {
+		r.discardStale(ctx, files, objectOf)
+	}
+
 	r.mu.Lock()
 	sum = r.sum
 	r.mu.Unlock()
@@ -250,6 +257,30 @@ func (r *run) run(ctx context.Context, start time.Time, dest record, files []fil
 		err = &sum.Failed[0]
 	}
 	return sum, err
+}
+
+// discardStale abandons the uploads an earlier run left in the journal
+// for files of the manifest that this run did not upload (deleted, or
+// filtered out since): their sessions are cancelled and their temporary
+// objects deleted, so that none outlives the run.
+func (r *run) discardStale(ctx context.Context, files []file, objectOf func(rel string) string) {
+	if r.man == nil || len(r.hs) == 0 {
+		return
+	}
+	planned := make(map[string]bool, len(files))
+	for i := range files {
+		planned[files[i].object] = true
+	}
+	for _, rel := range r.man.paths() {
+		obj := objectOf(rel)
+		h, ok := r.hs[obj]
+		if !ok || planned[obj] {
+			continue
+		}
+		if err := r.c.Discard(ctx, h); err == nil || errors.Is(err, os.ErrNotExist) {
+			_ = r.journal.Remove(r.bucket, obj)
+		}
+	}
 }
 
 // emit hands e to OnEvent.
