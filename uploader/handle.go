@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/objup/objup/internal/wire"
+	"github.com/objup/objup/uploader/internal/mode"
 	"github.com/objup/objup/uploader/internal/xfer"
 )
 
@@ -106,13 +107,37 @@ type HandlePart struct {
 // unless its outcome is unknown (IsOutcomeUnknown; Resume then settles it
 // from the service). Handle may be called from any goroutine, also while
 // another method of the Writer runs.
-func (w *Writer) Handle() (Handle, bool) { return w.cps.handle() }
+func (w *Writer) Handle() (Handle, bool) {
+	if c := w.cfg.cps.Load(); c != nil {
+		return c.handle()
+	}
+	return Handle{}, false
+}
 
-// checkpoints is a Writer's resume handle as it progresses, and its
-// journal entry: the modes report to it (xfer.Checkpointer) from the
-// Writer's goroutine and from those of their streams and parts.
+// checkpoints returns the upload's checkpoints, made at the first call,
+// on the Writer's goroutine, by a mode that can be continued: a one-shot
+// upload has none, and pays nothing for them.
+func (w *Writer) checkpoints() *checkpoints {
+	c := w.cfg.tracking()
+	c.mu.Lock()
+	if c.base.Bucket == "" {
+		c.base = Handle{API: apiName(w.client().grpc()), Bucket: w.req.Bucket, Object: w.req.Object, ChunkSize: w.ch.ChunkSize()}
+		if w.cfg.appending {
+			c.base.Kind = KindAppendable
+		}
+	}
+	c.mu.Unlock()
+	return c
+}
+
+// checkpoints is a Writer's resume handle as it progresses, its journal
+// entry, and its caller's progress callback: the modes report to it
+// (xfer.Checkpointer) from the Writer's goroutine and from those of their
+// streams and parts.
 type checkpoints struct {
-	journal *Journal // nil: none
+	journal    *Journal       // nil: none
+	nilJournal bool           // WithJournal(nil), which validate refuses
+	progress   *mode.Progress // WithProgress's, or nil
 
 	mu     sync.Mutex
 	base   Handle // what does not change: kind, API, names, size, chunk size
@@ -123,15 +148,21 @@ type checkpoints struct {
 	// Under wmu: the journal's writes, in order.
 	wmu       sync.Mutex
 	written   uint64    // the seq the journal holds; 0: it holds nothing
-	writtenAt time.Time // when it was written
+	writtenAt int64     // the persisted size it holds
+	syncedAt  time.Time // when it was last written with an fsync
 }
 
-// journalEvery is how often a Writer writes its journal entry while the
-// upload progresses: the entry's session and parts are written at once,
-// before the bytes they name go out, and what the service persisted at
-// most this often, since the service's own answer (the session's status)
-// is what a resume goes by.
-const journalEvery = 500 * time.Millisecond
+// A Writer writes its journal entry at once, with an fsync, when it names
+// what is about to go out (a session, a part, a compose); as the service
+// persists more, it writes it again once journalBytes more are persisted
+// (without an fsync: a killed process's writes stay in the page cache),
+// and at most journalEvery apart with an fsync. The service's own answer
+// (the session's status) is what a resume goes by; the entry's persisted
+// bytes are those a resume checks the source against before it sends.
+const (
+	journalEvery = 500 * time.Millisecond
+	journalBytes = 1 << 20
+)
 
 // Update implements xfer.Checkpointer.
 func (c *checkpoints) Update(f func(*xfer.Checkpoint), durable bool) error {
@@ -140,10 +171,7 @@ func (c *checkpoints) Update(f func(*xfer.Checkpoint), durable bool) error {
 	c.active = true
 	c.seq++
 	c.mu.Unlock()
-	if durable {
-		return c.write(true)
-	}
-	return nil
+	return c.write(durable)
 }
 
 // handle returns the upload's handle, and whether there is one.
@@ -190,17 +218,26 @@ func (c *checkpoints) write(durable bool) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	c.mu.Lock()
-	seq, active, ended := c.seq, c.active, c.ended
-	if !active || ended || seq == c.written || (!durable && time.Since(c.writtenAt) < journalEvery) {
+	seq, active, ended, persisted := c.seq, c.active, c.ended, c.cp.Persisted
+	if !active || ended || seq == c.written ||
+		!durable && persisted-c.writtenAt < journalBytes && time.Since(c.syncedAt) < journalEvery {
 		c.mu.Unlock()
 		return nil
 	}
 	h := c.handleLocked()
 	c.mu.Unlock()
-	if err := c.journal.put(&h); err != nil {
+	// A killed process leaves what it wrote to the page cache: a write
+	// without fsync keeps the entry close behind the service. The fsync,
+	// which a machine's crash needs, goes with the writes that name what
+	// is about to go out, and at most journalEvery apart.
+	sync := durable || time.Since(c.syncedAt) >= journalEvery
+	if err := c.journal.put(&h, sync); err != nil {
 		return err
 	}
-	c.written, c.writtenAt = seq, time.Now()
+	c.written, c.writtenAt = seq, persisted
+	if sync {
+		c.syncedAt = time.Now()
+	}
 	return nil
 }
 
@@ -226,14 +263,6 @@ func (c *checkpoints) end(err error) {
 	if c.written != 0 {
 		_ = c.journal.Remove(h.Bucket, h.Object)
 	}
-}
-
-// setChunkSize notes the Writer's chunk size, which a resumed Writer
-// takes.
-func (c *checkpoints) setChunkSize(n int) {
-	c.mu.Lock()
-	c.base.ChunkSize = n
-	c.mu.Unlock()
 }
 
 // setSpec notes the object's spec, which a parallel upload's compose

@@ -27,12 +27,11 @@ type host Writer
 func (w *Writer) choose(c chunker.Chunk) mode.Mode {
 	w.spec(c.Data, -1)
 	h := (*host)(w)
-	w.cps.setChunkSize(w.ch.ChunkSize())
 	switch {
 	case w.cfg.parallel != nil:
-		w.cps.setSpec(&w.req.Scratch.Spec)
+		w.checkpoints().setSpec(&w.req.Scratch.Spec)
 		cfg := *w.cfg.parallel
-		cfg.Exact = w.cfg.journal != nil
+		cfg.Exact = w.cfg.journal() != nil
 		return mode.NewParallel(h, cfg)
 	case w.req.App != nil:
 		return mode.NewAppend(h)
@@ -50,7 +49,6 @@ func (w *Writer) single(last chunker.Chunk) mode.Mode {
 	}
 	if w.cfg.resumable {
 		w.spec(last.Data, int64(len(last.Data)))
-		w.cps.setChunkSize(w.ch.ChunkSize())
 		return mode.NewSession((*host)(w))
 	}
 	return mode.OneShot[*host]{H: (*host)(w)}
@@ -117,13 +115,13 @@ func (h *host) Window(size int) (floor, start, limit int64) { return h.w().clien
 func (h *host) Conns() int { return h.w().client().conns }
 
 // Progress is told of the bytes the service stored.
-func (h *host) Progress() *mode.Progress { return h.cfg.progress }
+func (h *host) Progress() *mode.Progress { return h.cfg.progress() }
 
 // Logger logs the upload's events.
 func (h *host) Logger() *slog.Logger { return h.w().client().tel.Logger() }
 
 // Checkpoints takes the upload's checkpoints (see Writer.Handle).
-func (h *host) Checkpoints() xfer.Checkpointer { return &h.cps }
+func (h *host) Checkpoints() xfer.Checkpointer { return h.w().checkpoints() }
 
 // waited records a wait for a buffer that began at start.
 func (w *Writer) waited(start time.Time) { w.ev.Waited(time.Since(start)) }

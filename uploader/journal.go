@@ -16,12 +16,12 @@ import (
 // file per object, so that a process killed at any instruction leaves
 // what the next one needs to continue them (Client.Resume). A Writer made
 // WithJournal writes its handle before the first byte its session or
-// parallel part carries goes out, again as the upload progresses (at most
-// twice a second: a resume asks the service how much it holds, so the
-// journal only has to name the upload), and removes it once the upload
-// ended, unless its outcome is unknown. Each write replaces the file
-// whole (a temporary file, fsync, rename, fsync of the directory): a
-// reader sees the old handle or the new one, never a mix.
+// parallel part carries goes out, again as the service persists more
+// (every MiB, and with an fsync at most twice a second), and removes it
+// once the upload ended, unless its outcome is unknown. Each write
+// replaces the file whole (a temporary file, then a rename; with an fsync
+// of both when it names what is about to go out): a reader sees the old
+// handle or the new one, never a mix.
 //
 // A Journal is safe for concurrent use by the Writers of one process.
 // Two processes must not upload the same object through one journal at
@@ -44,9 +44,6 @@ func OpenJournal(dir string) (*Journal, error) {
 	}
 	return &Journal{dir: dir}, nil
 }
-
-// Dir returns the journal's directory.
-func (j *Journal) Dir() string { return j.dir }
 
 // path returns the file of bucket/object's entry.
 func (j *Journal) path(bucket, object string) string {
@@ -102,8 +99,9 @@ func (j *Journal) Remove(bucket, object string) error {
 	return fmt.Errorf("uploader: journal: %w", err)
 }
 
-// put writes h as its object's entry, atomically and durably.
-func (j *Journal) put(h *Handle) error {
+// put writes h as its object's entry, atomically, and durably when sync
+// is set.
+func (j *Journal) put(h *Handle, sync bool) error {
 	b, err := json.Marshal(h)
 	if err != nil {
 		return err
@@ -115,7 +113,7 @@ func (j *Journal) put(h *Handle) error {
 	}
 	tmp := f.Name()
 	_, err = f.Write(append(b, '\n'))
-	if err == nil {
+	if err == nil && sync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -127,6 +125,9 @@ func (j *Journal) put(h *Handle) error {
 	if err != nil {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("uploader: journal: %w", err)
+	}
+	if !sync {
+		return nil
 	}
 	return syncDir(j.dir)
 }

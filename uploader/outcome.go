@@ -36,6 +36,6 @@ func (w *Writer) finished(o *wire.Object, size int64) error {
 	}
 	w.attrs = new(ObjectAttrs)
 	w.attrs.setFromObject(o)
-	w.cfg.progress.Report(size)
+	w.cfg.progress().Report(size)
 	return nil
 }

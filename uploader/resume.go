@@ -34,16 +34,48 @@ func IsSourceChanged(err error) bool { return errors.Is(err, errSourceChanged) }
 // this one was killed: see Journal. A Writer that uploads its object in
 // one call writes nothing to the journal.
 func WithJournal(j *Journal) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) { c.journal, c.hasJournal = j, true })
+	return writerOptionFunc(func(c *writerConfig) {
+		cp := c.tracking()
+		cp.journal, cp.nilJournal = j, j == nil
+	})
+}
+
+// tracking returns the checkpoints, made if there are none yet; options
+// call it, before the upload starts.
+func (c *writerConfig) tracking() *checkpoints {
+	cp := c.cps.Load()
+	if cp == nil {
+		cp = new(checkpoints)
+		c.cps.Store(cp)
+	}
+	return cp
+}
+
+// progress returns WithProgress's, or nil.
+func (c *writerConfig) progress() *mode.Progress {
+	if cp := c.cps.Load(); cp != nil {
+		return cp.progress
+	}
+	return nil
+}
+
+// journal returns the Writer's journal, or nil.
+func (c *writerConfig) journal() *Journal {
+	if cp := c.cps.Load(); cp != nil {
+		return cp.journal
+	}
+	return nil
 }
 
 // checkJournal checks WithJournal.
 func (c *writerConfig) checkJournal() error {
 	switch {
-	case !c.hasJournal:
+	case c.cps.Load() == nil:
 		return nil
-	case c.journal == nil:
+	case c.cps.Load().nilJournal:
 		return errors.New("WithJournal: nil journal")
+	case c.cps.Load().journal == nil:
+		return nil
 	case c.knob.NoCRC32C:
 		return errors.New("WithJournal needs the CRC32C that WithoutCRC32C turns off: a resume checks the source with it")
 	}
@@ -265,8 +297,8 @@ func (w *Writer) resumeSession(h *Handle, src io.ReaderAt) (*ObjectAttrs, error)
 		w.fail(op, err)
 		w.closed = true
 		w.end()
-		if w.cfg.journal != nil && (attrs != nil || CodeOf(err) == codes.NotFound || IsSourceChanged(err) && o != nil) {
-			_ = w.cfg.journal.Remove(h.Bucket, h.Object)
+		if w.cfg.journal() != nil && (attrs != nil || CodeOf(err) == codes.NotFound || IsSourceChanged(err) && o != nil) {
+			_ = w.cfg.journal().Remove(h.Bucket, h.Object)
 		}
 		if attrs != nil {
 			w.err = nil
@@ -285,9 +317,20 @@ func (w *Writer) resumeSession(h *Handle, src io.ReaderAt) (*ObjectAttrs, error)
 	if err := w.ch.Reset(w.ch.ChunkSize(), chunker.Continuing(persisted, crc)); err != nil {
 		panic(err) // the size was accepted by init
 	}
-	w.cps.setChunkSize(w.ch.ChunkSize())
 	w.mode = mode.NewResumedSession((*host)(w), mode.Resume{Session: h.Session, Persisted: persisted, CRC32C: crc})
-	return w.finishFrom(src, persisted)
+	attrs, err = w.finishFrom(src, persisted)
+	if CodeOf(err) == codes.DataLoss && persisted > h.Persisted {
+		// The service's CRC32C of the object is not the source's: the
+		// bytes it persisted after the handle was written are not the
+		// source's. It stored nothing, and the session cannot end
+		// otherwise: it is cancelled, and the journal forgets it.
+		_ = w.client().cancelSession(context.WithoutCancel(w.req.Ctx), h.Bucket, h.Object, h.Session)
+		if j := w.cfg.journal(); j != nil {
+			_ = j.Remove(h.Bucket, h.Object)
+		}
+		return nil, sourceChanged(op, h, "the service holds %d bytes of the session, %d more than the handle says, and they are not the source's: %v", persisted, persisted-h.Persisted, err)
+	}
+	return attrs, err
 }
 
 // finishFrom writes src from off on and closes the Writer.
@@ -367,8 +410,7 @@ func (w *Writer) flushed(n int64) error {
 	gen := a.Gen
 	a.Mu.Unlock()
 	crc := w.ch.CRC32C()
-	w.cps.setChunkSize(w.ch.ChunkSize())
-	return w.cps.Update(func(c *xfer.Checkpoint) { c.Gen, c.Persisted, c.CRC32C = gen, n, crc }, true)
+	return w.checkpoints().Update(func(c *xfer.Checkpoint) { c.Gen, c.Persisted, c.CRC32C = gen, n, crc }, true)
 }
 
 // call returns a request to gs://bucket/object for one call of the

@@ -51,8 +51,8 @@ func (w *Writer) resumeParallel(h *Handle, src io.ReaderAt) (*ObjectAttrs, error
 		// The last compose made the object: what is left is the cleanup.
 		o, err := c.getObject(ctx, h.Bucket, h.Object)
 		c.deleteTemps(ctx, h)
-		if w.cfg.journal != nil {
-			_ = w.cfg.journal.Remove(h.Bucket, h.Object)
+		if w.cfg.journal() != nil {
+			_ = w.cfg.journal().Remove(h.Bucket, h.Object)
 		}
 		if err == nil && o.GetGeneration() != h.Generation {
 			err = &Error{Op: op, Bucket: h.Bucket, Object: h.Object, Code: codes.FailedPrecondition,
@@ -67,12 +67,13 @@ func (w *Writer) resumeParallel(h *Handle, src io.ReaderAt) (*ObjectAttrs, error
 	}
 	if h.Composing {
 		// The last compose went out and its answer was lost with the
-		// Writer: an object of the source's bytes, composed of as many
-		// parts, is that compose's (or one of the same bytes), and the
-		// upload is done; else the parts are composed again.
+		// Writer: a composite object of the source's bytes is that
+		// compose's (or one of the same bytes), and the upload is done;
+		// else the parts are composed again, under the same
+		// precondition, so that only one of the two composes stores.
 		if attrs, ok := c.composedEarlier(ctx, h, src); ok {
-			if w.cfg.journal != nil {
-				_ = w.cfg.journal.Remove(h.Bucket, h.Object)
+			if w.cfg.journal() != nil {
+				_ = w.cfg.journal().Remove(h.Bucket, h.Object)
 			}
 			w.closed = true
 			w.end()
@@ -106,8 +107,15 @@ func (w *Writer) resumeParallel(h *Handle, src io.ReaderAt) (*ObjectAttrs, error
 		parts = w.cfg.parallel.Parts
 	}
 	w.cfg.parallel = &mode.Parallel{PartSize: h.PartSize, Parts: parts, TempPrefix: h.TempPrefix, ID: h.ID, Stored: reuse}
+	if h.Composing {
+		// A compose of an earlier Writer may still land: the handle
+		// keeps saying so until this Writer's own compose answers.
+		_ = w.checkpoints().Update(func(c *xfer.Checkpoint) {
+			c.Composing, c.ComposeMatch, c.HasMatch = true, h.ComposeMatch, h.HasComposeMatch
+		}, false)
+	}
 	attrs, err := w.finishFrom(src, 0)
-	if err != nil && h.Composing && h.HasComposeMatch && CodeOf(err) == codes.FailedPrecondition {
+	if err != nil && h.Composing && CodeOf(err) == codes.FailedPrecondition {
 		// The compose that went out before stored first.
 		if a, ok := c.composedEarlier(ctx, h, src); ok {
 			return a, nil
@@ -117,11 +125,12 @@ func (w *Writer) resumeParallel(h *Handle, src io.ReaderAt) (*ObjectAttrs, error
 }
 
 // composedEarlier returns the object of h's upload if the service holds
-// one composed of its parts with the source's bytes, and deletes the
-// upload's temporary objects then.
+// a composite object of the source's bytes (the compose that went out
+// before, or one of the same bytes), and deletes the upload's temporary
+// objects then.
 func (c *Client) composedEarlier(ctx context.Context, h *Handle, src io.ReaderAt) (*ObjectAttrs, bool) {
 	o, err := c.getObject(ctx, h.Bucket, h.Object)
-	if err != nil || int(o.GetComponentCount()) != len(h.Parts) {
+	if err != nil || o.GetComponentCount() == 0 {
 		return nil, false
 	}
 	attrs, err := finishedAlready("Resume", h, o, src)

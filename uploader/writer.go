@@ -54,7 +54,6 @@ type Writer struct {
 	retry retry.Engine
 	mode  mode.Mode    // how the chunks reach the service; nil until the first chunk is full (or Close)
 	ev    uploadEvents // what the upload reports while it runs and when it ends
-	cps   checkpoints  // what a later Writer needs to continue the upload (Handle), and its journal
 
 	busy     atomic.Bool // a method runs
 	closed   bool
@@ -107,11 +106,6 @@ func (w *Writer) init(c *Client, ctx context.Context, bucket, object string, opt
 		return invalid("NewWriter", bucket, object, "%w", err)
 	}
 	w.startAppendable()
-	w.cps.journal = w.cfg.journal
-	w.cps.base = Handle{API: apiName(w.client().grpc()), Bucket: bucket, Object: object}
-	if w.cfg.appending {
-		w.cps.base.Kind = KindAppendable
-	}
 	if err := header.Validate(ctx); err != nil {
 		return invalid("NewWriter", bucket, object, "header chain: %w", err)
 	}
@@ -249,8 +243,10 @@ func (w *Writer) room() error {
 		if err := w.mode.Push(c); err != nil {
 			return err
 		}
-		if err := w.cps.write(false); err != nil {
-			return err
+		if c := w.cfg.cps.Load(); c != nil {
+			if err := c.write(false); err != nil {
+				return err
+			}
 		}
 	}
 	b, err := w.buffer()
@@ -355,7 +351,9 @@ func (w *Writer) Attrs() *ObjectAttrs { return w.attrs }
 // end releases the upload's buffers and records its end.
 func (w *Writer) end() {
 	w.release()
-	w.cps.end(w.err)
+	if c := w.cfg.cps.Load(); c != nil {
+		c.end(w.err)
+	}
 	if !w.recorded {
 		w.recorded = true
 		path := mode.PathOneShot

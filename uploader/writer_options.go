@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -42,26 +43,28 @@ func init() {
 // validate checked them: spec is the Writer's WriteObjectSpec, and obj its
 // resource.
 type writerConfig struct {
-	spec       *wire.WriteObjectSpec
-	obj        *wire.Object
-	progress   *mode.Progress // made per Writer (see Writer.init)
-	parallel   *mode.Parallel // WithParallelUpload: its settings
-	journal    *Journal       // WithJournal
-	buffer     []byte
-	sendMD5    *[16]byte // the caller's MD5 of the object (WithSendMD5), sent as it is
-	chunkSize  int
-	retry      *retryConfig // the client's, until a WithRetry of the Writer's own
-	sendCRC    uint32       // the caller's CRC32C of the object, if hasCRC
-	knob       knob.Writer  // package experimental's settings
-	hasCRC     bool
-	conds      uint8 // which Conditions fields WithConditions set (condDoesNotExist, ...)
-	md5Len     uint8 // 1 + the length of WithSendMD5's sum (at most 255); 0: none
-	hasBuffer  bool
-	ownRetry   bool
-	appending  bool // WithAppendable
-	keepOpen   bool // WithoutFinalize
-	resumable  bool // WithResumable
-	hasJournal bool // WithJournal, nil or not
+	spec     *wire.WriteObjectSpec
+	obj      *wire.Object
+	parallel *mode.Parallel // WithParallelUpload: its settings
+	// cps is what the caller is told and kept of the upload's progress:
+	// made by WithProgress or WithJournal, which it holds, or by the
+	// first mode that can be continued (Writer.Handle); nil for a
+	// one-shot upload without them.
+	cps       atomic.Pointer[checkpoints]
+	buffer    []byte
+	sendMD5   *[16]byte // the caller's MD5 of the object (WithSendMD5), sent as it is
+	chunkSize int
+	retry     *retryConfig // the client's, until a WithRetry of the Writer's own
+	sendCRC   uint32       // the caller's CRC32C of the object, if hasCRC
+	knob      knob.Writer  // package experimental's settings
+	hasCRC    bool
+	conds     uint8 // which Conditions fields WithConditions set (condDoesNotExist, ...)
+	md5Len    uint8 // 1 + the length of WithSendMD5's sum (at most 255); 0: none
+	hasBuffer bool
+	ownRetry  bool
+	appending bool // WithAppendable
+	keepOpen  bool // WithoutFinalize
+	resumable bool // WithResumable
 }
 
 // validate is the one check of a Writer's options, opts, once applied in
@@ -374,7 +377,7 @@ func WithSendMD5(sum []byte) WriterOption {
 // anything but the Writer itself. It should return quickly: the goroutine
 // that runs it carries the upload's acknowledgements.
 func WithProgress(f func(persisted int64)) WriterOption {
-	return writerOptionFunc(func(c *writerConfig) { c.progress = mode.NewProgress(f) })
+	return writerOptionFunc(func(c *writerConfig) { c.tracking().progress = mode.NewProgress(f) })
 }
 
 // WithBuffer makes the Writer use buf, the caller's memory, for its chunks

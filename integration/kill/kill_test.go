@@ -46,7 +46,6 @@ import (
 const (
 	mib    = 1 << 20
 	bucket = "kills"
-	object = "big/file.bin"
 )
 
 // The child's environment.
@@ -56,6 +55,7 @@ const (
 	envAPI     = "OBJUP_KILL_API"   // grpc or json
 	envSrc     = "OBJUP_KILL_SRC"
 	envJournal = "OBJUP_KILL_JOURNAL"
+	envObject  = "OBJUP_KILL_OBJECT"
 )
 
 func TestMain(m *testing.M) {
@@ -75,6 +75,7 @@ func TestMain(m *testing.M) {
 // child uploads the source as the scenario says, resuming the journal's
 // handle if it has one.
 func child(mode string) error {
+	object := os.Getenv(envObject)
 	ctx := context.Background()
 	ctx, err := header.WithTenant(ctx, "kill-"+mode)
 	if err != nil {
@@ -103,7 +104,6 @@ func child(mode string) error {
 	if h, ok, err := j.Lookup(bucket, object); err != nil {
 		return err
 	} else if ok {
-		fmt.Fprintf(os.Stderr, "resuming %s handle: generation %d, %d parts, composing %v, persisted %d\n", h.Kind, h.Generation, len(h.Parts), h.Composing, h.Persisted)
 		var extra []uploader.WriterOption
 		if h.Kind == uploader.KindParallel {
 			extra = append(extra, uploader.WithParallelUpload(uploader.ParallelUpload{Parts: 4}))
@@ -120,7 +120,7 @@ func child(mode string) error {
 	case "parallel":
 		_, err = c.Upload(ctx, bucket, object, f, uploader.WithJournal(j), create, uploader.WithParallelUpload(uploader.ParallelUpload{PartSize: 4 * mib, Parts: 4}))
 	case "appendable":
-		err = appendFile(ctx, c, j, f)
+		err = appendFile(ctx, c, j, f, object)
 	default:
 		_, err = c.Upload(ctx, bucket, object, f, uploader.WithJournal(j), create)
 	}
@@ -143,7 +143,7 @@ func sameAsFile(a *uploader.ObjectAttrs, f *os.File) bool {
 // create's answer was lost with the process) is found by its
 // precondition, and taken over once the service's checksum of what it
 // holds matches the file's first bytes.
-func appendFile(ctx context.Context, c *uploader.Client, j *uploader.Journal, f *os.File) error {
+func appendFile(ctx context.Context, c *uploader.Client, j *uploader.Journal, f *os.File, object string) error {
 	w, err := c.NewWriter(ctx, bucket, object, uploader.WithAppendable(), uploader.WithJournal(j), uploader.WithConditions(uploader.Conditions{DoesNotExist: true}))
 	if err != nil {
 		return err
@@ -265,26 +265,22 @@ func TestKillRounds(t *testing.T) {
 	}
 }
 
+// killRounds uploads files, one object each, killing each upload's
+// children at random moments until rounds kills were made in all; every
+// few kills fakegcs is killed too, and once the source is changed between
+// two runs, which must be refused before a byte of it is sent.
 func killRounds(t *testing.T, bin, mode, api string, rounds, size int) {
 	dir := t.TempDir()
 	f := &fake{t: t, bin: bin, data: filepath.Join(dir, "data"), grpc: "127.0.0.1:0", http: "127.0.0.1:0"}
 	f.start()
 	t.Cleanup(f.kill)
 	makeBucket(t, f.http)
-	src := filepath.Join(dir, "src.bin")
-	data := make([]byte, size)
 	seed := uint64(time.Now().UnixNano())
 	if v, err := strconv.ParseUint(os.Getenv("OBJUP_KILL_SEED"), 10, 64); err == nil {
 		seed = v
 	}
 	t.Logf("OBJUP_KILL_SEED=%d", seed)
 	rng := rand.New(rand.NewPCG(seed, uint64(len(mode)+len(api))))
-	for i := range data {
-		data[i] = byte(rng.Uint32())
-	}
-	if err := os.WriteFile(src, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
 	target := f.grpc
 	if api == "json" {
 		target = f.http
@@ -299,75 +295,159 @@ func killRounds(t *testing.T, bin, mode, api string, rounds, size int) {
 		t.Fatal(err)
 	}
 	journal := filepath.Join(dir, "journal")
-	kills, fakeKills := 0, 0
+	src := filepath.Join(dir, "src.bin")
 	expected := time.Duration(size) * time.Second / (100 << 20) // at 100 MB/s
+	var r runs
 	start := time.Now()
-	for round := 0; ; round++ {
-		if round > rounds+40 {
-			t.Fatalf("not done after %d rounds", round)
+	changed := false
+	for n := 0; r.kills < rounds; n++ {
+		data := make([]byte, size)
+		for i := range data {
+			data[i] = byte(rng.Uint32())
 		}
-		cmd := exec.Command(exe, "-test.run=^$")
-		cmd.Env = append(os.Environ(), envChild+"="+mode, envAddr+"="+p.Addr(), envAPI+"="+api, envSrc+"="+src, envJournal+"="+journal)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
+		if err := os.WriteFile(src, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		if round < rounds {
-			// Killed at a random moment of the upload's expected time.
-			d := 50*time.Millisecond + time.Duration(rng.Int64N(int64(expected)))
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Logf("round %d: child failed before its kill: %v\n%s", round, err, stderr.String())
-				} else {
-					t.Logf("round %d (done before its kill): %s", round, stderr.String())
-					goto finished
-				}
-			case <-time.After(d):
-				_ = cmd.Process.Signal(syscall.SIGKILL)
-				<-done
-				kills++
-				if j, err := uploader.OpenJournal(journal); err == nil {
-					h, ok, err := j.Lookup(bucket, object)
-					t.Logf("round %d: killed after %v; journal: %v %v gen %d, %d parts, composing %v; %s", round, d, ok, err, h.Generation, len(h.Parts), h.Composing, stderr.String())
-				}
-				if round%3 == 2 {
+		name := fmt.Sprintf("big/file-%d.bin", n)
+		before := p.Stats().BytesUp
+		killsBefore := r.kills + r.fakeKills
+		for round := 0; ; round++ {
+			if round > 60 {
+				t.Fatalf("%s not done after %d runs", name, round)
+			}
+			kill := r.kills < rounds
+			var d time.Duration
+			if kill {
+				d = 50*time.Millisecond + time.Duration(rng.Int64N(int64(expected)))
+			}
+			err, killed, stderr := r.run(exe, d, mode, api, p.Addr(), src, journal, name)
+			if killed {
+				if r.kills%5 == 4 {
 					f.kill()
 					f.start()
-					fakeKills++
+					r.fakeKills++
 				}
+				if off, ok := verified(journal, name); !changed && ok {
+					changed = true
+					refuseChanged(t, &r, exe, p, mode, api, src, journal, name, data, off)
+				}
+				continue
 			}
-			continue
+			if err != nil {
+				t.Logf("%s run %d failed: %v\n%s", name, round, err, stderr)
+				r.failed++
+				continue
+			}
+			break
 		}
-		if err := <-done; err != nil {
-			t.Logf("round %d: child failed: %v\n%s", round, err, stderr.String())
-			continue
+		check(t, f.http, name, data)
+		if entry(journal, name) {
+			t.Errorf("%s: journal entry left after the upload finished", name)
 		}
-		t.Logf("round %d: %s", round, stderr.String())
-		break
+		resent := p.Stats().BytesUp - before - int64(size)
+		r.resent += resent
+		// A kill loses at most what was in flight: the window (at most 64
+		// MiB) or, in parallel, the parts in flight (4 of 4 MiB), and a
+		// restarted fake loses no acknowledged byte.
+		if limit := int64(r.kills+r.fakeKills-killsBefore+1) * (64*mib + 4*mib); resent > limit {
+			t.Errorf("%s: %d bytes sent again after %d kills, more than %d", name, resent, r.kills+r.fakeKills-killsBefore, limit)
+		}
+		r.uploads++
 	}
-finished:
-	st := p.Stats()
-	check(t, f.http, data)
-	if hs, err := os.ReadDir(journal); err == nil {
-		for _, e := range hs {
-			if strings.HasSuffix(e.Name(), ".json") {
-				t.Errorf("journal entry %s left after the upload finished", e.Name())
+	t.Logf("%s over %s: %d uploads of %d MiB, %d kills of the uploader, %d of fakegcs, %d runs failed and were run again, %.1f MiB sent again in all (%.1f MiB a kill), %v",
+		mode, api, r.uploads, size/mib, r.kills, r.fakeKills, r.failed, float64(r.resent)/mib, float64(r.resent)/mib/float64(max(1, r.kills+r.fakeKills)), time.Since(start).Round(time.Millisecond))
+}
+
+// runs counts what a scenario did.
+type runs struct {
+	kills, fakeKills, failed, uploads int
+	resent                            int64
+}
+
+// run runs one child on object name, killed after d if d is not 0, and
+// returns how it ended.
+func (r *runs) run(exe string, d time.Duration, mode, api, addr, src, journal, name string) (err error, killed bool, stderr string) {
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), envChild+"="+mode, envAddr+"="+addr, envAPI+"="+api, envSrc+"="+src, envJournal+"="+journal, envObject+"="+name)
+	var buf bytes.Buffer
+	cmd.Stderr = &buf
+	if err := cmd.Start(); err != nil {
+		return err, false, ""
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	if d == 0 {
+		err := <-done
+		return err, false, buf.String()
+	}
+	select {
+	case err := <-done:
+		return err, false, buf.String()
+	case <-time.After(d):
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		<-done
+		r.kills++
+		return nil, true, buf.String()
+	}
+}
+
+// refuseChanged changes the source's byte at off, one the journal says
+// the service holds, and runs a child, which must fail with
+// IsSourceChanged before sending a byte of data; the source is then put
+// back.
+func refuseChanged(t *testing.T, r *runs, exe string, p *faultproxy.Proxy, mode, api, src, journal, name string, data []byte, off int64) {
+	t.Helper()
+	bad := append([]byte(nil), data...)
+	bad[off] ^= 0xff
+	if err := os.WriteFile(src, bad, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := p.Stats().BytesUp
+	err, _, stderr := r.run(exe, 0, mode, api, p.Addr(), src, journal, name)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Errorf("a run on a changed source ended with %v, want the exit of IsSourceChanged\n%s", err, stderr)
+	}
+	// A client's connection set-up and look-ups are small; a chunk is
+	// 256 KiB.
+	if sent := p.Stats().BytesUp - before; sent >= 64<<10 {
+		t.Errorf("a run on a changed source sent %d bytes", sent)
+	}
+	if err := os.WriteFile(src, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// verified returns the offset of a byte that the journal's entry for name
+// says the service holds, if there is one.
+func verified(journal, name string) (int64, bool) {
+	j, err := uploader.OpenJournal(journal)
+	if err != nil {
+		return 0, false
+	}
+	h, ok, _ := j.Lookup(bucket, name)
+	switch {
+	case !ok:
+		return 0, false
+	case h.Kind == uploader.KindParallel:
+		for _, p := range h.Parts {
+			if p.Generation != 0 {
+				return p.Offset + p.Size/2, true
 			}
 		}
+		return 0, false
 	}
-	resent := st.BytesUp - int64(size)
-	t.Logf("%s over %s: %d MiB, %d kills of the uploader, %d of fakegcs, %.1f MiB sent in all (%.1f MiB again), %v",
-		mode, api, size/mib, kills, fakeKills, float64(st.BytesUp)/mib, float64(resent)/mib, time.Since(start).Round(time.Millisecond))
-	// A kill loses at most what was in flight: the window (at most 64
-	// MiB) or, in parallel, the parts in flight (4 of 4 MiB), and a
-	// restarted fake loses no acknowledged byte.
-	if limit := int64(kills+fakeKills+1) * (64*mib + 4*mib); resent > limit {
-		t.Errorf("%d bytes sent again after %d kills, more than %d", resent, kills+fakeKills, limit)
+	return h.Persisted / 2, h.Persisted > 0
+}
+
+// entry reports whether the journal holds name's upload.
+func entry(journal, name string) bool {
+	j, err := uploader.OpenJournal(journal)
+	if err != nil {
+		return false
 	}
+	_, ok, _ := j.Lookup(bucket, name)
+	return ok
 }
 
 // makeBucket creates the test bucket with versioning, so that every
@@ -414,10 +494,10 @@ func list(t *testing.T, host, prefix string, versions bool) listed {
 
 // check checks the object: one generation, exact, and no temporary
 // object live.
-func check(t *testing.T, host string, data []byte) {
+func check(t *testing.T, host, object string, data []byte) {
 	t.Helper()
 	all := list(t, host, object, true)
-	if len(all.Items) != 1 {
+	if len(all.Items) != 1 || all.Items[0].Name != object {
 		t.Fatalf("%d generations of %s, want 1: %+v", len(all.Items), object, all.Items)
 	}
 	o := all.Items[0]

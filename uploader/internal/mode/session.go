@@ -88,6 +88,9 @@ func startResumable(h Host, u *xfer.Request, tr xfer.Transport, r *retry.Engine,
 		s.id = from.Session
 		s.last, s.persisted, s.seen = from.Persisted, from.Persisted, from.Persisted
 		s.crcAt, s.crc = from.Persisted, from.CRC32C
+		// A status query placed the stream (see moved): a message of
+		// the earlier Writer's still on its way may move the session on.
+		s.resumed = true
 	} else {
 		err := do(r, &u.Target, s.names.Start, true, nil, func() (string, bool, error) {
 			id, err := tr.StartUpload(u, r.AttemptTimeout())
