@@ -80,6 +80,24 @@
 // idle Writer holds no chunk buffer and one goroutine, its stream's
 // receiver; a Flush of a few bytes copies them out of their buffer.
 //
+// # Uploads that outlive the process
+//
+// Writer.Handle returns, at any moment, what a later process needs to
+// continue the upload: a resumable session (its id, and the bytes the
+// service persisted with their CRC32C), a parallel upload (its temporary
+// objects' prefix and parts), an appendable object (its generation). A
+// Handle is a plain value that encoding/json marshals. Client.Resume
+// continues it from the same source (an io.ReaderAt, such as a file): it
+// checks the source's bytes against the handle before anything is sent
+// (IsSourceChanged), asks the service where the upload stands, and sends
+// only the rest; a session the service finished returns its object. A
+// Journal (WithJournal) keeps every running upload's handle in a
+// directory, written before the bytes it names go out, so that a process
+// killed at any instruction leaves what the next one needs; Client.Discard
+// abandons an upload a handle names. With a journal, a parallel upload's
+// last compose replaces only the generation that was live before it, so
+// that a compose made again after a kill cannot store a second generation.
+//
 // # Retries and dead connections
 //
 // One retry engine serves every RPC of an upload (see WithRetry): one

@@ -311,3 +311,109 @@ func TestJournalKeepsTheHandle(t *testing.T) {
 		t.Fatalf("journal after a failed upload: %+v", hs)
 	}
 }
+
+// TestDiscard: Discard cancels a session, which then stores nothing, and
+// deletes a parallel upload's temporary objects.
+func TestDiscard(t *testing.T) {
+	e := newEnv(t)
+	data := payload(6*mib, 7)
+	h := abandoned(t, e, "discarded", data, 512*kib)
+	if err := e.c.Discard(context.Background(), h); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.c.Resume(context.Background(), h, bytes.NewReader(data)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Resume after Discard: %v", err)
+	}
+	e.absent("discarded")
+	// Discarding again is fine: the session is gone.
+	if err := e.c.Discard(context.Background(), h); err != nil {
+		t.Fatalf("second Discard: %v", err)
+	}
+
+	// A parallel upload's parts, as a killed process leaves them.
+	ph := abandonedParallel(t, e, "parallel", payload(12*mib, 8))
+	before := e.count()
+	if err := e.c.Discard(context.Background(), ph); err != nil {
+		t.Fatal(err)
+	}
+	e.noTemporaries()
+	if n := e.count(); n >= before {
+		t.Fatalf("%d objects before Discard, %d after", before, n)
+	}
+	e.absent("parallel")
+	bad := ph
+	bad.ID = ""
+	if err := e.c.Discard(context.Background(), bad); !isInvalid(err) {
+		t.Fatalf("Discard of a handle without id: %v", err)
+	}
+}
+
+// abandonedParallel is abandoned for a parallel upload of 2 MiB parts: it
+// returns the handle once the service stored a part.
+func abandonedParallel(t *testing.T, e *env, name string, data []byte) uploader.Handle {
+	t.Helper()
+	p, err := faultproxy.New(e.srv.GRPCAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := uploader.NewClient(context.Background(),
+		option.WithEndpoint(p.Addr()), option.WithoutAuthentication(),
+		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
+		retryWith(uploader.Retry{Deadline: time.Second}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w, err := c.NewWriter(context.Background(), bucket, name, uploader.WithParallelUpload(uploader.ParallelUpload{PartSize: 2 * mib, Parts: 2}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(data[:len(data)/2]); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		h, ok := w.Handle()
+		if ok && h.Kind == uploader.KindParallel {
+			for _, pt := range h.Parts {
+				if pt.Generation != 0 {
+					p.Close()
+					_ = w.CloseWithError(errors.New("killed"))
+					return h
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no part stored: %+v", h)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestAttrs: the live object's attributes; a missing one matches
+// fs.ErrNotExist; bad names are refused before any call.
+func TestAttrs(t *testing.T) {
+	e := newEnv(t)
+	data := payload(100*kib, 9)
+	stored, err := e.c.Upload(context.Background(), bucket, "a", bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := e.c.Attrs(context.Background(), bucket, "a")
+	if err != nil || a.Generation != stored.Generation || a.Size != int64(len(data)) || a.CRC32C != crcOf(data) || !a.HasCRC32C {
+		t.Fatalf("Attrs: %+v %v", a, err)
+	}
+	if _, err := e.c.Attrs(context.Background(), bucket, "missing"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Attrs of a missing object: %v", err)
+	}
+	before := len(e.srv.Calls())
+	for _, tc := range []struct{ bucket, object string }{{"", "a"}, {bucket, ""}, {"UPPER", "a"}, {bucket, "bad\nname"}} {
+		if _, err := e.c.Attrs(context.Background(), tc.bucket, tc.object); !isInvalid(err) {
+			t.Errorf("Attrs(%q, %q): %v", tc.bucket, tc.object, err)
+		}
+	}
+	if n := len(e.srv.Calls()) - before; n != 0 {
+		t.Fatalf("%d calls for refused names", n)
+	}
+}
