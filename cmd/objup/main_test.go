@@ -160,13 +160,21 @@ func (e *env) versions(t *testing.T, prefix string) map[string][]version {
 func (e *env) writes() int64 {
 	var n int64
 	for _, c := range e.srv.CallCounts() {
-		switch c.Method {
-		case "WriteObject", "BidiWriteObject", "StartResumableWrite", "ComposeObject",
-			"objects.insert", "objects.compose":
+		if isWrite(c.Method) {
 			n += c.Count
 		}
 	}
 	return n
+}
+
+// isWrite reports whether a method of the fake writes an object.
+func isWrite(method string) bool {
+	switch method {
+	case "WriteObject", "BidiWriteObject", "StartResumableWrite", "ComposeObject",
+		"objects.insert", "objects.compose":
+		return true
+	}
+	return false
 }
 
 // mkTree writes files (relative path: size) of random bytes under a new
