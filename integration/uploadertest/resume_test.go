@@ -417,3 +417,54 @@ func TestAttrs(t *testing.T) {
 		t.Fatalf("%d calls for refused names", n)
 	}
 }
+
+// TestResumeAppendable: the handle of an appendable object holds its
+// generation and the CRC32C of what the service persisted at the last
+// Flush; a Resume takes the object over, checks the source against the
+// service's checksum, and finalizes it exact.
+func TestResumeAppendable(t *testing.T) {
+	e := newEnv(t)
+	data := payload(3*mib+17, 10)
+	w, err := e.c.NewWriter(context.Background(), bucket, "app", uploader.WithAppendable())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(data[:mib]); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := w.Handle(); ok {
+		t.Fatal("a handle before the first flush")
+	}
+	n, err := w.Flush(context.Background())
+	if err != nil || n != mib {
+		t.Fatalf("Flush: %d %v", n, err)
+	}
+	h, ok := w.Handle()
+	if !ok || h.Kind != uploader.KindAppendable || h.Generation == 0 || h.Persisted != mib || h.CRC32C != crcOf(data[:mib]) {
+		t.Fatalf("handle after a flush: %+v %v", h, ok)
+	}
+	// A changed source is refused before the takeover fences the Writer.
+	bad := append([]byte(nil), data...)
+	bad[10] ^= 1
+	if _, err := e.c.Resume(context.Background(), h, bytes.NewReader(bad)); !uploader.IsSourceChanged(err) {
+		t.Fatalf("Resume of a changed source: %v", err)
+	}
+	attrs, err := e.c.Resume(context.Background(), h, bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if attrs.Generation != h.Generation || attrs.Finalized.IsZero() {
+		t.Fatalf("resumed object: generation %d (want %d), finalized %v", attrs.Generation, h.Generation, attrs.Finalized)
+	}
+	sameBytes(t, "app", e.content("app"), data)
+	// The first Writer was fenced: it fails, and stores nothing more.
+	if _, err := w.Write(data[mib:]); err == nil {
+		err = w.Close()
+		if err == nil {
+			t.Fatal("the fenced Writer closed without an error")
+		}
+	} else {
+		_ = w.Close()
+	}
+	sameBytes(t, "app after the fenced Writer", e.content("app"), data)
+}
