@@ -16,6 +16,7 @@ import (
 
 	"github.com/objup/objup/cmd/objup/tree"
 	"github.com/objup/objup/header"
+	"github.com/objup/objup/pool"
 	"github.com/objup/objup/uploader"
 )
 
@@ -27,6 +28,7 @@ type cpConfig struct {
 	tenant          string
 	threshold       sizeFlag
 	partSize        sizeFlag
+	memory          sizeFlag
 	concurrency     int
 	checksum        bool
 	noClobber       bool
@@ -61,6 +63,7 @@ func parseCp(args []string, stderr io.Writer) (*cpConfig, error) {
 	fs.StringVar(&cfg.tenant, "tenant", "", "tenant `ID` sent in the x-scope-orgid header")
 	fs.Var(&cfg.threshold, "parallel-threshold", "parallel composite uploads for files of at least `SIZE` bytes (64MiB, 1GiB, 500MB; 0: never)")
 	fs.Var(&cfg.partSize, "part-size", "part `SIZE` of parallel composite uploads (default 6MiB)")
+	fs.Var(&cfg.memory, "memory", "ceiling on the upload buffers' memory, `SIZE` bytes (0: none)")
 	fs.IntVar(&cfg.concurrency, "concurrency", tree.DefaultConcurrency, "files uploaded at once")
 	fs.BoolVar(&cfg.checksum, "checksum", false, "tell changed files by their CRC32C instead of size and modification time")
 	fs.BoolVar(&cfg.noClobber, "n", false, "leave existing objects as they are (as -no-clobber)")
@@ -169,6 +172,14 @@ func cp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var copts []option.ClientOption
 	if cfg.http {
 		copts = append(copts, uploader.WithHTTP())
+	}
+	if cfg.memory > 0 {
+		p, err := pool.New(pool.WithBudget(int64(cfg.memory)))
+		if err != nil {
+			fmt.Fprintf(stderr, "objup: --memory: %v\n", err)
+			return exitUsage
+		}
+		copts = append(copts, uploader.WithPool(p))
 	}
 	c, err := uploader.NewClient(ctx, copts...)
 	if err != nil {

@@ -25,6 +25,8 @@
 //	                         least SIZE (1048576, 64MiB, 1GiB, 500MB); 0: never
 //	--part-size SIZE         the parts' size of a parallel upload
 //	--concurrency N          files uploaded at once (default 32)
+//	--memory SIZE            ceiling on the upload buffers' memory (default:
+//	                         none)
 //	--checksum               tell changed files by CRC32C, not size and mtime
 //	-n, --no-clobber         leave existing objects as they are
 //	--continue-on-error      go on after a failed file (default: stop)

@@ -317,6 +317,8 @@ func TestExitCodes(t *testing.T) {
 		{"a file fails", []string{"cp", "-r", "--concurrency", "1", dir, dst + "/stop"}, exitFailed, "line feed"},
 		{"continue on error", []string{"cp", "-r", "--continue-on-error", dir, dst + "/cont"}, exitFailed, "2 uploaded"},
 		{"ok", []string{"cp", "-r", good, dst + "/ok"}, exitOK, "1 uploaded"},
+		{"memory", []string{"cp", "-r", "--memory", "1MiB", "--concurrency", "4", good, dst + "/mem"}, exitOK, "1 uploaded"},
+		{"bad memory", []string{"cp", "--memory", "1000", file, dst + "/mem2"}, exitUsage, "--memory"},
 		{"flags after operands", []string{"cp", good, dst + "/late", "-r", "--concurrency", "2"}, exitOK, "1 uploaded"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -419,4 +421,18 @@ func TestParseCp(t *testing.T) {
 			t.Errorf("parseURL(%q) = %q, %q, %v", in, b, n, err)
 		}
 	}
+}
+
+func TestMemoryBudget(t *testing.T) {
+	e := newEnv(t)
+	files := map[string]int{"r1": 3 << 20, "r2": 3<<20 + 17, "par": 5 << 20}
+	for i := range 20 {
+		files[fmt.Sprintf("s/%02d", i)] = 1000 * i
+	}
+	dir := mkTree(t, files)
+	r := e.run(t, "cp", "-r", "--memory", "2MiB", "--parallel-threshold", "4MiB", "--part-size", "1MiB", dir, "gs://"+bucket+"/mem")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	e.checkStored(t, dir, "mem/", keys(files))
 }
