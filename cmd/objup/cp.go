@@ -24,6 +24,7 @@ import (
 type cpConfig struct {
 	recursive       bool
 	journal         string
+	noJournal       bool
 	http            bool
 	tenant          string
 	threshold       sizeFlag
@@ -59,6 +60,7 @@ func parseCp(args []string, stderr io.Writer) (*cpConfig, error) {
 	fs.BoolVar(&cfg.recursive, "r", false, "upload the files under `DIR` (as -recursive)")
 	fs.BoolVar(&cfg.recursive, "recursive", false, "upload the files under DIR")
 	fs.StringVar(&cfg.journal, "journal", "", "`DIR` of the resume handles and manifests (default: the user's cache directory + /objup/journal)")
+	fs.BoolVar(&cfg.noJournal, "no-journal", false, "keep no journal and no manifest: a run that is stopped leaves nothing to resume")
 	fs.BoolVar(&cfg.http, "http", false, "use the JSON API (STORAGE_EMULATOR_HOST) instead of gRPC (STORAGE_EMULATOR_HOST_GRPC)")
 	fs.StringVar(&cfg.tenant, "tenant", "", "tenant `ID` sent in the x-scope-orgid header")
 	fs.Var(&cfg.threshold, "parallel-threshold", "parallel composite uploads for files of at least `SIZE` bytes (64MiB, 1GiB, 500MB; 0: never)")
@@ -157,7 +159,9 @@ func cp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		name += filepath.Base(cfg.src)
 	}
 
-	if cfg.journal == "" {
+	if cfg.noJournal {
+		cfg.journal = ""
+	} else if cfg.journal == "" {
 		if cfg.journal, err = defaultJournal(); err != nil {
 			fmt.Fprintf(stderr, "objup: %v\n", err)
 			return exitUsage

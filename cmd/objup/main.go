@@ -17,6 +17,7 @@
 //	-r, --recursive          upload the files under DIR
 //	--journal DIR            where resume handles and manifests live
 //	                         (default: the user's cache directory + /objup/journal)
+//	--no-journal             keep no journal and no manifest (nothing to resume)
 //	--http                   use the JSON API (STORAGE_EMULATOR_HOST points it
 //	                         at an emulator) instead of gRPC
 //	                         (STORAGE_EMULATOR_HOST_GRPC)

@@ -11,8 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // The manifest's record kinds.
@@ -73,9 +75,14 @@ type manifest struct {
 	mu       sync.Mutex
 	f        *os.File
 	state    map[string]fileState
-	unsynced int
-	syncedAt time.Time
+	unsynced int   // records written since the syncer last started a sync
 	err      error // the first write or sync error: later appends return it
+
+	// The syncer: a goroutine that syncs the file when kicked (syncEvery
+	// records) or every syncInterval, so that no append waits for a sync.
+	kick    chan struct{}
+	stop    chan struct{}
+	stopped chan struct{}
 }
 
 // manifestName returns the base name of the manifest of a destination.
@@ -140,11 +147,47 @@ func (m *manifest) load() error {
 		f.Close()
 		return fmt.Errorf("tree: manifest: %w", err)
 	}
-	m.f, m.syncedAt = f, time.Now()
+	m.f = f
+	m.kick, m.stop, m.stopped = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+	go m.syncer()
 	if whole == 0 {
-		return m.append(m.header)
+		if err := m.append(m.header); err != nil {
+			close(m.stop)
+			<-m.stopped
+			f.Close()
+			return err
+		}
 	}
 	return nil
+}
+
+// syncer syncs the file when kicked or every syncInterval, until stopped.
+func (m *manifest) syncer() {
+	defer close(m.stopped)
+	t := time.NewTicker(syncInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-m.kick:
+		case <-t.C:
+		}
+		m.mu.Lock()
+		n := m.unsynced
+		m.unsynced = 0
+		m.mu.Unlock()
+		if n == 0 {
+			continue
+		}
+		if err := m.f.Sync(); err != nil {
+			m.mu.Lock()
+			if m.err == nil {
+				m.err = fmt.Errorf("tree: manifest: %w", err)
+			}
+			m.mu.Unlock()
+		}
+	}
 }
 
 // apply folds r into the state.
@@ -180,14 +223,10 @@ func (m *manifest) paths() []string {
 }
 
 // append writes r as one line with one write(2), so that a process killed
-// right after it returns leaves the line in the page cache, and syncs the
-// file every syncEvery records or syncInterval.
+// right after it returns leaves the line in the page cache; the syncer
+// syncs the file every syncEvery records or syncInterval.
 func (m *manifest) append(r record) error {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	b = append(b, '\n')
+	b := appendRecord(make([]byte, 0, 128+len(r.Path)), &r)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.err != nil {
@@ -198,20 +237,12 @@ func (m *manifest) append(r record) error {
 		return m.err
 	}
 	m.apply(r)
-	m.unsynced++
-	if m.unsynced >= syncEvery || time.Since(m.syncedAt) >= syncInterval {
-		return m.syncLocked()
+	if m.unsynced++; m.unsynced == syncEvery && m.kick != nil {
+		select {
+		case m.kick <- struct{}{}:
+		default:
+		}
 	}
-	return nil
-}
-
-// syncLocked syncs the file. m.mu is held.
-func (m *manifest) syncLocked() error {
-	if err := m.f.Sync(); err != nil {
-		m.err = fmt.Errorf("tree: manifest: %w", err)
-		return m.err
-	}
-	m.unsynced, m.syncedAt = 0, time.Now()
 	return nil
 }
 
@@ -219,12 +250,16 @@ func (m *manifest) syncLocked() error {
 // file, written to a temporary file, synced and renamed over the log),
 // and releases the lock.
 func (m *manifest) close(compact bool) error {
+	close(m.stop)
+	<-m.stopped
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	defer m.unlock()
 	err := m.err
 	if err == nil {
-		err = m.syncLocked()
+		if serr := m.f.Sync(); serr != nil {
+			err = fmt.Errorf("tree: manifest: %w", serr)
+		}
 	}
 	if cerr := m.f.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("tree: manifest: %w", cerr)
@@ -283,6 +318,46 @@ func (m *manifest) unlock() {
 		_ = m.lock.Close()
 		m.lock = nil
 	}
+}
+
+// appendRecord appends a start or done record as a JSON line, as
+// json.Marshal would write it (the header goes through json.Marshal).
+func appendRecord(b []byte, r *record) []byte {
+	if r.Op != opStart && r.Op != opDone {
+		j, _ := json.Marshal(r)
+		return append(append(b, j...), '\n')
+	}
+	b = append(b, `{"op":"`...)
+	b = append(b, r.Op...)
+	b = append(b, `","path":`...)
+	b = appendString(b, r.Path)
+	b = append(b, `,"size":`...)
+	b = strconv.AppendInt(b, r.Size, 10)
+	b = append(b, `,"mtime":`...)
+	b = strconv.AppendInt(b, r.MTime, 10)
+	b = append(b, `,"ifGen":`...)
+	b = strconv.AppendInt(b, r.IfGen, 10)
+	b = append(b, `,"crc32c":`...)
+	b = strconv.AppendUint(b, uint64(r.CRC32C), 10)
+	b = append(b, `,"gen":`...)
+	b = strconv.AppendInt(b, r.Gen, 10)
+	return append(b, "}\n"...)
+}
+
+// appendString appends s as a JSON string.
+func appendString(b []byte, s string) []byte {
+	plain := utf8.ValidString(s)
+	for i := 0; plain && i < len(s); i++ {
+		c := s[i]
+		plain = c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' && c != 0x7f
+	}
+	if !plain {
+		j, _ := json.Marshal(s)
+		return append(b, j...)
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // syncDir makes a rename in dir durable.

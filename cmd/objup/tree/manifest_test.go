@@ -1,6 +1,7 @@
 package tree
 
 import (
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -93,4 +94,24 @@ func TestManifest(t *testing.T) {
 		t.Errorf("the manifest of another prefix: %s, %q", other.path, other.paths())
 	}
 	_ = other.close(false)
+}
+
+func TestAppendRecord(t *testing.T) {
+	for _, path := range []string{"a", "d/é/ü.txt", `q"uote\back`, "tab\tnl", "<&>", "\u2028", "emoji 🙂"} {
+		for _, r := range []record{
+			{Op: opStart, Path: path, Size: 12, MTime: -5, IfGen: 1 << 60},
+			{Op: opDone, Path: path, Size: 1 << 40, MTime: 1700000000123456789, CRC32C: 0xffffffff, Gen: 42},
+		} {
+			line := appendRecord(nil, &r)
+			want, _ := json.Marshal(r)
+			var got, back record
+			if err := json.Unmarshal(line, &got); err != nil || got != r {
+				t.Errorf("%q: decoded %+v, %v; want %+v", line, got, err, r)
+			}
+			_ = json.Unmarshal(want, &back)
+			if got != back || line[len(line)-1] != '\n' {
+				t.Errorf("%q differs from json.Marshal's %s", line, want)
+			}
+		}
+	}
 }
