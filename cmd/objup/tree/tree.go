@@ -38,10 +38,10 @@ const DefaultConcurrency = 32
 // regular file, 32 at once, without a journal (a run that is killed leaves
 // nothing for the next one), stopping at the first failure.
 type Options struct {
-	// JournalDir is the directory of the journal (uploader.OpenJournal)
-	// that keeps the resume handles of large files, and of the
-	// destination's manifest; it is created if need be. Without one,
-	// nothing outlives the run.
+	// JournalDir is the directory that holds the journal
+	// (uploader.OpenJournal: the resume handles of large files) and the
+	// destination's manifest; it is created if need be. Several
+	// destinations may share it. Without one, nothing outlives the run.
 	JournalDir string
 	// Filter, if set, is called with each file's and each directory's
 	// path relative to the directory (slash-separated); false leaves the
