@@ -50,8 +50,9 @@ const bucket = "cmd-test"
 // env is a fake GCS with a versioned bucket, and a journal directory for
 // the command.
 type env struct {
-	srv     *fakes.Server
-	journal string
+	srv               *fakes.Server // nil when the fake is a fakegcs process
+	grpcAddr, httpURL string
+	journal           string
 }
 
 // newEnv starts the fake, with opts, and checks for leaked goroutines at
@@ -61,8 +62,16 @@ func newEnv(t *testing.T, opts ...fakes.Option) *env {
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 	srv := fakes.NewTest(t, opts...)
+	createBucket(t, srv.HTTPURL())
+	return &env{srv: srv, grpcAddr: srv.GRPCAddr(), httpURL: srv.HTTPURL(), journal: t.TempDir()}
+}
+
+// createBucket creates the test's bucket, with versioning on so that
+// every generation written stays listed, through the JSON API at base.
+func createBucket(t *testing.T, base string) {
+	t.Helper()
 	body := fmt.Sprintf(`{"name":%q,"versioning":{"enabled":true}}`, bucket)
-	resp, err := http.Post(srv.HTTPURL()+"/storage/v1/b?project=test", "application/json", strings.NewReader(body))
+	resp, err := http.Post(base+"/storage/v1/b?project=test", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +79,6 @@ func newEnv(t *testing.T, opts ...fakes.Option) *env {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("creating the bucket: %s", resp.Status)
 	}
-	return &env{srv: srv, journal: t.TempDir()}
 }
 
 // result is what a run of the command did.
@@ -84,8 +92,8 @@ type result struct {
 func (e *env) command(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, objupBin, append(args, "--journal", e.journal)...)
 	cmd.Env = append(os.Environ(),
-		"STORAGE_EMULATOR_HOST_GRPC="+e.srv.GRPCAddr(),
-		"STORAGE_EMULATOR_HOST="+e.srv.HTTPURL())
+		"STORAGE_EMULATOR_HOST_GRPC="+e.grpcAddr,
+		"STORAGE_EMULATOR_HOST="+e.httpURL)
 	return cmd
 }
 
@@ -125,7 +133,7 @@ func (e *env) versions(t *testing.T, prefix string) map[string][]version {
 		if token != "" {
 			q.Set("pageToken", token)
 		}
-		resp, err := http.Get(e.srv.HTTPURL() + "/storage/v1/b/" + bucket + "/o?" + q.Encode())
+		resp, err := http.Get(e.httpURL + "/storage/v1/b/" + bucket + "/o?" + q.Encode())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,11 +164,62 @@ func (e *env) versions(t *testing.T, prefix string) map[string][]version {
 	return out
 }
 
-// writes counts the calls that write an object.
-func (e *env) writes() int64 {
-	var n int64
-	for _, c := range e.srv.CallCounts() {
-		if isWrite(c.Method) {
+// live returns the names of the live objects under prefix.
+func (e *env) live(t *testing.T, prefix string) []string {
+	t.Helper()
+	var out []string
+	for name, vs := range e.versions(t, prefix) {
+		for _, v := range vs {
+			if v.Live {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}
+
+// callCount is how many calls of one method, from one tenant, the fake
+// ended.
+type callCount struct {
+	Method, Tenant string
+	Count          int64
+}
+
+// callCounts returns the fake's counts of calls: from the server, or from
+// a fakegcs process's /_objup/stats.
+func (e *env) callCounts(t *testing.T) []callCount {
+	t.Helper()
+	var out []callCount
+	if e.srv != nil {
+		for _, c := range e.srv.CallCounts() {
+			out = append(out, callCount{c.Method, c.Tenant, c.Count})
+		}
+		return out
+	}
+	resp, err := http.Get(e.httpURL + "/_objup/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct{ Calls []callCount }
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	return body.Calls
+}
+
+// calls returns the fake's count of calls.
+func (e *env) calls(t *testing.T) (n int64) {
+	for _, c := range e.callCounts(t) {
+		n += c.Count
+	}
+	return n
+}
+
+// writes counts the calls of tenant that write an object.
+func (e *env) writes(t *testing.T, tenant string) (n int64) {
+	for _, c := range e.callCounts(t) {
+		if c.Tenant == tenant && isWrite(c.Method) {
 			n += c.Count
 		}
 	}
@@ -281,7 +340,7 @@ func TestCpTree(t *testing.T) {
 			if r.code != 0 || !strings.Contains(r.stdout, "0 uploaded") || !strings.Contains(r.stdout, "4 unchanged") {
 				t.Fatalf("second run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 			}
-			if n := e.writes(); n != 0 {
+			if n := e.writes(t, ""); n != 0 {
 				t.Errorf("the second run made %d write calls", n)
 			}
 			e.checkStored(t, dir, "tree/", keys(files))
