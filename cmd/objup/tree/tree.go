@@ -176,7 +176,7 @@ type run struct {
 	opts    Options
 	journal *uploader.Journal          // nil without one
 	man     *manifest                  // nil without a journal
-	hs      map[string]uploader.Handle // the journal's handles of bucket, by object
+	hs      map[string]uploader.Handle // the journal's handles of bucket, by object; nil: look each up
 
 	evMu sync.Mutex // orders OnEvent's calls
 
@@ -198,15 +198,15 @@ func (r *run) run(ctx context.Context, start time.Time, dest record, files []fil
 		if r.man, err = openManifest(dir, dest); err != nil {
 			return Summary{}, err
 		}
-		hs, err := j.Handles()
-		if err != nil {
-			_ = r.man.close(false)
-			return Summary{}, fmt.Errorf("tree: %w", err)
-		}
-		r.hs = make(map[string]uploader.Handle)
-		for _, h := range hs {
-			if h.Bucket == r.bucket {
-				r.hs[h.Object] = h
+		// The handles, read at once; an entry that cannot be read (of
+		// another format, say) makes each file look its own up instead, so
+		// that it fails that file only.
+		if hs, err := j.Handles(); err == nil {
+			r.hs = make(map[string]uploader.Handle)
+			for _, h := range hs {
+				if h.Bucket == r.bucket {
+					r.hs[h.Object] = h
+				}
 			}
 		}
 	}
@@ -368,6 +368,12 @@ func (r *run) file(ctx context.Context, f *file) {
 func (u *upload) run(ctx context.Context) error {
 	r, f, st := u.r, u.f, &u.st
 	h, hasHandle := r.hs[f.object]
+	if r.journal != nil && r.hs == nil {
+		var err error
+		if h, hasHandle, err = r.journal.Lookup(r.bucket, f.object); err != nil {
+			return err
+		}
+	}
 	if st.done && !st.started && st.doneRec.Size == u.size {
 		same := st.doneRec.MTime == u.mtime
 		if r.opts.Compare == CompareChecksum {

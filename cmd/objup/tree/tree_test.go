@@ -496,3 +496,18 @@ func TestLocked(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestUnreadableJournalEntry(t *testing.T) {
+	// An entry the journal cannot read (another object's, of another
+	// format) fails no file of the tree.
+	e := newEnv(t)
+	if err := os.WriteFile(filepath.Join(e.jdir, "0123456789abcdef0123456789abcdef.objup.json"), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := mkTree(t, map[string]int{"a": 10, "b": 300 << 10})
+	sum, err := tree.Upload(context.Background(), e.c, dir, bucket, "u", tree.Options{JournalDir: e.jdir})
+	if err != nil || !sum.OK() || sum.Uploaded != 2 {
+		t.Fatalf("%+v, %v", sum, err)
+	}
+	checkOneGeneration(t, e.srv, dir, "u", []string{"a", "b"})
+}
