@@ -511,3 +511,20 @@ func TestUnreadableJournalEntry(t *testing.T) {
 	}
 	checkOneGeneration(t, e.srv, dir, "u", []string{"a", "b"})
 }
+
+func TestWriterOptions(t *testing.T) {
+	e := newEnv(t)
+	dir := mkTree(t, map[string]int{"a.txt": 10, "big.bin": 400 << 10})
+	opts := tree.Options{JournalDir: e.jdir, WriterOptions: []uploader.WriterOption{
+		uploader.WithAttrs(uploader.ObjectAttrs{ContentType: "text/plain", Metadata: map[string]string{"k": "v"}}),
+	}}
+	if _, err := tree.Upload(context.Background(), e.c, dir, bucket, "w", opts); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"w/a.txt", "w/big.bin"} {
+		o, err := e.srv.Object(bucket, name)
+		if err != nil || o.ContentType != "text/plain" || o.Metadata["k"] != "v" {
+			t.Errorf("%s: content type %q, metadata %v, %v", name, o.ContentType, o.Metadata, err)
+		}
+	}
+}
