@@ -13,7 +13,7 @@ func checkPair(key, value string) error {
 	}
 	for i := 0; i < len(key); i++ {
 		if c := key[i]; !keyByte(c) {
-			return fmt.Errorf("key %s has byte %#02x at %d; keys take 0-9 a-z A-Z - _ .", quote(key), c, i)
+			return fmt.Errorf("key %s has byte %#02x at %d; keys take the bytes 0-9 a-z A-Z and \"-_.\"", quote(key), c, i)
 		}
 	}
 	if len(key) >= 5 && strings.EqualFold(key[:5], "grpc-") {

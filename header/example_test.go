@@ -36,7 +36,7 @@ func ExampleAppendChecked() {
 	fmt.Println(err)
 	// Output:
 	// header: pair 0: value of key "x-forwarded-note" has a CR or LF at byte 2
-	// header: pair 0: key "x note" has byte 0x20 at 1; keys take 0-9 a-z A-Z - _ .
+	// header: pair 0: key "x note" has byte 0x20 at 1; keys take the bytes 0-9 a-z A-Z and "-_."
 }
 
 func ExampleWithTenant() {

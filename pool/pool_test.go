@@ -298,6 +298,7 @@ func TestGetNilAndDoneContext(t *testing.T) {
 			opts = append(opts, pool.WithBudget(pool.Quantum))
 		}
 		p := mustNew(t, opts...)
+		//lint:ignore SA1012 a nil context is what the test hands over
 		if _, err := p.Get(nil); err == nil {
 			t.Errorf("budget=%v: Get(nil) succeeded", budget)
 		}

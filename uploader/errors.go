@@ -113,8 +113,6 @@ func invalid(op, bucket, object, format string, args ...any) *Error {
 	return &Error{Op: op, Bucket: bucket, Object: object, Code: codes.InvalidArgument, Err: fmt.Errorf(format, args...)}
 }
 
-func hasCode(err error, c codes.Code) bool { return err != nil && codeOf(err) == c }
-
 // IsOutcomeUnknown reports whether err is the failure of an upload that
 // may nevertheless have been stored, or may be later: a request that could
 // finish the object went out whole, its answer was lost (a broken

@@ -16,6 +16,8 @@ import (
 // of the upload's buffers) takes at most about this long. Work that must go
 // on after that, such as deleting a parallel upload's temporary objects,
 // runs in the background, bounded, and Client.Close waits for it.
+//
+//lint:ignore U1000 the bound the docs of the Writer, Upload, UploadMany and parallel uploads name (about 1 s)
 const afterContext = knob.AfterContext
 
 // finished checks the service's object against what was sent. An object
