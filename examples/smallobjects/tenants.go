@@ -18,7 +18,7 @@ import (
 )
 
 // The uploader's metrics and attributes that the per-tenant summary reads
-// (see uploader.Telemetry.MeterProvider).
+// (see [uploader.Telemetry.MeterProvider]).
 const (
 	metricUploads  = "objup.uploads"
 	metricSize     = "objup.upload.size"

@@ -98,7 +98,7 @@ func WithKeepalive(t, timeout time.Duration) option.ClientOption {
 
 // WithoutKeepalive turns the connections' keepalive off: a silently dead
 // connection is then only noticed through the attempt timeout of each RPC
-// (see uploader.Retry), and not replaced.
+// (see [uploader.Retry]), and not replaced.
 func WithoutKeepalive() option.ClientOption {
 	return clientOption(func(c *knob.Client) { c.KeepaliveOff = true })
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/objup/objup/pool"
 )
 
-// Limits are the bounds of one tenant's share (see uploader.TenantLimits).
+// Limits are the bounds of one tenant's share (see [github.com/objup/objup/uploader.TenantLimits]).
 type Limits struct {
 	Uploads int                     // uploads that hold buffers at once; 0: no bound
 	Bytes   int64                   // bytes of buffers held at once; 0: the default share
