@@ -409,7 +409,7 @@ func (u *upload) run(ctx context.Context) error {
 	var err error
 	resumed := false
 	if hasHandle {
-		attrs, err, resumed = u.resume(ctx, h)
+		attrs, resumed, err = u.resume(ctx, h)
 	}
 	if !resumed {
 		attrs, err = u.send(ctx, ifGen)
@@ -458,7 +458,7 @@ func (u *upload) run(ctx context.Context) error {
 
 // resume continues h; ok false says that it could not and the file is to
 // be sent anew.
-func (u *upload) resume(ctx context.Context, h uploader.Handle) (attrs *uploader.ObjectAttrs, err error, ok bool) {
+func (u *upload) resume(ctx context.Context, h uploader.Handle) (attrs *uploader.ObjectAttrs, ok bool, err error) {
 	r, f, st := u.r, u.f, &u.st
 	changed := st.started && (st.startRec.Size != u.size || st.startRec.MTime != u.mtime)
 	if !changed {
@@ -470,17 +470,17 @@ func (u *upload) resume(ctx context.Context, h uploader.Handle) (attrs *uploader
 		attrs, err = r.c.Resume(ctx, h, io.NewSectionReader(u.src, 0, u.size), opts...)
 		switch {
 		case err == nil, uploader.CodeOf(err) == codes.FailedPrecondition:
-			return attrs, err, true
+			return attrs, true, err
 		case uploader.IsSourceChanged(err):
 			changed = true
 		case errors.Is(err, os.ErrNotExist):
 			// The service no longer knows the session: start again.
 			if rerr := r.journal.Remove(r.bucket, f.object); rerr != nil {
-				return nil, rerr, true
+				return nil, true, rerr
 			}
-			return nil, nil, false
+			return nil, false, nil
 		case uploader.IsOutcomeUnknown(err) || ctx.Err() != nil:
-			return nil, err, true
+			return nil, true, err
 		default:
 			// The service refused to go on with the upload (its outcome is
 			// known: nothing was stored): abandon it and send the file anew,
@@ -488,21 +488,21 @@ func (u *upload) resume(ctx context.Context, h uploader.Handle) (attrs *uploader
 			u.resumeErr = err
 			_ = r.c.Discard(ctx, h)
 			if rerr := r.journal.Remove(r.bucket, f.object); rerr != nil {
-				return nil, rerr, true
+				return nil, true, rerr
 			}
-			return nil, nil, false
+			return nil, false, nil
 		}
 	}
 	if changed {
 		if derr := r.c.Discard(ctx, h); derr != nil && !errors.Is(derr, os.ErrNotExist) &&
 			uploader.CodeOf(derr) != codes.FailedPrecondition {
-			return nil, fmt.Errorf("discarding the upload of the earlier version: %w", derr), true
+			return nil, true, fmt.Errorf("discarding the upload of the earlier version: %w", derr)
 		}
 		if rerr := r.journal.Remove(r.bucket, f.object); rerr != nil {
-			return nil, rerr, true
+			return nil, true, rerr
 		}
 	}
-	return nil, nil, false
+	return nil, false, nil
 }
 
 // send uploads the file anew under the precondition ifGen (0: the object
