@@ -29,15 +29,18 @@
 //     run continues it with Client.Resume, which checks the file against
 //     the handle before a byte goes out; a file that changed meanwhile has
 //     its old upload discarded (the session cancelled, the temporary
-//     objects deleted) and is uploaded anew.
+//     objects deleted) and is uploaded anew, and so has a file whose
+//     session the service no longer knows or refuses to continue. The
+//     uploads an earlier run left for files that are gone (deleted, or
+//     filtered out since) are discarded at the end of the run.
 //   - The manifest, one per destination (directory, bucket, prefix): an
 //     append-only log of JSON lines, one "start" line before a file's first
 //     byte goes out (with the precondition its write carries) and one
 //     "done" line once the service stored it (size, modification time,
 //     CRC32C and generation). Each line is one write(2), so a killed
-//     process loses none (the page cache outlives it); the file is synced
-//     every 100 lines or every second, and at the end, for a machine that
-//     crashes; a torn last line is ignored. A run that ends (whatever the
+//     process loses none (the page cache outlives it); a goroutine syncs
+//     the file every 100 lines or every second, and it is synced at the
+//     end, for a machine that crashes; a torn last line is ignored. A run that ends (whatever the
 //     outcome of its files, but not when its context was cancelled)
 //     rewrites the manifest compacted: one line per file. A lock file
 //     beside it (flock) keeps a second process off the same destination.
