@@ -279,6 +279,13 @@ func (w *Writer) fail(op string, err error) {
 	}
 	if w.mode != nil {
 		w.mode.Abort(w.err)
+		var e *Error
+		if u, ok := w.mode.(interface{ Unsettled() bool }); ok && u.Unsettled() && errors.As(w.err, &e) && e.Code != codes.InvalidArgument {
+			// A session an earlier Writer began may have been finished
+			// by that Writer's last message: the service tells, when
+			// the handle is resumed again.
+			e.unknown = true
+		}
 	}
 }
 

@@ -109,7 +109,7 @@ func child(mode string) error {
 			extra = append(extra, uploader.WithParallelUpload(uploader.ParallelUpload{Parts: 4}))
 		}
 		_, err := c.Resume(ctx, h, f, append(extra, uploader.WithJournal(j))...)
-		return err
+		return settled(ctx, c, j, object, f, err)
 	}
 	// A fresh upload creates the object: a run killed after its upload
 	// ended (the journal entry gone, the exit not yet made) must not
@@ -124,10 +124,24 @@ func child(mode string) error {
 	default:
 		_, err = c.Upload(ctx, bucket, object, f, uploader.WithJournal(j), create)
 	}
+	return settled(ctx, c, j, object, f, err)
+}
+
+// settled returns nil when err is the failed precondition of an object
+// that holds the file's bytes: a run whose answer was lost with it (or a
+// session's last message delivered after its run was killed) stored it.
+// The journal's entry, kept for an outcome the Writer could not know, is
+// removed then.
+func settled(ctx context.Context, c *uploader.Client, j *uploader.Journal, object string, f *os.File, err error) error {
 	if uploader.CodeOf(err) == codes.FailedPrecondition {
-		if a, aerr := c.Attrs(ctx, bucket, object); aerr == nil && !a.Finalized.IsZero() && sameAsFile(a, f) {
-			return nil
+		a, aerr := c.Attrs(ctx, bucket, object)
+		if aerr == nil && !a.Finalized.IsZero() && sameAsFile(a, f) {
+			return j.Remove(bucket, object)
 		}
+		if aerr == nil {
+			return fmt.Errorf("%w (the object: generation %d, %d bytes, CRC32C %08x, finalized %v)", err, a.Generation, a.Size, a.CRC32C, a.Finalized)
+		}
+		return errors.Join(err, aerr)
 	}
 	return err
 }
@@ -334,7 +348,7 @@ func killRounds(t *testing.T, bin, mode, api string, rounds, size int) {
 				continue
 			}
 			if err != nil {
-				t.Logf("%s run %d failed: %v\n%s", name, round, err, stderr)
+				t.Logf("%s run %d failed (after %d kills, %d of fakegcs): %v\n%s", name, round, r.kills, r.fakeKills, err, stderr)
 				r.failed++
 				continue
 			}

@@ -120,6 +120,7 @@ type jsonObject struct {
 	Etag               string            `json:"etag"`
 	TimeCreated        time.Time         `json:"timeCreated"`
 	Updated            time.Time         `json:"updated"`
+	TimeFinalized      *time.Time        `json:"timeFinalized"`
 	CustomTime         *time.Time        `json:"customTime"`
 	KMSKeyName         string            `json:"kmsKeyName"`
 	ACL                []struct {
@@ -180,6 +181,9 @@ func readObject(r io.Reader) (*wire.Object, error) {
 	}
 	if !j.Updated.IsZero() {
 		o.UpdateTime = timestamppb.New(j.Updated)
+	}
+	if j.TimeFinalized != nil && !j.TimeFinalized.IsZero() {
+		o.FinalizeTime = timestamppb.New(*j.TimeFinalized)
 	}
 	if j.CustomTime != nil {
 		o.CustomTime = timestamppb.New(*j.CustomTime)

@@ -245,4 +245,9 @@ func (m *session) Close() {
 
 func (m *session) Path() string { return PathResumable }
 
+// Unsettled reports whether a failure of the upload leaves its outcome to
+// the service: a session an earlier Writer began, whose finish may have
+// gone out (see resumable.Unsettled).
+func (m *session) Unsettled() bool { return m.from != nil }
+
 func (*session) Flush(context.Context, chunker.Chunk) (int64, error) { return 0, ErrNoFlush }

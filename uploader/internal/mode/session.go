@@ -50,6 +50,11 @@ type resumable struct {
 	seen    int64       // persisted size at the last progress report to the retrier
 	opened  int64       // the offset the current stream started at
 	resumed bool        // a status query placed the current stream (see moved)
+	// fromHandle: the session began in an earlier Writer (see Resume),
+	// whose messages may still reach the service after this one's: the
+	// service may hold more than this Writer pushed, and may finish the
+	// session.
+	fromHandle bool
 
 	mu        sync.Mutex
 	last      int64 // the end of the data pushed so far
@@ -90,7 +95,7 @@ func startResumable(h Host, u *xfer.Request, tr xfer.Transport, r *retry.Engine,
 		s.crcAt, s.crc = from.Persisted, from.CRC32C
 		// A status query placed the stream (see moved): a message of
 		// the earlier Writer's still on its way may move the session on.
-		s.resumed = true
+		s.resumed, s.fromHandle = true, true
 	} else {
 		err := do(r, &u.Target, s.names.Start, true, nil, func() (string, bool, error) {
 			id, err := tr.StartUpload(u, r.AttemptTimeout())
@@ -212,11 +217,7 @@ func (s *resumable) ackLocked(persisted int64) error {
 	s.persisted = persisted
 	i := 0
 	for ; i < len(s.pending) && s.pending[i].End() <= persisted; i++ {
-		if r := s.pending[i]; r.Offset == s.crcAt {
-			s.crc = crc32c.Combine(s.crc, r.CRC32C, int64(len(r.Data)))
-			s.crcAt = r.End()
-		}
-		s.pending[i].Unref()
+		s.releaseLocked(s.pending[i])
 		s.pending[i] = nil
 	}
 	// Move the rest to the front, so appends keep reusing the array.
@@ -297,6 +298,15 @@ func (s *resumable) startAt(persisted int64) {
 	s.mu.Unlock()
 }
 
+// aheadNow reports whether the service holds every byte pushed so far,
+// and more, or all of them before the last chunk: there is no stream then
+// (see skipAhead).
+func (s *resumable) aheadNow() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fromHandle && !s.final && s.last <= s.persisted && s.resource == nil
+}
+
 // lastNow returns the end of the data pushed so far.
 func (s *resumable) lastNow() int64 {
 	s.mu.Lock()
@@ -308,9 +318,25 @@ func (s *resumable) lastNow() int64 {
 // whatever happens next.
 func (s *resumable) take(r *xfer.ChunkRef) {
 	s.mu.Lock()
-	s.pending = append(s.pending, r)
 	s.last = r.End()
+	if r.End() <= s.persisted && len(s.pending) == 0 && len(r.Data) > 0 {
+		// The service holds these bytes already: an earlier Writer's
+		// (see skipAhead).
+		s.releaseLocked(r)
+	} else {
+		s.pending = append(s.pending, r)
+	}
 	s.mu.Unlock()
+}
+
+// releaseLocked drops the session's reference to r, which the service
+// persisted. s.mu is held.
+func (s *resumable) releaseLocked(r *xfer.ChunkRef) {
+	if r.Offset == s.crcAt {
+		s.crc = crc32c.Combine(s.crc, r.CRC32C, int64(len(r.Data)))
+		s.crcAt = r.End()
+	}
+	r.Unref()
 }
 
 // flush sends what was pushed and not sent yet, for a Writer about to wait
@@ -324,6 +350,11 @@ func (s *resumable) flush() error {
 
 // send has the stream send what is due, resuming after a failure.
 func (s *resumable) send(all bool) error {
+	if s.st == nil && s.aheadNow() {
+		// The service holds more than was pushed (see skipAhead): nothing
+		// to send until the Writer's data passes it.
+		return nil
+	}
 	if s.st == nil {
 		return s.recover()
 	}

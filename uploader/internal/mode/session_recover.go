@@ -62,8 +62,17 @@ func (s *resumable) recoverFrom(op string, cause error) error {
 		if o != nil && s.resource == nil {
 			s.resource = o
 		}
-		err = s.ackLocked(persisted)
+		ahead := o == nil && s.skipAheadLocked(persisted)
+		if !ahead {
+			err = s.ackLocked(persisted)
+		}
 		s.mu.Unlock()
+		if ahead {
+			// No stream until the Writer's data passes what the service
+			// holds (see send).
+			s.report(persisted)
+			return "", true, nil
+		}
 		if err != nil {
 			fatal = err
 			return "", true, nil
@@ -207,6 +216,30 @@ func (s *resumable) moved(cause error) bool {
 	persisted, o, err := s.tr.QueryStatus(s.u, s.id, s.route, -1, s.retry.AttemptTimeout())
 	return err == nil && (o != nil || persisted > s.opened)
 }
+
+// skipAheadLocked takes in a status that says the service holds more than
+// was pushed, which only a message of an earlier Writer (see fromHandle)
+// can have made: every chunk pushed is persisted, and the chunks pushed
+// next that the service holds are dropped (see take). It reports whether
+// it did. s.mu is held.
+func (s *resumable) skipAheadLocked(persisted int64) bool {
+	if !s.fromHandle || persisted <= s.last || s.final {
+		return false
+	}
+	for i, r := range s.pending {
+		s.releaseLocked(r)
+		s.pending[i] = nil
+	}
+	s.pending = s.pending[:0]
+	s.persisted = persisted
+	return true
+}
+
+// Unsettled reports whether the session's outcome, should the upload
+// fail, is the service's to tell: one an earlier Writer began may have
+// sent its finish (see fromHandle). A status query settles it later
+// (Client.Resume of the same handle).
+func (s *resumable) Unsettled() bool { return s.fromHandle }
 
 // abort abandons the session: the stream is torn down and the session
 // cancelled, so it is never finalized.
