@@ -32,7 +32,11 @@ func IsSourceChanged(err error) bool { return errors.Is(err, errSourceChanged) }
 // WithJournal keeps the upload's handle (see Writer.Handle) in j while it
 // runs, so that a later process can continue it with Client.Resume after
 // this one was killed: see Journal. A Writer that uploads its object in
-// one call writes nothing to the journal.
+// one call writes nothing to the journal. An upload whose outcome is
+// unknown (IsOutcomeUnknown) keeps its entry, for a later Resume to
+// settle with the service; a caller that settles it otherwise (for
+// example from a failed DoesNotExist precondition and the object's
+// CRC32C) removes the entry with Journal.Remove.
 func WithJournal(j *Journal) WriterOption {
 	return writerOptionFunc(func(c *writerConfig) {
 		cp := c.tracking()
