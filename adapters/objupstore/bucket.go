@@ -76,6 +76,9 @@ func clientOptions(cfg gcs.Config) []option.ClientOption {
 		opts = append(opts, uploader.WithHTTP())
 	}
 	if cfg.ServiceAccount != "" {
+		// Any type of credentials JSON, as objstore's own provider takes it
+		// (google.CredentialsFromJSON); the configuration is the operator's.
+		//lint:ignore SA1019 WithAuthCredentialsJSON would refuse every type but the one named
 		opts = append(opts, option.WithCredentialsJSON([]byte(cfg.ServiceAccount)))
 	}
 	if cfg.UseGRPC && cfg.GRPCConnPoolSize > 0 {
