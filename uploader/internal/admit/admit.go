@@ -122,14 +122,15 @@ type Bucket struct {
 	flying atomic.Int64 // writes admitted and not answered yet
 
 	mu      sync.Mutex
-	rate    float64   // writes per second admitted
-	tokens  float64   // writes that may go now
-	refill  time.Time // when tokens were last refilled
-	wmax    float64   // the rate at the last cut
-	cutAt   time.Time // the last cut
-	probing bool      // since the first cut: the rate doubles each CutEvery until the next pushback
-	ramping bool      // a ramp and no pushback yet: the rate is the ramp's
-	rampAt  time.Time // when the bucket's ramp began
+	onGrant func(tenant string, prio int64) // tests: told of each grant, in order, under mu
+	rate    float64                         // writes per second admitted
+	tokens  float64                         // writes that may go now
+	refill  time.Time                       // when tokens were last refilled
+	wmax    float64                         // the rate at the last cut
+	cutAt   time.Time                       // the last cut
+	probing bool                            // since the first cut: the rate doubles each CutEvery until the next pushback
+	ramping bool                            // a ramp and no pushback yet: the rate is the ramp's
+	rampAt  time.Time                       // when the bucket's ramp began
 	tenants map[string]*queue
 	ring    []*queue // the tenants with waiting writes, in turn
 	next    int      // the ring's next turn

@@ -30,6 +30,9 @@ func (b *Bucket) grantLocked(now time.Time) {
 		}
 		q := b.ring[b.next]
 		w := q.pop()
+		if b.onGrant != nil {
+			b.onGrant(q.tenant, w.prio)
+		}
 		w.granted = true
 		close(w.ch)
 		b.tokens--
