@@ -101,7 +101,7 @@ func TestAllFourPreconditions(t *testing.T) {
 				t.Fatalf("%s (%s): %v", tc.name, sizeName(size), err)
 			}
 			if err != nil {
-				if uploader.CodeOf(err) != codes.FailedPrecondition || uploader.CodeOf(err) != codes.FailedPrecondition {
+				if uploader.CodeOf(err) != codes.FailedPrecondition {
 					t.Fatalf("%s: %v, want FailedPrecondition", tc.name, err)
 				}
 				continue
