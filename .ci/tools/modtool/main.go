@@ -9,6 +9,7 @@
 //	modtool latest TAG...
 //	modtool testversion [LAST]
 //	modtool requires PREFIX GOMOD
+//	modtool samezips PROXY1 PROXY2 PATH VERSION
 //
 // zipdir zips a directory as the module PATH at V (a nested module's files
 // are left out, as the go command leaves them out); zipvcs zips each tag
@@ -17,7 +18,8 @@
 // SemVer version newer than LAST; latest prints the newest of the tags'
 // versions (none: nothing); testversion prints a prerelease version newer
 // than LAST, for a trial release; requires prints the paths that GOMOD
-// requires or replaces and that start with PREFIX.
+// requires or replaces and that start with PREFIX; samezips fails unless
+// the two proxies' zips of PATH at VERSION have the same go.sum hash.
 package main
 
 import (
@@ -36,6 +38,7 @@ import (
 	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/semver"
+	"golang.org/x/mod/sumdb/dirhash"
 	"golang.org/x/mod/zip"
 )
 
@@ -63,6 +66,8 @@ func main() {
 		fmt.Println(testVersion(last))
 	case "requires":
 		err = requires(args)
+	case "samezips":
+		err = sameZips(args)
 	default:
 		err = fmt.Errorf("unknown command %q", cmd)
 	}
@@ -223,6 +228,26 @@ func requires(args []string) error {
 	}
 	for _, r := range mf.Replace {
 		print(r.Old.Path)
+	}
+	return nil
+}
+
+func sameZips(args []string) error {
+	if len(args) != 4 {
+		return fmt.Errorf("usage: modtool samezips PROXY1 PROXY2 PATH VERSION")
+	}
+	esc, err := module.EscapePath(args[2])
+	if err != nil {
+		return err
+	}
+	var hashes [2]string
+	for i, proxy := range args[:2] {
+		if hashes[i], err = dirhash.HashZip(filepath.Join(proxy, esc, "@v", args[3]+".zip"), dirhash.Hash1); err != nil {
+			return err
+		}
+	}
+	if hashes[0] != hashes[1] {
+		return fmt.Errorf("%s@%s: zip %s in %s, %s in %s", args[2], args[3], hashes[0], args[0], hashes[1], args[1])
 	}
 	return nil
 }
