@@ -181,7 +181,21 @@ func (c *checkpoints) handle() (Handle, bool) {
 	if !c.active || c.ended {
 		return Handle{}, false
 	}
-	return c.handleLocked(), true
+	h := c.handleLocked()
+	return h, h.names()
+}
+
+// names reports whether h names an upload a Resume can continue: a
+// session, a parallel upload's temporary objects, an appendable object's
+// generation.
+func (h *Handle) names() bool {
+	switch h.Kind {
+	case KindParallel:
+		return h.ID != ""
+	case KindAppendable:
+		return h.Generation != 0
+	}
+	return h.Session != ""
 }
 
 // handleLocked builds the handle. c.mu is held.
@@ -226,6 +240,9 @@ func (c *checkpoints) write(durable bool) error {
 	}
 	h := c.handleLocked()
 	c.mu.Unlock()
+	if !h.names() {
+		return nil
+	}
 	// A killed process leaves what it wrote to the page cache: a write
 	// without fsync keeps the entry close behind the service. The fsync,
 	// which a machine's crash needs, goes with the writes that name what

@@ -142,9 +142,10 @@ func (c *Client) Resume(ctx context.Context, h Handle, src io.ReaderAt, opts ...
 	}
 	switch h.Kind {
 	case KindAppendable:
+		j := w.cfg.journal()
 		w.closed = true
 		w.end() // TakeOver makes the Writer
-		return c.resumeAppendable(ctx, &h, src, opts)
+		return c.resumeAppendable(ctx, &h, src, opts, j)
 	case KindParallel:
 		return w.resumeParallel(&h, src)
 	}
@@ -352,7 +353,7 @@ func (w *Writer) finishFrom(src io.ReaderAt, off int64) (*ObjectAttrs, error) {
 // resumeAppendable continues an appendable object: a takeover of its
 // generation, after the source was checked against the handle and against
 // the service's checksum of what the object holds.
-func (c *Client) resumeAppendable(ctx context.Context, h *Handle, src io.ReaderAt, opts []WriterOption) (*ObjectAttrs, error) {
+func (c *Client) resumeAppendable(ctx context.Context, h *Handle, src io.ReaderAt, opts []WriterOption, j *Journal) (*ObjectAttrs, error) {
 	const op = "Resume"
 	if err := checkPrefix(op, h, src); err != nil {
 		return nil, err
@@ -362,7 +363,13 @@ func (c *Client) resumeAppendable(ctx context.Context, h *Handle, src io.ReaderA
 		if CodeOf(err) == codes.FailedPrecondition {
 			// Finalized already, or another generation: the object says.
 			if o, gerr := c.getObject(ctx, h.Bucket, h.Object); gerr == nil && o.GetGeneration() == h.Generation && o.GetFinalizeTime() != nil {
-				return finishedAlready(op, h, o, src)
+				attrs, err := finishedAlready(op, h, o, src)
+				if err == nil && j != nil {
+					// An earlier Writer finalized it, and was stopped
+					// before it removed the entry.
+					_ = j.Remove(h.Bucket, h.Object)
+				}
+				return attrs, err
 			}
 		}
 		return nil, err

@@ -106,14 +106,10 @@ func (w *Writer) resumeParallel(h *Handle, src io.ReaderAt) (*ObjectAttrs, error
 	if w.cfg.parallel != nil {
 		parts = w.cfg.parallel.Parts
 	}
-	w.cfg.parallel = &mode.Parallel{PartSize: h.PartSize, Parts: parts, TempPrefix: h.TempPrefix, ID: h.ID, Stored: reuse}
-	if h.Composing {
-		// A compose of an earlier Writer may still land: the handle
-		// keeps saying so until this Writer's own compose answers.
-		_ = w.checkpoints().Update(func(c *xfer.Checkpoint) {
-			c.Composing, c.ComposeMatch, c.HasMatch = true, h.ComposeMatch, h.HasComposeMatch
-		}, false)
-	}
+	// A compose of an earlier Writer may still land: the handle keeps
+	// saying so until this Writer's own compose answers.
+	w.cfg.parallel = &mode.Parallel{PartSize: h.PartSize, Parts: parts, TempPrefix: h.TempPrefix, ID: h.ID, Stored: reuse,
+		Composing: h.Composing, ComposeMatch: h.ComposeMatch, HasMatch: h.HasComposeMatch}
 	attrs, err := w.finishFrom(src, 0)
 	if err != nil && h.Composing && CodeOf(err) == codes.FailedPrecondition {
 		// The compose that went out before stored first.

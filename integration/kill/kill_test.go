@@ -325,9 +325,10 @@ func killRounds(t *testing.T, bin, mode, api string, rounds, size int) {
 		name := fmt.Sprintf("big/file-%d.bin", n)
 		before := p.Stats().BytesUp
 		killsBefore := r.kills + r.fakeKills
+		var trail []string // what the journal said after each kill
 		for round := 0; ; round++ {
 			if round > 60 {
-				t.Fatalf("%s not done after %d runs", name, round)
+				t.Fatalf("%s not done after %d runs; the journal after each kill: %s", name, round, strings.Join(trail, " "))
 			}
 			kill := r.kills < rounds
 			var d time.Duration
@@ -336,6 +337,7 @@ func killRounds(t *testing.T, bin, mode, api string, rounds, size int) {
 			}
 			err, killed, stderr := r.run(exe, d, mode, api, p.Addr(), src, journal, name)
 			if killed {
+				trail = append(trail, fmt.Sprintf("%v:%s", d.Round(time.Millisecond), said(journal, name)))
 				if r.kills%5 == 4 {
 					f.kill()
 					f.start()
@@ -452,6 +454,28 @@ func verified(journal, name string) (int64, bool) {
 		return 0, false
 	}
 	return h.Persisted / 2, h.Persisted > 0
+}
+
+// said returns what the journal holds of name's upload, in a few words.
+func said(journal, name string) string {
+	j, err := uploader.OpenJournal(journal)
+	if err != nil {
+		return err.Error()
+	}
+	h, ok, err := j.Lookup(bucket, name)
+	switch {
+	case err != nil:
+		return err.Error()
+	case !ok:
+		return "-"
+	}
+	stored := 0
+	for _, p := range h.Parts {
+		if p.Generation != 0 {
+			stored++
+		}
+	}
+	return fmt.Sprintf("%s/%d/%d", h.Kind, h.Persisted>>20, stored)
 }
 
 // entry reports whether the journal holds name's upload.

@@ -54,6 +54,12 @@ type Parallel struct {
 	// spec has one), so that a later process that composes again after a
 	// kill cannot make a second generation: see Checkpoint.ComposeMatch.
 	Exact bool
+	// Composing, ComposeMatch and HasMatch are those of the earlier
+	// Writer's checkpoint: its compose may still land, under that
+	// precondition (see Checkpoint.Composing).
+	Composing    bool
+	ComposeMatch int64
+	HasMatch     bool
 }
 
 // parallel is the state of a parallel composite upload: the part being

@@ -153,6 +153,9 @@ func (p *parallel) dispatch() error {
 		err := p.h.Checkpoints().Update(func(c *xfer.Checkpoint) {
 			c.Prefix, c.ID, c.PartSize = p.cfg.TempPrefix, p.id, p.partSize
 			c.Parts = append(c.Parts[:0], p.cfg.Stored...)
+			if p.cfg.Composing {
+				c.Composing, c.ComposeMatch, c.HasMatch = true, p.cfg.ComposeMatch, p.cfg.HasMatch
+			}
 		}, true)
 		if err != nil {
 			for _, r := range pt.refs {
