@@ -2,9 +2,7 @@ package fakes
 
 import (
 	"errors"
-	"net/http"
 
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/objup/objup/fakes/internal/store"
@@ -21,12 +19,3 @@ func httpKindOf(err error) (int, string) {
 	return httpcode.Status(status.Code(err))
 }
 
-// codeOfHTTP is the gRPC code the request log records for an HTTP status:
-// the usual mapping, except that a 409 (a bucket that is not empty) is
-// FailedPrecondition, as the gRPC API answers it.
-func codeOfHTTP(st int) codes.Code {
-	if st == http.StatusConflict {
-		return codes.FailedPrecondition
-	}
-	return httpcode.Code(st)
-}

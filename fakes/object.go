@@ -17,15 +17,6 @@ import (
 // (MAX_WRITE_CHUNK_BYTES and MAX_READ_CHUNK_BYTES).
 const maxChunk = writes.MaxMessage
 
-// bucketOf parses a bucket resource name and returns the bucket.
-func (s *Server) bucketOf(resource string) (*store.Bucket, error) {
-	name, err := api.ParseBucket(resource)
-	if err != nil {
-		return nil, err
-	}
-	return s.store.Bucket(name)
-}
-
 // toObject converts a stored object into the API's Object. The Object shares
 // o's metadata map, which is never written once stored: the caller may
 // marshal it but must not change it.

@@ -70,7 +70,7 @@ func (s *Server) serveStats(w http.ResponseWriter, r *http.Request) {
 	}
 	body := statsBody{Tenants: []tenantStats{}, Calls: []callStats{}, Sessions: s.Sessions()}
 	for _, u := range s.Usage() {
-		body.Tenants = append(body.Tenants, tenantStats{Tenant: u.Tenant, Objects: u.Objects, Bytes: u.Bytes})
+		body.Tenants = append(body.Tenants, tenantStats(u))
 	}
 	for _, c := range s.CallCounts() {
 		body.Calls = append(body.Calls, callStats{Method: c.Method, Tenant: c.Tenant, Code: c.Code.String(), Count: c.Count})

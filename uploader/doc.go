@@ -186,7 +186,7 @@
 // A timeout or a cancellation ends one attempt's stream (RST_STREAM),
 // never a connection that other uploads share; gRPC keepalive
 // (experimental.WithKeepalive) and the TCP_USER_TIMEOUT gRPC sets find a connection
-// that died. No call runs more than about afterContext past its context.
+// that died. No call runs more than about a second past its context.
 // What must go on after that (a parallel upload's parts whose last
 // request is out, the deletion of its temporary objects, the cancellation
 // of an abandoned session) runs in the background, bounded by the attempt

@@ -38,7 +38,7 @@ type ParallelUpload struct {
 // joins them with ComposeObject (in rounds of at most 32), checks the final
 // object's size and CRC32C against what was written, and deletes the
 // temporary objects, whatever the outcome. Close returns once they are
-// deleted, or, once the upload's context ended, at most about afterContext
+// deleted, or, once the upload's context ended, at most about a second
 // later, leaving the rest to the background: Client.Close waits for it.
 // When the upload fails or its context ends, no part starts, and a part
 // whose last request is already out is awaited (bounded by the attempt

@@ -295,7 +295,7 @@ func (w *Writer) fail(op string, err error) {
 // whatever the outcome, with one exception: once the upload's context
 // ended, buffers of the client's pool that gRPC still holds (a torn-down
 // stream's messages) go back in the background, so that Close returns by
-// afterContext; Client.Close waits for them. A WithBuffer buffer is always
+// about a second after it; Client.Close waits for them. A WithBuffer buffer is always
 // released before Close returns. Closing twice returns the first result.
 func (w *Writer) Close() error {
 	w.enter("Close")
@@ -375,10 +375,10 @@ func (w *Writer) end() {
 // gRPC has let go of them.
 //
 // gRPC lets go of a torn-down stream's messages a moment after the stream
-// ends, or never (see lifetime.wait, which waits up to orphanGrace). Once
+// ends, or never (see [xfer.Lifetime.Wait], which waits up to about a second). Once
 // the upload's context ended, the pool's buffers are waited for in the
 // background (Client.Close waits for it), so the call returns by
-// afterContext; a WithBuffer buffer, which the caller owns again when
+// about a second after it; a WithBuffer buffer, which the caller owns again when
 // Close returns, is always waited for.
 func (w *Writer) release() {
 	w.req.Life.PutBuffer(w.ch.Abort())

@@ -26,16 +26,6 @@ func (d *deadline) done() <-chan struct{} {
 	return d.ch
 }
 
-// passed reports whether the current setting has passed.
-func (d *deadline) passed() bool {
-	select {
-	case <-d.done():
-		return true
-	default:
-		return false
-	}
-}
-
 func (d *deadline) set(t time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -205,7 +205,9 @@ func (m *sinkMsg) decodeData(r *sliceReader) error {
 				return errSinkTruncated
 			}
 			m.off, m.n = r.pos, n
-			err = r.skip(n)
+			if err := r.skip(n); err != nil {
+				return err
+			}
 		case num == sinkFieldCRC32C && typ == protowire.Fixed32Type:
 			var b [4]byte
 			err = r.read(b[:])

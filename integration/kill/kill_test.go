@@ -335,7 +335,7 @@ func killRounds(t *testing.T, bin, mode, api string, rounds, size int) {
 			if kill {
 				d = 50*time.Millisecond + time.Duration(rng.Int64N(int64(expected)))
 			}
-			err, killed, stderr := r.run(exe, d, mode, api, p.Addr(), src, journal, name)
+			killed, stderr, err := r.run(exe, d, mode, api, p.Addr(), src, journal, name)
 			if killed {
 				trail = append(trail, fmt.Sprintf("%v:%s", d.Round(time.Millisecond), said(journal, name)))
 				if r.kills%5 == 4 {
@@ -382,28 +382,28 @@ type runs struct {
 
 // run runs one child on object name, killed after d if d is not 0, and
 // returns how it ended.
-func (r *runs) run(exe string, d time.Duration, mode, api, addr, src, journal, name string) (err error, killed bool, stderr string) {
+func (r *runs) run(exe string, d time.Duration, mode, api, addr, src, journal, name string) (killed bool, stderr string, err error) {
 	cmd := exec.Command(exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), envChild+"="+mode, envAddr+"="+addr, envAPI+"="+api, envSrc+"="+src, envJournal+"="+journal, envObject+"="+name)
 	var buf bytes.Buffer
 	cmd.Stderr = &buf
 	if err := cmd.Start(); err != nil {
-		return err, false, ""
+		return false, "", err
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	if d == 0 {
 		err := <-done
-		return err, false, buf.String()
+		return false, buf.String(), err
 	}
 	select {
 	case err := <-done:
-		return err, false, buf.String()
+		return false, buf.String(), err
 	case <-time.After(d):
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		<-done
 		r.kills++
-		return nil, true, buf.String()
+		return true, buf.String(), nil
 	}
 }
 
@@ -419,7 +419,7 @@ func refuseChanged(t *testing.T, r *runs, exe string, p *faultproxy.Proxy, mode,
 		t.Fatal(err)
 	}
 	before := p.Stats().BytesUp
-	err, _, stderr := r.run(exe, 0, mode, api, p.Addr(), src, journal, name)
+	_, stderr, err := r.run(exe, 0, mode, api, p.Addr(), src, journal, name)
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
 		t.Errorf("a run on a changed source ended with %v, want the exit of IsSourceChanged\n%s", err, stderr)

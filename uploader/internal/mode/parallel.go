@@ -111,7 +111,7 @@ type part struct {
 	xfer.Request
 	index int
 	refs  []*xfer.ChunkRef
-	size  int64 // its CRC32C is scratch.crc, which its checksums point to
+	size  int64 // its CRC32C is Scratch.CRC, which its checksums point to
 	base  int64 // the offset of its first byte in the object
 	// Owned by the part's goroutine, then by the cleanup once every
 	// part's goroutine ended (allDone).

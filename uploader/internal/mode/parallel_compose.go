@@ -137,10 +137,8 @@ func (p *parallel) composeRound(round int, srcs []xfer.Source) ([]xfer.Source, e
 		})
 	}
 	err := g.Wait()
-	for _, s := range next {
-		// An intermediate whose compose may have run is deleted with the
-		// parts; one that surely did not exist is not found, which is fine.
-		p.temps = append(p.temps, s)
-	}
+	// An intermediate whose compose may have run is deleted with the
+	// parts; one that surely did not exist is not found, which is fine.
+	p.temps = append(p.temps, next...)
 	return next, err
 }

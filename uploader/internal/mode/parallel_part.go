@@ -424,7 +424,7 @@ func (p *parallel) wait() error {
 		go func() {
 			p.err = p.g.Wait()
 			// What gRPC still holds of the parts' messages is released
-			// with the parts' chunks (see lifetime.wait).
+			// with the parts' chunks (see [xfer.Lifetime.Wait]).
 			for _, pt := range p.parts {
 				p.life.Adopt(&pt.Life)
 			}

@@ -41,7 +41,7 @@ type resumable struct {
 	progress *Progress         // nil, or told of each new persisted size
 	cp       xfer.Checkpointer // nil, or told of the session and what it persisted (see Checkpoint)
 	id       string            // the session's id on the service
-	route    any               // where the session's streams went (see stream.route)
+	route    any               // where the session's streams went (see [xfer.Stream.Route])
 	names    *xfer.CallNames
 
 	// Owned by the Writer's goroutine.
@@ -190,20 +190,6 @@ func (s *resumable) persistedNow() int64 {
 	return s.persisted
 }
 
-// finished reports whether the service returned the finished object.
-func (s *resumable) finished() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.resource != nil
-}
-
-// streamErrNow returns why the current stream broke, if it did.
-func (s *resumable) streamErrNow() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.streamErr
-}
-
 // ackLocked releases the chunks up to persisted. s.mu is held.
 func (s *resumable) ackLocked(persisted int64) error {
 	switch {
@@ -280,13 +266,6 @@ func (s *resumable) contended() {
 	s.mu.Lock()
 	s.window = s.rounds.Shrink(s.window)
 	s.mu.Unlock()
-}
-
-// windowNow returns the current window.
-func (s *resumable) windowNow() int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.window
 }
 
 // startAt makes the session go on from persisted, the size of the
@@ -388,15 +367,12 @@ func (s *resumable) finish(r *xfer.ChunkRef) (*wire.Object, error) {
 
 // waitFor waits until cond holds (evaluated under s.mu), recovering from
 // stream failures on the way.
-func (s *resumable) waitFor(cond func() bool) error { return s.waitIn(nil, cond) }
+func (s *resumable) waitFor(cond func() bool) error { return s.waitIn(context.Background(), cond) }
 
-// waitIn is waitFor that also gives up when ctx, if not nil, ends (a
-// Flush's context): it then returns ctx's error, and the session goes on.
+// waitIn is waitFor that also gives up when ctx ends (a Flush's context):
+// it then returns ctx's error, and the session goes on.
 func (s *resumable) waitIn(ctx context.Context, cond func() bool) error {
-	var done <-chan struct{}
-	if ctx != nil {
-		done = ctx.Done()
-	}
+	done := ctx.Done()
 	for {
 		s.mu.Lock()
 		ok, serr, persisted := cond(), s.streamErr, s.persisted

@@ -18,7 +18,7 @@ import (
 // still read; its buffer goes back when the last reference drops. wait
 // blocks until every buffer is back.
 //
-// It belongs to the Writer's goroutine, except outMsg.Put and chunkRef.unref,
+// It belongs to the Writer's goroutine, except the transports' Put of a message's buffer and [ChunkRef.Unref],
 // which gRPC and the session's receiver call from theirs.
 type Lifetime struct {
 	Alloc    pool.Allocator

@@ -41,9 +41,9 @@ func (t *Target) Outgoing(ctx context.Context) context.Context {
 // answer, bounded by its timeout, so the upload knows whether the object
 // exists and deletes it. Cancelled, the service could still store the
 // object after the upload's delete had found nothing. (The parts are
-// sessions, which a cancel settles: see parallel.send.) The upload's call
+// sessions, which a cancel settles: see the parallel mode in package mode.) The upload's call
 // does not wait for it: the cleanup runs in the background (see
-// parallel.close).
+// the parallel mode's Close).
 func (u *Request) AttemptCtx() context.Context {
 	if u.Scratch.Settle {
 		return context.WithoutCancel(u.Ctx)
@@ -60,8 +60,8 @@ type Scratch struct {
 	Checksums wire.ObjectChecksums
 	CRC       uint32
 	NoCRC     bool // messages carry no CRC32C (WithoutCRC32C); here, where it costs no room
-	HasSums   bool // checksums holds the whole-object checksums the finish carries (see upload.checksums)
-	Settle    bool // a parallel upload's intermediate compose: see upload.attemptCtx
+	HasSums   bool // checksums holds the whole-object checksums the finish carries (see [Request.Checksums])
+	Settle    bool // a parallel upload's intermediate compose: see [Request.AttemptCtx]
 	Refused   bool // the service refused a write of the upload for load: its retries wait for their turn
 	Size      int64
 	// The one-shot call's request and response.

@@ -39,7 +39,7 @@ type Transport interface {
 	StartUpload(u *Request, timeout time.Duration) (id string, err error)
 	// QueryStatus asks how much of session id the service persisted, or
 	// the object it finished. size is the object's size if known, else
-	// -1. route is where the session's streams went (see stream.route),
+	// -1. route is where the session's streams went (see [Stream.Route]),
 	// nil before the first.
 	QueryStatus(u *Request, id string, route any, size int64, timeout time.Duration) (persisted int64, o *wire.Object, err error)
 	// OpenStream opens the channel on which session id's data goes, from
@@ -129,7 +129,7 @@ type Stream interface {
 	// Writer's wait for a buffer gives way to the session's recovery.
 	Broken() context.Context
 	// Route is where the stream went, for the session's next stream and
-	// status queries (see transport.openStream).
+	// status queries (see [Transport.OpenStream]).
 	Route() any
 	// Teardown ends the stream and waits for its goroutines; after it, no
 	// report comes from the stream. It returns the failure that broke the
@@ -157,7 +157,7 @@ type Request struct {
 }
 
 // Checksums returns the whole-object Checksums the finish carries (in
-// scratch), or nil: set when the last chunk is known (scratch.hasSums).
+// scratch), or nil: set when the last chunk is known ([Scratch.HasSums]).
 func (u *Request) Checksums() *wire.ObjectChecksums {
 	if !u.Scratch.HasSums {
 		return nil
