@@ -18,4 +18,3 @@ func httpKindOf(err error) (int, string) {
 	}
 	return httpcode.Status(status.Code(err))
 }
-
