@@ -3,8 +3,15 @@
 # GCS, all pointed at fakegcs on loopback: `gcloud storage cp -r`,
 # `rclone copy`, and google-cloud-storage's transfer_manager
 # (upload_many_from_filenames, threads and processes), at concurrency 64,
-# plus objup's SDK alone (UploadMany, no journal: peertool many) to price
-# the command's journal and manifest.
+# plus objup's SDK alone to price the command's journal and manifest:
+# "many" (UploadMany, no journal) and "each" (Client.Upload of each file
+# as the command sends it, under DoesNotExist, no journal or manifest),
+# over gRPC and (-http) the JSON API.
+#
+# Peers: objup (journal in the default place: os.UserCacheDir()/objup/
+# journal, with XDG_CACHE_HOME in the work directory), objup-tmpfs
+# (--journal under /dev/shm), objup-http (--http), many, many-http, each,
+# each-http, rclone, gcloud, py-thread, py-process.
 #
 # Without -kill (the default): a seeded tree of -files files (default
 # 10,000) of 1-8 KiB; -rounds rounds (default 3), each on a fresh fakegcs
@@ -19,8 +26,12 @@
 # second generation) and a simulated link (-bandwidth, per connection).
 # Each peer first uploads the tree once without kills (its clean bytes),
 # then again to another bucket, killed with SIGKILL (the whole process
-# group but /usr/bin/time) after each delay of a seeded list (the same
-# for every peer), then run until it exits 0 (at most -final rounds). A
+# group but /usr/bin/time) at each moment of a seeded list, the same for
+# every peer: by default once the run has sent a fraction (0.1-0.5) of the
+# tree's bytes through the proxy (-kill-at bytes); -kill-at frac: at a
+# fraction (0.2-0.8) of the peer's own clean run's wall time; -kill-at
+# secs: 1.5-4.5 s after the start. A run that ends before its moment is not
+# killed. Then the peer runs until it exits 0 (at most -final rounds). A
 # fault proxy without faults (peertool proxy) in front of the fake counts
 # the bytes each sends; bytes sent again = killed total - clean run.
 # Each peer uses what it offers to resume: objup its journal, gcloud its
@@ -28,7 +39,8 @@
 # Python skip_if_exists=True.
 #
 # Usage: integration/peers/run.sh [-kill] [-rounds N] [-files N] [-seed N]
-#          [-peers "LIST"] [-kills N] [-bandwidth RATE] [-keep]
+#          [-peers "LIST"] [-kills N] [-kill-at bytes|frac|secs] [-final N]
+#          [-bandwidth RATE] [-nokeep]
 # Output: a directory (printed) with each run's time -v output and logs, and
 # results.tsv, one line per run. Needs go, python3 with venv (the Python
 # client is installed from PyPI into a virtualenv in $OBJUP_CACHE, default
@@ -36,7 +48,7 @@
 # a peer whose tool is missing is skipped. Runs under nice -n 5.
 set -euo pipefail
 
-kill_mode=false rounds=3 files=10000 seed=1 peers="" kills=3 bandwidth=16MB/s keep=true final=4
+kill_mode=false kill_at=bytes rounds=3 files=10000 seed=1 peers="" kills=3 bandwidth=16MB/s keep=true final=4
 py_version=3.10.1 # google-cloud-storage
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -46,10 +58,11 @@ while [ $# -gt 0 ]; do
     -seed) shift; seed=$1 ;;
     -peers) shift; peers=$1 ;;
     -kills) shift; kills=$1 ;;
+    -kill-at) shift; kill_at=$1 ;;
     -final) shift; final=$1 ;;
     -bandwidth) shift; bandwidth=$1 ;;
     -nokeep) keep=false ;;
-    *) echo "usage: $0 [-kill] [-rounds N] [-files N] [-seed N] [-peers LIST] [-kills N] [-final N] [-bandwidth RATE] [-nokeep]" >&2; exit 2 ;;
+    *) echo "usage: $0 [-kill] [-rounds N] [-files N] [-seed N] [-peers LIST] [-kills N] [-kill-at bytes|frac|secs] [-final N] [-bandwidth RATE] [-nokeep]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -132,7 +145,8 @@ stopfake() {
 # and proxy (HOST:PORT). stopproxy NAME writes its counts to $work/NAME.bytes.
 startproxy() {
   : >"$work/proxy.out"
-  "$pt" proxy -target "$1" >"$work/proxy.out" 2>>"$work/proxy.log" &
+  rm -f "$work/proxy.count"
+  "$pt" proxy -target "$1" -count "$work/proxy.count" >"$work/proxy.out" 2>>"$work/proxy.log" &
   proxy_pid=$!
   pids+=("$proxy_pid")
   for _ in $(seq 1 100); do
@@ -190,6 +204,12 @@ peercmd() {
     many-http)
       cmdenv=("STORAGE_EMULATOR_HOST=http://$eph")
       cmd=("$pt" many -dir "$tree" -bucket "$bucket" -prefix tree/ -concurrency 64 -http) ;;
+    each)
+      cmdenv=("STORAGE_EMULATOR_HOST_GRPC=$epg")
+      cmd=("$pt" many -each -dir "$tree" -bucket "$bucket" -prefix tree/ -concurrency 64) ;;
+    each-http)
+      cmdenv=("STORAGE_EMULATOR_HOST=http://$eph")
+      cmd=("$pt" many -each -dir "$tree" -bucket "$bucket" -prefix tree/ -concurrency 64 -http) ;;
     rclone)
       mkdir -p "$state"
       printf '[fake]\ntype = google cloud storage\nanonymous = true\nendpoint = http://%s/storage/v1/\nbucket_policy_only = true\n' "$eph" >"$state/rclone.conf"
@@ -251,6 +271,29 @@ killgroup() {
   done
 }
 
+# upcount: the bytes the current proxy has forwarded up.
+upcount() {
+  local c
+  c=$(cat "$work/proxy.count" 2>/dev/null || true)
+  echo "${c:-0}"
+}
+
+# waitbytes N: waits (up to 30 min) until the proxy has forwarded N bytes
+# up or run_pid ended; returns 0 if it ended (status in run_rc), 1 if the
+# bytes went out first.
+waitbytes() {
+  local i
+  for ((i = 0; i < 36000; i++)); do
+    if ! kill -0 "$run_pid" 2>/dev/null; then
+      run_rc=0; wait "$run_pid" || run_rc=$?
+      return 0
+    fi
+    [ "$(upcount)" -ge "$1" ] && return 1
+    sleep 0.05
+  done
+  return 1
+}
+
 # waitrun LIMIT: waits up to LIMIT deciseconds for run_pid; returns 0 if
 # it ended (status in run_rc), 1 if it still runs.
 waitrun() {
@@ -295,8 +338,20 @@ if ! $kill_mode; then
 fi
 
 # The kill variant.
-delays=$(awk -v s="$seed" -v k="$kills" 'BEGIN {srand(s); for (i = 0; i < k; i++) printf "%.1f ", 1.5 + 3 * rand()}')
-echo "kill delays (s): $delays" | tee "$work/delays.txt"
+# The kills' moments: seconds after each start (-kill-at secs: 1.5-4.5 s),
+# or fractions of the peer's own clean run's wall time (-kill-at frac, the
+# default: 0.2-0.8), drawn from the seed: the same for every peer.
+if [ "$kill_at" = bytes ]; then
+  fracs=$(awk -v s="$seed" -v k="$kills" 'BEGIN {srand(s); for (i = 0; i < k; i++) printf "%.2f ", 0.1 + 0.4 * rand()}')
+  delays=$fracs
+  echo "kill moments (fractions of the tree's bytes sent in the run): $fracs" | tee "$work/delays.txt"
+elif [ "$kill_at" = secs ]; then
+  delays=$(awk -v s="$seed" -v k="$kills" 'BEGIN {srand(s); for (i = 0; i < k; i++) printf "%.1f ", 1.5 + 3 * rand()}')
+  echo "kill delays (s): $delays" | tee "$work/delays.txt"
+else
+  fracs=$(awk -v s="$seed" -v k="$kills" 'BEGIN {srand(s); for (i = 0; i < k; i++) printf "%.2f ", 0.2 + 0.6 * rand()}')
+  echo "kill moments (fractions of each peer's clean run): $fracs" | tee "$work/delays.txt"
+fi
 startfake -data "$work/fakedata" -bandwidth "$bandwidth"
 echo -e "peer\tclean_bytes_up\tclean_wall_s\tkilled_bytes_up\tsent_again\tsent_again_pct_of_tree\truns\tkills_landed\twall_s\tcpu_s\tpeak_rss_kib\tfinal_exit\tverify" >"$results"
 for p in $peers; do
@@ -313,6 +368,10 @@ for p in $peers; do
   stopproxy "k-$p-clean"
   read -r cwall _ _ _ < <(timev "$work/k-$p-clean.time")
   clean=$(sed 's/.*"bytesUp":\([0-9]*\).*/\1/' "$work/k-$p-clean.bytes")
+  if [ "$kill_at" = frac ]; then
+    delays=$(for f in $fracs; do awk -v f="$f" -v w="$cwall" 'BEGIN {printf "%.1f ", f * w}'; done)
+    echo "$p: kill delays (s): $delays" | tee -a "$work/delays.txt"
+  fi
   # The killed runs, then runs until one exits 0.
   mkbucket "pk-$p"
   startproxy "$target"
@@ -321,9 +380,17 @@ for p in $peers; do
   for d in $delays; do
     runs=$((runs + 1))
     peercmd "$p" "pk-$p" "$proxy" "$proxy" "$work/state-$p"
-    launch "k-$p-$runs"
-    ds=$(awk -v d="$d" 'BEGIN {printf "%d", d * 10}')
-    if waitrun "$ds"; then
+    if [ "$kill_at" = bytes ]; then
+      sleep 0.1 # the proxy's count catches up with the last run's bytes
+      at=$(awk -v f="$d" -v t="$treebytes" -v b="$(upcount)" 'BEGIN {printf "%d", b + f * t}')
+      launch "k-$p-$runs"
+      waitbytes "$at" && ended=true || ended=false
+    else
+      launch "k-$p-$runs"
+      ds=$(awk -v d="$d" 'BEGIN {printf "%d", d * 10}')
+      waitrun "$ds" && ended=true || ended=false
+    fi
+    if $ended; then
       rc=$run_rc
     else
       killgroup; landed=$((landed + 1)); waitrun 100 || true; rc=killed
@@ -331,7 +398,8 @@ for p in $peers; do
     read -r w c m _ < <(timev "$work/k-$p-$runs.time")
     twall=$(awk -v a="$twall" -v b="$w" 'BEGIN {print a + b}'); tcpu=$(awk -v a="$tcpu" -v b="$c" 'BEGIN {print a + b}')
     [ "$m" -gt "$peak" ] && peak=$m
-    echo "$p: run $runs: $rc after ${w}s"
+    sleep 0.1
+    echo "$p: run $runs: $rc after ${w}s, $(upcount) bytes up so far"
     [ "$rc" = 0 ] && break
   done
   f=0
@@ -343,7 +411,8 @@ for p in $peers; do
     read -r w c m _ < <(timev "$work/k-$p-$runs.time")
     twall=$(awk -v a="$twall" -v b="$w" 'BEGIN {print a + b}'); tcpu=$(awk -v a="$tcpu" -v b="$c" 'BEGIN {print a + b}')
     [ "$m" -gt "$peak" ] && peak=$m
-    echo "$p: run $runs: exit $rc after ${w}s"
+    sleep 0.1
+    echo "$p: run $runs: exit $rc after ${w}s, $(upcount) bytes up so far"
   done
   stopproxy "k-$p"
   total=$(sed 's/.*"bytesUp":\([0-9]*\).*/\1/' "$work/k-$p.bytes")

@@ -2,14 +2,17 @@
 // compares objup's tree upload with other tools against fakegcs:
 //
 //	peertool mktree -dir D -n 10000 -min 1024 -max 8192 [-large 3 -large-size 67108864] -seed 1
-//	peertool proxy -target HOST:PORT          # prints "listen HOST:PORT"; at SIGTERM, the bytes it forwarded
-//	peertool many -dir D -bucket B -prefix P -concurrency 64 [-http]
+//	peertool proxy -target HOST:PORT [-count FILE] # prints "listen HOST:PORT"; at SIGTERM, the bytes it forwarded
+//	peertool many -dir D -bucket B -prefix P -concurrency 64 [-http] [-each]
 //	peertool verify -host HOST:PORT -bucket B -prefix P -dir D
 //
 // mktree writes a seeded tree of files of random sizes (and random bytes).
 // proxy forwards connections to the target through a faults.Proxy without
 // faults, to count the bytes each way. many uploads the tree with
-// uploader.Client.UploadMany and no journal (the SDK under the command).
+// uploader.Client.UploadMany and no journal (the SDK under the command),
+// or with -each as the command's tree upload sends each file
+// (Client.Upload of a section of the file, DoesNotExist) without its
+// journal and manifest.
 // verify lists the bucket through the JSON API, every generation, and
 // checks that each file of the tree is stored once, with its size and
 // CRC32C; any other live object in the bucket counts as extra (a
@@ -21,6 +24,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"hash/crc32"
@@ -34,6 +38,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -136,6 +141,7 @@ func fill(r *rand.Rand, b []byte) {
 func proxy(args []string) error {
 	fl := flag.NewFlagSet("proxy", flag.ExitOnError)
 	target := fl.String("target", "", "HOST:PORT to forward to")
+	count := fl.String("count", "", "FILE to keep the bytes forwarded up in, rewritten every 50ms")
 	fl.Parse(args)
 	p, err := faultproxy.New(*target)
 	if err != nil {
@@ -144,6 +150,16 @@ func proxy(args []string) error {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	fmt.Printf("listen %s\n", p.Addr())
+	if *count != "" {
+		go func() {
+			for range time.Tick(50 * time.Millisecond) {
+				tmp := *count + ".tmp"
+				if os.WriteFile(tmp, []byte(strconv.FormatInt(p.Stats().BytesUp, 10)+"\n"), 0o644) == nil {
+					os.Rename(tmp, *count)
+				}
+			}
+		}()
+	}
 	<-sig
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	p.Settle(ctx)
@@ -177,6 +193,7 @@ func many(args []string) error {
 	bucket := fl.String("bucket", "", "bucket")
 	prefix := fl.String("prefix", "", "object name prefix (with its slash)")
 	conc := fl.Int("concurrency", 64, "items at once")
+	each := fl.Bool("each", false, "Client.Upload of each file (as the command's tree upload, without journal and manifest) instead of UploadMany")
 	useHTTP := fl.Bool("http", false, "the JSON API (STORAGE_EMULATOR_HOST) instead of gRPC (STORAGE_EMULATOR_HOST_GRPC)")
 	fl.Parse(args)
 	ctx := context.Background()
@@ -199,7 +216,12 @@ func many(args []string) error {
 		return err
 	}
 	defer c.Close()
-	res, err := c.UploadMany(ctx, *bucket, items, uploader.WithConcurrency(*conc))
+	var res []uploader.Result
+	if *each {
+		res, err = uploadEach(ctx, c, *bucket, *prefix, *dir, names, *conc)
+	} else {
+		res, err = c.UploadMany(ctx, *bucket, items, uploader.WithConcurrency(*conc))
+	}
 	el := time.Since(start)
 	failed := 0
 	for _, r := range res {
@@ -209,6 +231,49 @@ func many(args []string) error {
 	}
 	fmt.Printf("many: %d files, %d failed, %s, %.1f objects/s\n", len(items), failed, el.Round(time.Millisecond), float64(len(items)-failed)/el.Seconds())
 	return err
+}
+
+// uploadEach uploads each file as the command's tree upload does, minus
+// its journal and manifest: Client.Upload of an io.SectionReader of the
+// open file, under DoesNotExist, conc files at once.
+func uploadEach(ctx context.Context, c *uploader.Client, bucket, prefix, dir string, names []string, conc int) ([]uploader.Result, error) {
+	res := make([]uploader.Result, len(names))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < conc; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				t := time.Now()
+				res[i].Name = prefix + names[i]
+				f, err := os.Open(filepath.Join(dir, filepath.FromSlash(names[i])))
+				if err != nil {
+					res[i].Err = err
+					continue
+				}
+				fi, err := f.Stat()
+				if err == nil {
+					res[i].Attrs, err = c.Upload(ctx, bucket, res[i].Name, io.NewSectionReader(f, 0, fi.Size()),
+						uploader.WithConditions(uploader.Conditions{DoesNotExist: true}))
+				}
+				f.Close()
+				res[i].Err, res[i].Duration = err, time.Since(t)
+			}
+		}()
+	}
+	for i := range names {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	var errs []error
+	for _, r := range res {
+		if r.Err != nil {
+			errs = append(errs, r.Err)
+		}
+	}
+	return res, errors.Join(errs...)
 }
 
 type object struct {
