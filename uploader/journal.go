@@ -67,27 +67,32 @@ func (j *Journal) Lookup(bucket, object string) (Handle, bool, error) {
 }
 
 // Handles returns every handle the journal holds: the uploads an earlier
-// process left unfinished, and those running now.
+// process left unfinished, and those running now. An entry that cannot
+// be read (a file damaged by hand, a format of another version) does not
+// hide the others: Handles returns those it read and an error that names
+// every entry it could not.
 func (j *Journal) Handles() ([]Handle, error) {
 	ents, err := os.ReadDir(j.dir)
 	if err != nil {
 		return nil, fmt.Errorf("uploader: journal: %w", err)
 	}
 	var hs []Handle
+	var errs []error
 	for _, e := range ents {
 		if !strings.HasSuffix(e.Name(), journalSuffix) {
 			continue
 		}
 		h, err := readHandle(filepath.Join(j.dir, e.Name()))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // ended meanwhile
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			// Ended meanwhile.
+		case err != nil:
+			errs = append(errs, err)
+		default:
+			hs = append(hs, h)
 		}
-		if err != nil {
-			return nil, err
-		}
-		hs = append(hs, h)
 	}
-	return hs, nil
+	return hs, errors.Join(errs...)
 }
 
 // Remove removes the entry of gs://bucket/object, if there is one.

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"hash/crc32"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -467,4 +469,30 @@ func TestResumeAppendable(t *testing.T) {
 		_ = w.Close()
 	}
 	sameBytes(t, "app after the fenced Writer", e.content("app"), data)
+}
+
+// TestJournalHandlesSkipsDamagedEntries: an entry that cannot be read
+// does not hide the others.
+func TestJournalHandlesSkipsDamagedEntries(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	j, err := uploader.OpenJournal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := e.c.NewWriter(context.Background(), bucket, "journaled", uploader.WithJournal(j))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(payload(3*mib, 12)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "0123456789abcdef0123456789abcdef.objup.json"), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hs, err := j.Handles()
+	if err == nil || len(hs) != 1 || hs[0].Object != "journaled" {
+		t.Fatalf("Handles with a damaged entry: %v, %+v", err, hs)
+	}
+	_ = w.CloseWithError(errors.New("done"))
 }
