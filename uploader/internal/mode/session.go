@@ -197,6 +197,11 @@ func (s *resumable) ackLocked(persisted int64) error {
 		return nil
 	case persisted < s.persisted:
 		return status.Errorf(codes.DataLoss, "the service reports %d bytes persisted, below the %d it had acknowledged", persisted, s.persisted)
+	case persisted > s.last && s.fromHandle && !s.final:
+		// An earlier Writer's message arrived: the stream gives way to a
+		// recovery, whose status query skips what the service holds
+		// (see skipAheadLocked).
+		return errServiceAhead
 	case persisted > s.last:
 		return status.Errorf(codes.Internal, "the service reports %d bytes persisted, more than the %d sent", persisted, s.last)
 	}

@@ -181,6 +181,11 @@ func settleSession(u *xfer.Request, tr xfer.Transport, id string, size int64, ti
 	return nil, false
 }
 
+// errServiceAhead is the cause of a recovery of a session resumed from a
+// handle whose service holds more than this Writer pushed: retried, with
+// a status query that skips it.
+var errServiceAhead = status.Error(codes.Unavailable, "the session holds more than this Writer pushed: an earlier Writer's message arrived")
+
 // errPersistedMoved is the cause of a recovery whose stream the service
 // refused because the offset it started at was no longer the session's
 // persisted size: retried, with a new status query.
