@@ -30,18 +30,8 @@ import (
 // session stays for a later Writer.
 func abandoned(t *testing.T, e *env, name string, data []byte, least int64, opts ...uploader.WriterOption) uploader.Handle {
 	t.Helper()
-	p, err := faultproxy.New(e.srv.GRPCAddr())
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, c := proxiedClient(t, e)
 	defer p.Close()
-	c, err := uploader.NewClient(context.Background(),
-		option.WithEndpoint(p.Addr()), option.WithoutAuthentication(),
-		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
-		retryWith(uploader.Retry{Deadline: time.Second}))
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer c.Close()
 	w, err := c.NewWriter(context.Background(), bucket, name, opts...)
 	if err != nil {
@@ -69,6 +59,25 @@ func abandoned(t *testing.T, e *env, name string, data []byte, least int64, opts
 	p.Close()
 	_ = w.CloseWithError(errors.New("killed"))
 	return h
+}
+
+// proxiedClient returns a client of its own that reaches e's fake through
+// a proxy, which closes as a killed process's connections do.
+func proxiedClient(t *testing.T, e *env) (*faultproxy.Proxy, *uploader.Client) {
+	t.Helper()
+	p, err := faultproxy.New(e.srv.GRPCAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := uploader.NewClient(context.Background(),
+		option.WithEndpoint(p.Addr()), option.WithoutAuthentication(),
+		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
+		retryWith(uploader.Retry{Deadline: time.Second}))
+	if err != nil {
+		p.Close()
+		t.Fatal(err)
+	}
+	return p, c
 }
 
 func crcOf(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
@@ -354,18 +363,8 @@ func TestDiscard(t *testing.T) {
 // returns the handle once the service stored a part.
 func abandonedParallel(t *testing.T, e *env, name string, data []byte) uploader.Handle {
 	t.Helper()
-	p, err := faultproxy.New(e.srv.GRPCAddr())
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, c := proxiedClient(t, e)
 	defer p.Close()
-	c, err := uploader.NewClient(context.Background(),
-		option.WithEndpoint(p.Addr()), option.WithoutAuthentication(),
-		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
-		retryWith(uploader.Retry{Deadline: time.Second}))
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer c.Close()
 	w, err := c.NewWriter(context.Background(), bucket, name, uploader.WithParallelUpload(uploader.ParallelUpload{PartSize: 2 * mib, Parts: 2}))
 	if err != nil {
