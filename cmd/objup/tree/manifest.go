@@ -34,6 +34,17 @@ const (
 	syncInterval = time.Second
 )
 
+// Done records are written in batches: when flushBytes of them wait, or
+// flushInterval after the first. A process killed before a batch was
+// written loses those records, and the next run finds each such file
+// through its write's precondition (the object holds the file's bytes)
+// instead of the manifest: a failed write and a look-up per file, no
+// second generation.
+const (
+	flushBytes    = 32 << 10
+	flushInterval = 20 * time.Millisecond
+)
+
 // record is one line of a manifest.
 type record struct {
 	Op string `json:"op"`
@@ -75,8 +86,10 @@ type manifest struct {
 	mu       sync.Mutex
 	f        *os.File
 	state    map[string]fileState
-	unsynced int   // records written since the syncer last started a sync
-	err      error // the first write or sync error: later appends return it
+	unsynced int    // records written since the syncer last started a sync
+	err      error  // the first write or sync error: later appends return it
+	later    []byte // done records not written yet (see appendLater)
+	laterN   int    // how many
 
 	// The syncer: a goroutine that syncs the file when kicked (syncEvery
 	// records) or every syncInterval, so that no append waits for a sync.
@@ -166,14 +179,22 @@ func (m *manifest) syncer() {
 	defer close(m.stopped)
 	t := time.NewTicker(syncInterval)
 	defer t.Stop()
+	f := time.NewTicker(flushInterval)
+	defer f.Stop()
 	for {
 		select {
 		case <-m.stop:
 			return
+		case <-f.C:
+			m.mu.Lock()
+			m.flushLocked()
+			m.mu.Unlock()
+			continue
 		case <-m.kick:
 		case <-t.C:
 		}
 		m.mu.Lock()
+		m.flushLocked()
 		n := m.unsynced
 		m.unsynced = 0
 		m.mu.Unlock()
@@ -246,6 +267,44 @@ func (m *manifest) append(r record) error {
 	return nil
 }
 
+// appendLater is append for a record whose loss a later run makes good
+// (a done record: see flushBytes): it is written with others, by the
+// syncer or once flushBytes of them wait.
+func (m *manifest) appendLater(r record) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return m.err
+	}
+	m.later = appendRecord(m.later, &r)
+	m.laterN++
+	m.apply(r)
+	if len(m.later) >= flushBytes {
+		m.flushLocked()
+	}
+	return m.err
+}
+
+// flushLocked writes the records appendLater kept, with one write(2).
+// m.mu is held.
+func (m *manifest) flushLocked() {
+	if len(m.later) == 0 || m.err != nil {
+		return
+	}
+	if _, err := m.f.Write(m.later); err != nil {
+		m.err = fmt.Errorf("tree: manifest: %w", err)
+		return
+	}
+	m.later = m.later[:0]
+	if m.unsynced += m.laterN; m.unsynced >= syncEvery && m.kick != nil {
+		select {
+		case m.kick <- struct{}{}:
+		default:
+		}
+	}
+	m.laterN = 0
+}
+
 // close syncs the manifest, compacts it if compact is set (one line per
 // file, written to a temporary file, synced and renamed over the log),
 // and releases the lock.
@@ -255,6 +314,7 @@ func (m *manifest) close(compact bool) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	defer m.unlock()
+	m.flushLocked()
 	err := m.err
 	if err == nil {
 		if serr := m.f.Sync(); serr != nil {

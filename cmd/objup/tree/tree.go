@@ -546,7 +546,7 @@ func (u *upload) done(a *uploader.ObjectAttrs, resumed, found bool) error {
 	}
 	if r.man != nil {
 		rec := record{Op: opDone, Path: f.rel, Size: u.size, MTime: u.mtime, CRC32C: a.CRC32C, Gen: a.Generation}
-		if err := r.man.append(rec); err != nil {
+		if err := r.man.appendLater(rec); err != nil {
 			return err
 		}
 	}
