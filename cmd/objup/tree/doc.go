@@ -34,13 +34,18 @@
 //     uploads an earlier run left for files that are gone (deleted, or
 //     filtered out since) are discarded at the end of the run.
 //   - The manifest, one per destination (directory, bucket, prefix): an
-//     append-only log of JSON lines, one "start" line before a file's first
-//     byte goes out (with the precondition its write carries) and one
-//     "done" line once the service stored it (size, modification time,
-//     CRC32C and generation). Each line is one write(2), so a killed
-//     process loses none (the page cache outlives it); a goroutine syncs
-//     the file every 100 lines or every second, and it is synced at the
-//     end, for a machine that crashes; a torn last line is ignored. A run that ends (whatever the
+//     append-only log of JSON lines: a "start" line before a file's first
+//     byte goes out (with the precondition its write carries) when a later
+//     run could not tell it from the manifest (a file of more than a chunk,
+//     which may leave a journal entry; an overwrite of an object found;
+//     every write under SkipExisting), and a "done" line once the service
+//     stored the file (size, modification time, CRC32C and generation). A
+//     start line is one write(2) before the upload, so a killed process
+//     loses none (the page cache outlives it); done lines go in batches (32
+//     KiB or 20 ms), and a file whose done line a kill lost is found by its
+//     write's precondition on the next run. A goroutine syncs the file
+//     every 100 lines or every second, and it is synced at the end, for a
+//     machine that crashes; a torn last line is ignored. A run that ends (whatever the
 //     outcome of its files, but not when its context was cancelled)
 //     rewrites the manifest compacted: one line per file. A lock file
 //     beside it (flock) keeps a second process off the same destination.

@@ -509,7 +509,18 @@ func (u *upload) resume(ctx context.Context, h uploader.Handle) (attrs *uploader
 // must not exist), after recording the start.
 func (u *upload) send(ctx context.Context, ifGen int64) (*uploader.ObjectAttrs, error) {
 	r, f := u.r, u.f
-	if r.man != nil {
+	// The start record says which precondition the write carries, for a
+	// later run whose own would otherwise differ: one that overwrites an
+	// object found (a generation the manifest does not hold), and every
+	// write under SkipExisting (whose failed precondition a later run
+	// must tell from an object of someone else's); and a file large
+	// enough to leave a journal entry (more than a chunk), which the
+	// manifest's paths tie to this destination (see discardStale). The
+	// one-shot write of a small file new to the manifest (the object must
+	// not exist) or recorded as generation G (G must be live) carries
+	// what a later run reads from the manifest anyway: its record would
+	// cost a write(2) per file and change nothing.
+	if r.man != nil && (ifGen != u.recordedGen() || r.opts.SkipExisting || u.size >= oneShotMax) {
 		rec := record{Op: opStart, Path: f.rel, Size: u.size, MTime: u.mtime, IfGen: ifGen}
 		if err := r.man.append(rec); err != nil {
 			return nil, err
@@ -529,6 +540,19 @@ func (u *upload) send(ctx context.Context, ifGen int64) (*uploader.ObjectAttrs, 
 		opts = append(opts, uploader.WithParallelUpload(r.opts.Parallel))
 	}
 	return r.c.Upload(ctx, r.bucket, f.object, io.NewSectionReader(u.src, 0, u.size), opts...)
+}
+
+// oneShotMax is the size from which a file may go through a resumable
+// session, and leave a journal entry: the smallest chunk (256 KiB).
+const oneShotMax = 256 << 10
+
+// recordedGen is the generation the manifest's done record holds of the
+// file, or 0.
+func (u *upload) recordedGen() int64 {
+	if u.st.done {
+		return u.st.doneRec.Gen
+	}
+	return 0
 }
 
 // progress reports the bytes the service holds as Progressed events.
