@@ -1,6 +1,7 @@
 // Package kill_test kills uploaders: a child process uploads a file
 // through objup with a journal, to fakegcs with its store on disk, through
-// a fault proxy, and is killed with SIGKILL at a random moment; a new
+// a fault proxy that also resets, cuts and stalls connections at random,
+// and is killed with SIGKILL at a random moment; a new
 // child resumes from the journal; and so on until one finishes. In some
 // rounds fakegcs is killed too and started again on its data. At the end
 // the object must be exact (size and CRC32C), written once (the bucket
@@ -299,7 +300,12 @@ func killRounds(t *testing.T, bin, mode, api string, rounds, size int) {
 	if api == "json" {
 		target = f.http
 	}
-	p, err := faultproxy.New(target)
+	// Besides the kills, the path resets, cuts and stalls connections at
+	// random, and delivers or drops what it held from a sender that reset
+	// (a killed process's last bytes among them).
+	p, err := faultproxy.New(target, faultproxy.WithRandom(int64(seed), faultproxy.Random{
+		MeanBytes: 48 << 20, StallMin: 50 * time.Millisecond, StallMax: 400 * time.Millisecond, Held: [2]int{1, 1},
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,6 +424,11 @@ func refuseChanged(t *testing.T, r *runs, exe string, p *faultproxy.Proxy, mode,
 	if err := os.WriteFile(src, bad, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// What the proxy still holds of the killed run is delivered first, and
+	// not counted as this run's.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	_ = p.Settle(ctx)
+	cancel()
 	before := p.Stats().BytesUp
 	_, stderr, err := r.run(exe, 0, mode, api, p.Addr(), src, journal, name)
 	var ee *exec.ExitError
