@@ -42,6 +42,7 @@ type Client struct {
 	stage       *admit.Stage   // the admission of writes per bucket; nil WithoutAdmission
 	bgMu        sync.Mutex     // orders background's Add with Close's Wait
 	bg          sync.WaitGroup // work that outlives an upload's call: deleting temporary objects, cancelling sessions
+	xml         xmlAPI         // the XML API's multipart upload, made on first use
 }
 
 // NewClient dials GCS over gRPC (or, WithHTTP, sets up the JSON API's HTTP
@@ -94,12 +95,14 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 		return nil, newError("NewClient", "", "", fmt.Errorf("telemetry: %w", err))
 	}
 	c.tel = tel
+	c.xml.apiOpts, c.xml.endpoint = apiOpts, cfg.xmlEndpoint
 	if cfg.http {
 		t, err := httpx.New(ctx, apiOpts)
 		if err != nil {
 			tel.Close()
 			return nil, newError("NewClient", "", "", fmt.Errorf("HTTP transport: %w", err))
 		}
+		c.xml.json = t
 		c.tr, c.conns, c.overHTTP = t, knob.DefaultConnectionPool, true
 		c.admit(cfg)
 		return c, nil

@@ -20,6 +20,9 @@ const (
 	KindParallel = "parallel"
 	// KindAppendable is an unfinalized appendable object (WithAppendable).
 	KindAppendable = "appendable"
+	// KindMultipart is a parallel upload through the XML API's multipart
+	// upload (WithParallelUpload, ViaMultipart).
+	KindMultipart = "multipart"
 )
 
 // handleVersion is the version of the Handle format this package writes.
@@ -43,10 +46,14 @@ const handleVersion = 1
 //     and conditions, which the final compose applies), and Generation
 //     once the compose made the object.
 //   - KindAppendable: Generation, Persisted, CRC32C.
+//   - KindMultipart: UploadID, PartSize and Parts (part number Index+1,
+//     with the ETag the service gave it once stored), Spec, and Composing
+//     once the complete may have gone out.
 type Handle struct {
 	// Version is the format's version (1).
 	Version int `json:"v"`
-	// Kind is KindResumable, KindParallel or KindAppendable.
+	// Kind is KindResumable, KindParallel, KindAppendable or
+	// KindMultipart.
 	Kind string `json:"kind"`
 	// API is the API that began the upload, "grpc" or "json": a session
 	// continues on the API that opened it.
@@ -79,6 +86,8 @@ type Handle struct {
 	ID         string       `json:"id,omitempty"`
 	PartSize   int64        `json:"partSize,omitempty"`
 	Parts      []HandlePart `json:"parts,omitempty"`
+	// UploadID is a multipart upload's id.
+	UploadID string `json:"uploadId,omitempty"`
 	// Spec is the object's WriteObjectSpec (google.storage.v2, in the
 	// protocol buffers' wire format): a parallel upload's attributes and
 	// conditions.
@@ -97,6 +106,9 @@ type HandlePart struct {
 	Generation int64  `json:"generation,omitempty"`
 	// Session is the part's resumable session, once it began.
 	Session string `json:"session,omitempty"`
+	// ETag is the ETag the service gave a multipart upload's part once
+	// it stored it.
+	ETag string `json:"etag,omitempty"`
 }
 
 // Handle returns what a later Writer needs to continue the upload (see
@@ -192,6 +204,8 @@ func (h *Handle) names() bool {
 	switch h.Kind {
 	case KindParallel:
 		return h.ID != ""
+	case KindMultipart:
+		return h.UploadID != ""
 	case KindAppendable:
 		return h.Generation != 0
 	}
@@ -206,15 +220,17 @@ func (c *checkpoints) handleLocked() Handle {
 	h.Persisted, h.CRC32C, h.Generation = cp.Persisted, cp.CRC32C, cp.Gen
 	switch {
 	case h.Kind == KindAppendable:
+	case cp.UploadID != "":
+		h.Kind, h.API = KindMultipart, xmlAPIName
+		h.UploadID, h.PartSize, h.Composing = cp.UploadID, cp.PartSize, cp.Composing
+		h.Persisted, h.CRC32C = 0, 0
+		h.Parts = handleParts(cp.Parts)
 	case cp.ID != "":
 		h.Kind = KindParallel
 		h.TempPrefix, h.ID, h.PartSize, h.Composing = cp.Prefix, cp.ID, cp.PartSize, cp.Composing
 		h.ComposeMatch, h.HasComposeMatch = cp.ComposeMatch, cp.HasMatch
 		h.Persisted, h.CRC32C = 0, 0
-		h.Parts = make([]HandlePart, len(cp.Parts))
-		for i, p := range cp.Parts {
-			h.Parts[i] = HandlePart{Index: p.Index, Offset: p.Offset, Size: p.Size, CRC32C: p.CRC32C, Generation: p.Gen, Session: p.Session}
-		}
+		h.Parts = handleParts(cp.Parts)
 	default:
 		h.Kind = KindResumable
 		h.Session = cp.Session
@@ -300,4 +316,13 @@ func apiName(grpc bool) string {
 		return "grpc"
 	}
 	return "json"
+}
+
+// handleParts are a parallel upload's parts as its handle notes them.
+func handleParts(ps []xfer.StoredPart) []HandlePart {
+	hs := make([]HandlePart, len(ps))
+	for i, p := range ps {
+		hs[i] = HandlePart{Index: p.Index, Offset: p.Offset, Size: p.Size, CRC32C: p.CRC32C, Generation: p.Gen, Session: p.Session, ETag: p.ETag}
+	}
+	return hs
 }

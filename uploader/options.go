@@ -34,6 +34,7 @@ type clientConfig struct {
 	knob         knob.Client // the machinery's settings (package experimental)
 	telemetry    telemetry.Config
 	http         bool
+	xmlEndpoint  string // WithXMLEndpoint
 }
 
 // newClientConfig returns the defaults.
@@ -165,6 +166,8 @@ func (c *clientConfig) validate() error {
 		return fmt.Errorf("connect timeout %v must be positive", k.ConnectTimeout)
 	case k.RampSet && (k.RampFrom <= 0 || k.RampEvery <= 0):
 		return fmt.Errorf("write ramp from %v writes a second, doubling every %v: both must be positive", k.RampFrom, k.RampEvery)
+	case c.xmlEndpoint != "" && !isBaseURL(c.xmlEndpoint):
+		return fmt.Errorf("XML endpoint %q is not an http:// or https:// URL with a host and no path", c.xmlEndpoint)
 	case c.tenantLimits.Uploads < 0 || c.tenantLimits.Bytes < 0 || c.tenantLimits.Writes < 0:
 		l := c.tenantLimits
 		return fmt.Errorf("tenant limits of %d uploads, %d bytes and %v writes a second must not be negative", l.Uploads, l.Bytes, l.Writes)

@@ -128,7 +128,7 @@ func (c *Client) Resume(ctx context.Context, h Handle, src io.ReaderAt, opts ...
 	if src == nil {
 		return nil, invalid(op, h.Bucket, h.Object, "nil source")
 	}
-	if ctx != nil && h.Kind == KindParallel && h.ChunkSize > 0 {
+	if ctx != nil && (h.Kind == KindParallel || h.Kind == KindMultipart) && h.ChunkSize > 0 {
 		opts = append([]WriterOption{WithChunkSize(h.ChunkSize)}, opts...)
 	}
 	w := new(Writer)
@@ -148,6 +148,8 @@ func (c *Client) Resume(ctx context.Context, h Handle, src io.ReaderAt, opts ...
 		return c.resumeAppendable(ctx, &h, src, opts, j)
 	case KindParallel:
 		return w.resumeParallel(&h, src)
+	case KindMultipart:
+		return w.resumeMultipart(&h, src)
 	}
 	return w.resumeSession(&h, src)
 }
@@ -157,8 +159,12 @@ func (c *Client) checkHandle(h *Handle) error {
 	switch {
 	case h.Version != handleVersion:
 		return fmt.Errorf("handle format version %d, want %d", h.Version, handleVersion)
-	case h.Kind != KindResumable && h.Kind != KindParallel && h.Kind != KindAppendable:
+	case h.Kind != KindResumable && h.Kind != KindParallel && h.Kind != KindAppendable && h.Kind != KindMultipart:
 		return fmt.Errorf("handle of unknown kind %q", h.Kind)
+	case h.Kind == KindMultipart:
+		if err := checkMultipartHandle(h); err != nil {
+			return err
+		}
 	case h.API != apiName(c.grpc()):
 		return fmt.Errorf("the handle's upload began on the %s API, this client uploads over the %s API", h.API, apiName(c.grpc()))
 	case h.Persisted < 0:
@@ -190,7 +196,7 @@ func (w *Writer) resumeOptions(h *Handle) error {
 		return errors.New("WithAppendable: the handle's upload is not an appendable object")
 	case cfg.resumable:
 		return errors.New("WithResumable: a resume continues the handle's upload as it is")
-	case cfg.parallel != nil && h.Kind != KindParallel:
+	case cfg.parallel != nil && h.Kind != KindParallel && h.Kind != KindMultipart:
 		return errors.New("WithParallelUpload: the handle's upload is not a parallel upload")
 	case cfg.parallel != nil && cfg.parallel.PartSize != 0 && cfg.parallel.PartSize != h.PartSize:
 		return fmt.Errorf("WithParallelUpload: the handle's parts are of %d bytes", h.PartSize)

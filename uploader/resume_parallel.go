@@ -249,6 +249,8 @@ func (c *Client) Discard(ctx context.Context, h Handle) error {
 	switch h.Kind {
 	case KindParallel:
 		return c.deleteTemps(ctx, &h)
+	case KindMultipart:
+		return c.abortMultipart(ctx, &h)
 	case KindAppendable:
 		return c.deleteObject(ctx, h.Bucket, h.Object, h.Generation)
 	}

@@ -105,6 +105,9 @@ func (w *Writer) init(c *Client, ctx context.Context, bucket, object string, opt
 	if err := w.cfg.validate(opts, w.client().grpc()); err != nil {
 		return invalid("NewWriter", bucket, object, "%w", err)
 	}
+	if err := w.useMultipart(); err != nil {
+		return invalid("NewWriter", bucket, object, "%w", err)
+	}
 	w.startAppendable()
 	if err := header.Validate(ctx); err != nil {
 		return invalid("NewWriter", bucket, object, "header chain: %w", err)

@@ -56,6 +56,7 @@ const (
 	PathOneShot    = "one-shot"
 	PathResumable  = "resumable"
 	PathParallel   = "parallel"
+	PathMultipart  = "multipart"
 	PathAppendable = "appendable"
 )
 

@@ -60,6 +60,15 @@ type Parallel struct {
 	Composing    bool
 	ComposeMatch int64
 	HasMatch     bool
+	// XML, when set, carries the parts through the XML API's multipart
+	// upload instead of temporary objects and composes (TempPrefix and
+	// Exact are then unused). UploadID is the upload an earlier Writer
+	// began, whose parts in Stored (with their ETags) the service holds.
+	XML      xfer.Multipart
+	UploadID string
+	// Method is the Writer's choice of method (uploader.ParallelMethod),
+	// which it resolves before the upload starts.
+	Method int
 }
 
 // parallel is the state of a parallel composite upload: the part being
@@ -102,6 +111,8 @@ type parallel struct {
 	// when the parts end, which may be after the Writer's call returned
 	// (see cleanup).
 	life xfer.Lifetime
+
+	mp *mpState // the XML API's multipart upload, or nil: temporary objects
 }
 
 // part is one temporary object of a parallel upload: its chunks (whose
@@ -120,6 +131,7 @@ type part struct {
 	// session is the id of the part's session when its outcome is
 	// unknown, for the cleanup to settle (see parallel.Close).
 	session string
+	etag    string // a multipart upload's part: the ETag the service gave it
 	retry   retry.Engine
 	ev      Events
 }
@@ -151,14 +163,25 @@ func NewParallel(h Host, cfg Parallel) Mode {
 	p.g, p.ctx = errgroup.WithContext(ctx)
 	p.cancel = cancel
 	p.slots = semaphore.NewWeighted(int64(parts))
+	if cfg.XML != nil {
+		p.mp = &mpState{xml: cfg.XML, id: cfg.UploadID}
+		if p.partSize < MinMultipartPart {
+			p.partSize = (MinMultipartPart + q - 1) / q * q
+		}
+	}
 	return p
 }
 
 // Abort stops the parts: none starts any more (see send).
 func (p *parallel) Abort(error) { p.cancel() }
 
-// Path is PathParallel.
-func (*parallel) Path() string { return PathParallel }
+// Path is PathParallel, or PathMultipart.
+func (p *parallel) Path() string {
+	if p.mp != nil {
+		return PathMultipart
+	}
+	return PathParallel
+}
 
 // Flush is ErrNoFlush.
 func (*parallel) Flush(context.Context, chunker.Chunk) (int64, error) { return 0, ErrNoFlush }

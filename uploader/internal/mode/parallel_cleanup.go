@@ -2,6 +2,7 @@ package mode
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -22,6 +23,10 @@ import (
 // cleanupTimeout. The Writer waits for it while the upload's context
 // lasts; Client.Close waits for it in any case.
 func (p *parallel) Close() {
+	if p.mp != nil {
+		p.closeMultipart()
+		return
+	}
 	p.cancel()
 	h := p.h
 	tr, cfg, w := p.tr, h.Engine().Config(), h.Request()
@@ -155,3 +160,26 @@ func (p *parallel) settlePart(ctx context.Context, pt *part) {
 // errUnsettled is the failure of a pass that could not settle a session:
 // retried.
 var errUnsettled = status.Error(codes.Unavailable, "the session's outcome is not settled yet")
+
+// probeDelete checks, before the first part goes out, that the credential
+// may delete the temporary objects: a delete of a name under the upload's
+// prefix, which does not exist, is NotFound for a credential that may
+// delete, PermissionDenied for one that may not (the service checks the
+// permission first). Without it, a credential that may only create (an
+// uploader's usual role) would find out after every part went out.
+func (p *parallel) probeDelete() error {
+	u := p.h.Request()
+	e := p.h.Engine()
+	err := do(e, &u.Target, p.tr.Names().Delete, true, nil, func() (string, bool, error) {
+		err := p.tr.DeleteObject(u, p.prefix+"probe", 0, e.AttemptTimeout())
+		if xfer.CodeOf(err) == codes.NotFound {
+			err = nil
+		}
+		return "", true, err
+	})
+	if xfer.CodeOf(err) == codes.PermissionDenied {
+		return &xfer.OpError{Op: p.tr.Names().Delete, Bucket: u.Bucket, Object: u.Object, Code: codes.PermissionDenied,
+			Err: fmt.Errorf("a parallel composite upload deletes its temporary objects, and the credential may not (storage.objects.delete): take the XML API's multipart upload (ViaMultipart), which needs storage.objects.create only: %w", err)}
+	}
+	return err
+}

@@ -33,6 +33,9 @@ func (p *parallel) Finish(last chunker.Chunk) (*wire.Object, error) {
 	if err := p.wait(); err != nil {
 		return nil, err
 	}
+	if p.mp != nil {
+		return p.complete()
+	}
 	srcs := make([]xfer.Source, len(p.parts))
 	for i, pt := range p.parts {
 		srcs[i] = xfer.Source{Name: pt.Object, Gen: pt.gen}

@@ -23,6 +23,10 @@ import (
 // to a goroutine once it has PartSize bytes.
 func (p *parallel) Push(c chunker.Chunk) error {
 	if p.cur == nil {
+		if p.mp != nil && len(p.parts) >= maxMultipartParts {
+			u := p.h.Request()
+			return &xfer.OpError{Op: xfer.MultipartNames.Part, Bucket: u.Bucket, Object: u.Object, Code: codes.InvalidArgument, Err: errTooManyParts}
+		}
 		p.cur = p.newPart(len(p.parts))
 	}
 	pt := p.cur
@@ -47,6 +51,9 @@ func (p *parallel) Push(c chunker.Chunk) error {
 func (p *parallel) cutAt(pt *part) int64 {
 	if s := p.storedPart(pt.index); s != nil && s.Offset == pt.base {
 		return s.Size
+	}
+	if p.mp != nil {
+		return p.partSizeAt(pt.index)
 	}
 	return p.partSize
 }
@@ -88,7 +95,7 @@ func (p *parallel) noteSession(pt *part, id string) error {
 
 // noteStored notes in the upload's checkpoint that the service stored part pt.
 func (p *parallel) noteStored(pt *part) {
-	note := xfer.StoredPart{Index: pt.index, Offset: pt.base, Size: pt.size, CRC32C: pt.Scratch.CRC, Gen: pt.gen}
+	note := xfer.StoredPart{Index: pt.index, Offset: pt.base, Size: pt.size, CRC32C: pt.Scratch.CRC, Gen: pt.gen, ETag: pt.etag}
 	_ = p.h.Checkpoints().Update(func(c *xfer.Checkpoint) {
 		if n := c.Part(pt.index); n != nil {
 			*n = note
@@ -102,10 +109,10 @@ func (p *parallel) noteStored(pt *part) {
 // bytes; then pt takes that part's generation and drops its chunks.
 func (p *parallel) reuse(pt *part) bool {
 	s := p.storedPart(pt.index)
-	if s == nil || s.Gen == 0 || s.Offset != pt.base || s.Size != pt.size || s.CRC32C != pt.Scratch.CRC {
+	if s == nil || s.Gen == 0 && s.ETag == "" || s.Offset != pt.base || s.Size != pt.size || s.CRC32C != pt.Scratch.CRC {
 		return false
 	}
-	pt.gen = s.Gen
+	pt.gen, pt.etag = s.Gen, s.ETag
 	for _, r := range pt.refs {
 		r.Unref()
 	}
@@ -125,6 +132,10 @@ func (p *parallel) newPart(i int) *part {
 	u := p.h.Request()
 	pt := &part{index: i}
 	pt.Target = xfer.Target{Owner: u.Owner, Ctx: p.ctx, Bucket: u.Bucket, Object: p.prefix + "part-" + strconv.Itoa(i), Params: u.Params}
+	if p.mp != nil {
+		// A part of a multipart upload is a part of the object.
+		pt.Object = u.Object
+	}
 	initSpec(&pt.Request, u)
 	pt.ev = p.h.NewEvents(&pt.Target, p.h.Events().Span())
 	pt.Life.Ev = pt.ev
@@ -150,13 +161,21 @@ func (p *parallel) dispatch() error {
 		// The upload's prefix, and the parts an earlier Writer stored,
 		// before anything else goes out.
 		p.announced = true
-		err := p.h.Checkpoints().Update(func(c *xfer.Checkpoint) {
-			c.Prefix, c.ID, c.PartSize = p.cfg.TempPrefix, p.id, p.partSize
-			c.Parts = append(c.Parts[:0], p.cfg.Stored...)
-			if p.cfg.Composing {
-				c.Composing, c.ComposeMatch, c.HasMatch = true, p.cfg.ComposeMatch, p.cfg.HasMatch
-			}
-		}, true)
+		var err error
+		if p.mp != nil {
+			err = p.initiate()
+		} else {
+			err = p.probeDelete()
+		}
+		if err == nil {
+			err = p.h.Checkpoints().Update(func(c *xfer.Checkpoint) {
+				p.noteUpload(c)
+				c.Parts = append(c.Parts[:0], p.cfg.Stored...)
+				if p.cfg.Composing {
+					c.Composing, c.ComposeMatch, c.HasMatch = true, p.cfg.ComposeMatch, p.cfg.HasMatch
+				}
+			}, true)
+		}
 		if err != nil {
 			for _, r := range pt.refs {
 				r.Unref()
@@ -175,13 +194,18 @@ func (p *parallel) dispatch() error {
 		gen := s.Gen
 		pt.Scratch.Spec.IfGenerationMatch = &gen
 	}
-	if err := p.announce(pt); err != nil {
-		for _, r := range pt.refs {
-			r.Unref()
+	// A multipart upload's part needs no note before it goes out: one the
+	// notes do not name is sent again, or dropped by the complete or the
+	// abort.
+	if p.mp == nil {
+		if err := p.announce(pt); err != nil {
+			for _, r := range pt.refs {
+				r.Unref()
+			}
+			pt.refs = nil
+			u := p.h.Request()
+			return &xfer.OpError{Op: p.tr.Names().Write, Bucket: u.Bucket, Object: u.Object, Code: xfer.CodeOf(err), Err: err}
 		}
-		pt.refs = nil
-		u := p.h.Request()
-		return &xfer.OpError{Op: p.tr.Names().Write, Bucket: u.Bucket, Object: u.Object, Code: xfer.CodeOf(err), Err: err}
 	}
 	if err := p.slots.Acquire(p.ctx, 1); err != nil {
 		for _, r := range pt.refs {
@@ -231,11 +255,17 @@ func (p *parallel) send(pt *part) error {
 	}
 	start := time.Now()
 	names := p.tr.Names()
-	o, err := p.sendSession(pt)
-	pt.refs = nil
-	if err == nil {
-		err = pt.check(o)
+	var err error
+	if p.mp != nil {
+		err = p.sendPart(pt)
+	} else {
+		var o *wire.Object
+		o, err = p.sendSession(pt)
+		if err == nil {
+			err = pt.check(o)
+		}
 	}
+	pt.refs = nil
 	pt.sent = xfer.Unknown(err)
 	p.event(pt, start, err)
 	if err != nil {
@@ -360,6 +390,11 @@ func (p *parallel) Buffer() (*[]byte, error) {
 	defer waited(h, time.Now())
 	for {
 		filling := p.cur != nil && len(p.cur.refs) > 0
+		if filling && p.idle(nil) && p.mp != nil && p.cur.size < MinMultipartPart {
+			u := p.h.Request()
+			return nil, &xfer.OpError{Op: xfer.MultipartNames.Part, Bucket: u.Bucket, Object: u.Object, Code: codes.ResourceExhausted,
+				Err: fmt.Errorf("the pool's budget ran out with %d bytes of a part filled: a multipart upload's part needs %d", p.cur.size, MinMultipartPart)}
+		}
 		if filling && p.idle(nil) {
 			if err := p.dispatch(); err != nil {
 				return nil, err

@@ -31,6 +31,10 @@ type Checkpoint struct {
 	// noted (Gen 0) before its first byte is sent, and noted again with
 	// the generation the service reported once stored.
 	Parts []StoredPart
+	// UploadID is a multipart upload's id (see xfer.Multipart); its parts
+	// are numbered Index+1. Composing then says that its complete may
+	// have gone out.
+	UploadID string
 }
 
 // StoredPart is a part of a parallel upload: its index, where its bytes
@@ -42,6 +46,8 @@ type StoredPart struct {
 	Size   int64
 	CRC32C uint32
 	Gen    int64
+	// ETag is the ETag the service gave a multipart upload's part.
+	ETag string
 	// Session is the id of the part's session once it began: a later
 	// process cancels it, so that a message of it still on its way
 	// cannot store the part after it looked.
