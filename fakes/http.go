@@ -48,9 +48,19 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	c := &Call{Method: rt.method, Bucket: rt.bucket, Object: rt.object, Tenant: lastValue(r.Header, header.TenantKey)}
 	rt.call = c
 	r, err := s.authorizeHTTP(r, rt.method)
+	var f *httpFault
+	if err == nil && rt.xml {
+		w, r, f, err = s.xmlFaults(w, r, rt.method)
+	}
 	if err == nil {
 		s.retryHTTP(r, rt)
 		err = rt.serve(w, r)
+	}
+	if err, drop := f.dropped(err); drop {
+		c.Code = status.Code(err)
+		s.calls.add(c)
+		dropConn(w)
+		return
 	}
 	if err != nil {
 		if !retrytest.IsConnClosed(err) {

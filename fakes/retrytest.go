@@ -40,12 +40,15 @@ func retryName(method string) string {
 }
 
 // retryMethodOf returns the retry test method name of a request to a JSON
-// API route ("objects.get" and "xml.objects.get" are "storage.objects.get";
-// the cancel of a resumable session, DELETE on its URI, is
-// "storage.objects.delete", as in the testbench). The registry ignores a
-// name it does not serve over HTTP.
+// API route ("objects.get" is "storage.objects.get"; the cancel of a
+// resumable session, DELETE on its URI, is "storage.objects.delete", as
+// in the testbench) or an XML API route (xmlMethods). The registry
+// ignores a name it does not serve over HTTP.
 func retryMethodOf(r *http.Request, route string) string {
-	name := retryName(strings.TrimPrefix(route, "xml."))
+	if x, ok := xmlMethods[route]; ok {
+		return x.retry
+	}
+	name := retryName(route)
 	if name == "storage.objects.insert" && r.Method == http.MethodDelete {
 		name = "storage.objects.delete"
 	}

@@ -28,7 +28,14 @@ import (
 // storage.objects.list; DeleteObject storage.objects.delete; UpdateObject
 // storage.objects.update; ComposeObject storage.objects.create and
 // storage.objects.get, and storage.objects.delete if it overwrites), and
-// the JSON API's methods likewise. Overwriting an object needs
+// the JSON API's methods likewise; the XML API's methods need what the
+// XML methods table of the Cloud Storage docs (IAM permissions for XML
+// methods) lists: PUT of an object storage.objects.create, the initiate,
+// a part's upload and the complete of a multipart upload
+// storage.multipartUploads.create and storage.objects.create, its abort
+// storage.multipartUploads.abort, its list of parts
+// storage.multipartUploads.listParts, and the list of a bucket's uploads
+// storage.multipartUploads.list. Overwriting an object needs
 // storage.objects.delete besides storage.objects.create ("This permission
 // is only required for uploads that overwrite an existing object",
 // Cloud Storage docs, Perform resumable uploads, Required permissions);
@@ -55,30 +62,39 @@ const (
 	// and storage.objects.list.
 	RoleObjectViewer Role = iota + 1
 	// RoleObjectCreator is roles/storage.objectCreator, an uploader's
-	// usual role: storage.objects.create only. It cannot read, list or
-	// delete objects, nor overwrite one (which needs
-	// storage.objects.delete).
+	// usual role: storage.objects.create, and of the XML API's multipart
+	// uploads storage.multipartUploads.create, abort and listParts (not
+	// list). It cannot read, list or delete objects, nor overwrite one
+	// (which needs storage.objects.delete).
 	RoleObjectCreator
 	// RoleObjectUser is roles/storage.objectUser: storage.objects.create,
 	// delete, get, list and update, without the IAM permissions on
-	// objects (their ACLs).
+	// objects (their ACLs), and storage.multipartUploads.*.
 	RoleObjectUser
-	// RoleObjectAdmin is roles/storage.objectAdmin: storage.objects.*.
+	// RoleObjectAdmin is roles/storage.objectAdmin: storage.objects.* and
+	// storage.multipartUploads.*.
 	RoleObjectAdmin
 )
 
 // perm is a set of storage permissions.
 type perm uint16
 
+// permMPU is storage.multipartUploads.*.
+const permMPU = permMPUCreate | permMPUAbort | permMPUListParts | permMPUList
+
 const (
-	permGet    perm = 1 << iota // storage.objects.get
-	permList                    // storage.objects.list
-	permCreate                  // storage.objects.create
-	permDelete                  // storage.objects.delete
-	permUpdate                  // storage.objects.update
-	permGetIAM                  // storage.objects.getIamPolicy
-	permSetIAM                  // storage.objects.setIamPolicy
-	permBucket                  // the bucket and project permissions: no object role grants them
+	permGet          perm = 1 << iota // storage.objects.get
+	permList                          // storage.objects.list
+	permCreate                        // storage.objects.create
+	permDelete                        // storage.objects.delete
+	permUpdate                        // storage.objects.update
+	permGetIAM                        // storage.objects.getIamPolicy
+	permSetIAM                        // storage.objects.setIamPolicy
+	permBucket                        // the bucket and project permissions: no object role grants them
+	permMPUCreate                     // storage.multipartUploads.create
+	permMPUAbort                      // storage.multipartUploads.abort
+	permMPUListParts                  // storage.multipartUploads.listParts
+	permMPUList                       // storage.multipartUploads.list
 )
 
 // permNames names each permission, in the order of the bits.
@@ -91,6 +107,10 @@ var permNames = [...]struct{ name, resource string }{
 	{"storage.objects.getIamPolicy", "object"},
 	{"storage.objects.setIamPolicy", "object"},
 	{"storage.buckets.get", "bucket"},
+	{"storage.multipartUploads.create", "object"},
+	{"storage.multipartUploads.abort", "object"},
+	{"storage.multipartUploads.listParts", "object"},
+	{"storage.multipartUploads.list", "bucket"},
 }
 
 var roleNames = [...]string{
@@ -117,11 +137,11 @@ func (r Role) perms() perm {
 	case RoleObjectViewer:
 		return permGet | permList
 	case RoleObjectCreator:
-		return permCreate
+		return permCreate | permMPUCreate | permMPUAbort | permMPUListParts
 	case RoleObjectUser:
-		return permGet | permList | permCreate | permDelete | permUpdate
+		return permGet | permList | permCreate | permDelete | permUpdate | permMPU
 	case RoleObjectAdmin:
-		return permGet | permList | permCreate | permDelete | permUpdate | permGetIAM | permSetIAM
+		return permGet | permList | permCreate | permDelete | permUpdate | permGetIAM | permSetIAM | permMPU
 	}
 	return 0
 }
@@ -285,6 +305,16 @@ func jsonPerms(method string, r *http.Request) perm {
 		return permCreate
 	case "objects.get", "xml.objects.get":
 		return permGet
+	case "xml.objects.put":
+		return permCreate
+	case "xml.multipart.initiate", "xml.multipart.uploadPart", "xml.multipart.complete":
+		return permMPUCreate | permCreate
+	case "xml.multipart.abort":
+		return permMPUAbort
+	case "xml.multipart.listParts":
+		return permMPUListParts
+	case "xml.multipart.list":
+		return permMPUList
 	case "objects.list":
 		return permList
 	case "objects.delete":

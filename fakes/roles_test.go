@@ -294,7 +294,8 @@ func TestRoleNames(t *testing.T) {
 			t.Errorf("%v grants nothing", r)
 		}
 	}
-	if p := fakes.RoleObjectCreator.Permissions(); !slices.Equal(p, []string{"storage.objects.create"}) {
+	if p := fakes.RoleObjectCreator.Permissions(); !slices.Equal(p, []string{"storage.objects.create",
+		"storage.multipartUploads.create", "storage.multipartUploads.abort", "storage.multipartUploads.listParts"}) {
 		t.Errorf("objectCreator grants %v", p)
 	}
 	if _, err := fakes.ParseRole("owner"); err == nil {

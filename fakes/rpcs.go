@@ -3,6 +3,7 @@ package fakes
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"google.golang.org/grpc"
@@ -162,6 +163,19 @@ func faultMethods() []string {
 			out = append(out, r.name)
 		}
 	}
+	return append(out, xmlFaultMethods("")...)
+}
+
+// xmlFaultMethods are the XML API methods that the fault rule op takes
+// ("" for FailCall and Delay, which take them all), sorted.
+func xmlFaultMethods(op string) []string {
+	var out []string
+	for m, x := range xmlMethods {
+		if strings.Contains(x.ops, op) {
+			out = append(out, m)
+		}
+	}
+	slices.Sort(out)
 	return out
 }
 
@@ -175,6 +189,12 @@ func shortMethod(full string) string {
 // it is not one the fault rules take, or not a write stream when writeOnly.
 func mustMethod(op, method string, writeOnly bool) string {
 	m := shortMethod(method)
+	if x, ok := xmlMethods[m]; ok {
+		if writeOnly && !strings.Contains(x.ops, op) {
+			panic(fmt.Sprintf("fakes: %s: method %q does not take it; the XML API methods that do: %s", op, method, strings.Join(xmlFaultMethods(op), ", ")))
+		}
+		return m
+	}
 	if writeOnly {
 		if m != MethodWriteObject && m != MethodBidiWriteObject {
 			panic(fmt.Sprintf("fakes: %s: method %q is not WriteObject or BidiWriteObject", op, method))

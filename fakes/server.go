@@ -15,6 +15,7 @@ import (
 
 	"github.com/objup/objup/fakes/capacity"
 	"github.com/objup/objup/fakes/internal/api"
+	"github.com/objup/objup/fakes/internal/mpu"
 	"github.com/objup/objup/fakes/internal/retrytest"
 	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/fakes/link"
@@ -37,6 +38,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions store.Sessions[*upload] // resumable sessions, of both APIs
+	mpu      *mpu.Registry           // the XML API's multipart uploads in progress
 
 	faults faults
 	calls  callLog
@@ -109,7 +111,11 @@ func New(opts ...Option) (*Server, error) {
 	s.creds = cfg.creds
 	s.calls.init(cfg.callLog)
 	s.sessions.Init(cfg.sessionExpiry, cfg.maxSessions)
-	if err := s.restoreSessions(); err != nil {
+	err = s.restoreSessions()
+	if err == nil {
+		err = s.openMultipart()
+	}
+	if err != nil {
 		grpcLis.Close()
 		httpLis.Close()
 		if httpsLis != nil {

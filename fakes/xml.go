@@ -8,24 +8,52 @@ import (
 	"strings"
 
 	"github.com/objup/objup/fakes/internal/api"
-	"github.com/objup/objup/fakes/internal/store"
 )
 
-// routeXML routes a path-style request, /BUCKET/OBJECT: the XML API, of
-// which the fake serves object reads (GET and HEAD), the form the official
-// Go client uses to read over HTTP.
+// routeXML routes a path-style request, /BUCKET/OBJECT or /BUCKET?uploads:
+// the XML API, of which the fake serves object reads (GET and HEAD, the
+// form the official Go client uses to read over HTTP), simple uploads
+// (PUT) and multipart uploads (see xml_multipart.go). Its errors are XML.
 func (s *Server) routeXML(r *http.Request, path string) *httpRoute {
 	m := r.Method
 	rawBucket, rawObject, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
 	bkt, err1 := url.PathUnescape(rawBucket)
 	name, err2 := url.PathUnescape(rawObject)
-	if err1 != nil || err2 != nil || bkt == "" || name == "" || m != http.MethodGet && m != http.MethodHead {
-		rt := unimplemented("xml "+m, "the XML API's "+m+" "+r.URL.Path)
-		rt.xml = true
-		return rt
+	q := r.URL.Query()
+	rt := &httpRoute{bucket: bkt, object: name, xml: true}
+	var serve handler
+	switch {
+	case err1 != nil || err2 != nil || bkt == "":
+	case name == "":
+		if m == http.MethodGet && q.Has("uploads") {
+			rt.method, serve = "xml.multipart.list", func(w http.ResponseWriter, r *http.Request) error { return s.xmlListUploads(w, r, bkt) }
+		}
+	case q.Has("uploadId"):
+		id := q.Get("uploadId")
+		switch m {
+		case http.MethodPut:
+			rt.method, serve = "xml.multipart.uploadPart", func(w http.ResponseWriter, r *http.Request) error { return s.xmlUploadPart(w, r, bkt, name, id) }
+		case http.MethodPost:
+			rt.method, serve = "xml.multipart.complete", func(w http.ResponseWriter, r *http.Request) error { return s.xmlComplete(w, r, rt, id) }
+		case http.MethodDelete:
+			rt.method, serve = "xml.multipart.abort", func(w http.ResponseWriter, r *http.Request) error { return s.xmlAbort(w, bkt, name, id) }
+		case http.MethodGet:
+			rt.method, serve = "xml.multipart.listParts", func(w http.ResponseWriter, r *http.Request) error { return s.xmlListParts(w, r, bkt, name, id) }
+		}
+	case m == http.MethodPost && q.Has("uploads"):
+		rt.method, serve = "xml.multipart.initiate", func(w http.ResponseWriter, r *http.Request) error { return s.xmlInitiate(w, r, bkt, name) }
+	case m == http.MethodPut && r.Header.Get("X-Goog-Copy-Source") == "":
+		rt.method, serve = "xml.objects.put", func(w http.ResponseWriter, r *http.Request) error { return s.xmlPutObject(w, r, bkt, name) }
+	case m == http.MethodGet || m == http.MethodHead:
+		rt.method, serve = "xml.objects.get", func(w http.ResponseWriter, r *http.Request) error { return s.xmlGetObject(w, r, bkt, name) }
 	}
-	return &httpRoute{method: "xml.objects.get", bucket: bkt, object: name, xml: true,
-		serve: func(w http.ResponseWriter, r *http.Request) error { return s.xmlGetObject(w, r, bkt, name) }}
+	if serve == nil {
+		u := unimplemented("xml "+m, "the XML API's "+m+" "+r.URL.Path)
+		u.xml = true
+		return u
+	}
+	rt.serve = serve
+	return rt
 }
 
 // xmlGetObject serves an XML API read: the query's generation and the
@@ -39,26 +67,9 @@ func (s *Server) xmlGetObject(w http.ResponseWriter, r *http.Request, bkt, name 
 	if err != nil {
 		return err
 	}
-	var cond *store.Conditions
-	for _, h := range []struct {
-		key string
-		dst func(c *store.Conditions, v *int64)
-	}{
-		{"X-Goog-If-Generation-Match", func(c *store.Conditions, v *int64) { c.GenMatch = v }},
-		{"X-Goog-If-Metageneration-Match", func(c *store.Conditions, v *int64) { c.MetaMatch = v }},
-	} {
-		v := r.Header.Get(h.key)
-		if v == "" {
-			continue
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return store.Errorf(store.KindInvalid, "%s %q is not a number", h.key, v)
-		}
-		if cond == nil {
-			cond = &store.Conditions{}
-		}
-		h.dst(cond, &n)
+	cond, err := xmlConditions(r.Header)
+	if err != nil {
+		return err
 	}
 	b, err := s.store.Bucket(bkt)
 	if err != nil {
@@ -79,23 +90,39 @@ type xmlError struct {
 	XMLName xml.Name `xml:"Error"`
 	Code    string   `xml:"Code"`
 	Message string   `xml:"Message"`
+	// Details says more, as GCS's documents do; Google's Python client
+	// reads it from the error of a part's upload.
+	Details string `xml:"Details"`
 }
 
-// xmlCodes are the XML API's error codes by JSON reason.
+// xmlCodes are the XML API's error codes by JSON reason. A reason that is
+// itself an XML API error code (it starts with a capital letter: the
+// kinds of xml_headers.go and package mpu) is answered as it is.
 var xmlCodes = map[string]string{
 	"notFound":                     "NoSuchKey",
 	"conditionNotMet":              "PreconditionFailed",
 	"requestedRangeNotSatisfiable": "InvalidRange",
 	"invalid":                      "InvalidArgument",
 	"notImplemented":               "NotImplemented",
+	"forbidden":                    "AccessDenied",
+	"required":                     "AuthenticationRequired",
+	"rateLimitExceeded":            "SlowDown",
+	"failedPrecondition":           "FailedPrecondition",
+	"conflict":                     "Conflict",
 }
 
 func writeXMLError(w http.ResponseWriter, st int, reason, msg string) {
 	code := xmlCodes[reason]
-	if code == "" {
+	switch {
+	case code != "":
+	case reason != "" && reason[0] >= 'A' && reason[0] <= 'Z':
+		code = reason
+	case st == http.StatusServiceUnavailable:
+		code = "ServiceUnavailable"
+	default:
 		code = "InternalError"
 	}
-	b, _ := xml.Marshal(&xmlError{Code: code, Message: msg})
+	b, _ := xml.Marshal(&xmlError{Code: code, Message: msg, Details: msg})
 	b = append([]byte(xml.Header), b...)
 	w.Header().Set("Content-Type", "application/xml; charset=UTF-8")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))

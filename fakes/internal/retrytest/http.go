@@ -112,8 +112,10 @@ func (s *Tests) HTTP(r *http.Request, method string, serve Handler) Handler {
 //     carries byte M is cut there, its first bytes are kept and the request
 //     fails with status N; a chunk sent when the session already has M bytes
 //     fails at once; a stall waits before the chunk is stored;
-//   - to a single-shot upload (media or multipart) whose Content-Length is
-//     at least M bytes: it fails with nothing stored, or waits first.
+//   - to a single-shot upload (media or multipart, or a PUT of the XML
+//     API: a simple upload or a multipart upload's part) whose
+//     Content-Length is at least M bytes: it fails with nothing stored, or
+//     waits first.
 //
 // Other requests, such as the start of a session or a status query, pass.
 func (s *Tests) retryUpload(id, raw string, in instruction, take func() bool, serve Handler) Handler {
@@ -122,7 +124,9 @@ func (s *Tests) retryUpload(id, raw string, in instruction, take func() bool, se
 		q := r.URL.Query()
 		upID := q.Get("upload_id")
 		if upID == "" {
-			if t := q.Get("uploadType"); r.Method != http.MethodPost || t != "media" && t != "multipart" || r.ContentLength < in.bytes {
+			t := q.Get("uploadType")
+			single := r.Method == http.MethodPost && (t == "media" || t == "multipart") || r.Method == http.MethodPut
+			if !single || r.ContentLength < in.bytes {
 				return serve(w, r)
 			}
 			if in.kind == instrStall {

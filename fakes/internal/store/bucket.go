@@ -140,6 +140,9 @@ func (b *Bucket) PutSession(name string, a Attrs, c Content, cond *Conditions, t
 }
 
 func (b *Bucket) put(name string, a Attrs, c Content, cond *Conditions, tenant string, sess *sessionWrite) (*Object, error) {
+	if c.files != nil && b.store.disk == nil {
+		return nil, Errorf(KindInternal, "store: content in files is for a store on disk")
+	}
 	o := newObject(name, a, c)
 	o.md5, o.hasMD5 = c.MD5, c.HasMD5
 	if d := b.store.disk; d != nil {

@@ -676,6 +676,9 @@ func (d *disk) syncDir() error {
 
 // writeContent writes c to w.
 func writeContent(w io.Writer, c *Content) error {
+	if c.files != nil {
+		return writeFiles(w, c.files)
+	}
 	if c.objs != nil {
 		for _, o := range c.objs {
 			if err := o.WriteRange(w, 0, o.size); err != nil {
@@ -696,7 +699,7 @@ func writeContent(w io.Writer, c *Content) error {
 // up to InlineMax, else in a new blob file, written and synced.
 func (d *disk) storeContent(o *Object, c *Content) error {
 	if c.Size <= InlineMax {
-		if c.objs == nil {
+		if c.objs == nil && c.files == nil {
 			o.content = c.Parts
 			return nil
 		}

@@ -60,6 +60,9 @@ type Content struct {
 	// content of these objects on disk, one after the other (Compose,
 	// Object.Content).
 	objs []*Object
+	// files, if not nil, stands for the content instead of Parts: the
+	// caller's files (FileContent).
+	files []FilePart
 }
 
 // Live reports whether o is its name's live generation.
