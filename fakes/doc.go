@@ -318,7 +318,9 @@
 //     removed;
 //   - path-style reads, GET and HEAD /BUCKET/OBJECT, with the generation
 //     parameter and the x-goog-if-generation-match and
-//     x-goog-if-metageneration-match headers; their errors are XML.
+//     x-goog-if-metageneration-match headers; and of the XML API the
+//     simple upload (PUT /BUCKET/OBJECT) and the multipart uploads
+//     (xml_put.go, xml_multipart.go). Their errors are XML.
 //
 // Every JSON method takes the ifGenerationMatch, ifGenerationNotMatch,
 // ifMetagenerationMatch and ifMetagenerationNotMatch parameters where GCS
@@ -338,7 +340,7 @@
 // many bytes, each answered with a rewrite token that carries its state,
 // and one without it completes in one call. Anything else (soft delete,
 // objects.restore and move, matchGlob, batch, KMS keys, object retention
-// and contexts over JSON, XML writes, folders and the managed folder
+// and contexts over JSON, other XML writes, folders and the managed folder
 // methods but list, anywhere caches, long-running operations) answers 501
 // with a message that names the method. The fields
 // parameter is ignored (responses carry every field), as are projection and
@@ -449,8 +451,9 @@
 // "buckets.setIamPolicy", "buckets.testIamPermissions",
 // "bucketAccessControls.list" and the other ACL methods,
 // "notifications.insert" and the others, "projects.hmacKeys.create" and
-// the others, "projects.serviceAccount.get", and "xml.objects.get" for
-// path-style reads), the tenant (the last
+// the others, "projects.serviceAccount.get"; "xml.objects.get",
+// "xml.objects.put" and "xml.multipart.initiate", ".uploadPart",
+// ".complete", ".abort", ".listParts" and ".list"), the tenant (the last
 // x-scope-orgid metadata value or header), the bucket and object when known,
 // and its final status code: see [Server.Calls]. The log is a ring of the
 // last [DefaultCallLog] calls ([WithCallLog] sets the size), so it stays
@@ -462,7 +465,8 @@
 // JSON, with the sessions ([Server.Sessions]) and the write capacity's
 // counts ([Server.CapacityStats]).
 //
-// Tests inject failures into gRPC calls with [Server.FailCall],
+// Tests inject failures into gRPC calls (and XML API calls, by the names
+// above: see xml_faults.go) with [Server.FailCall],
 // [Server.BreakStream], [Server.CorruptNext], [Server.Delay],
 // [Server.LoseAnswer] and [Server.RedirectAppend] (see Appendable
 // objects), and remove them with [Server.ClearFaults].
@@ -485,7 +489,8 @@
 // RewriteObject; over JSON, objects.insert with uploadType media or
 // multipart, the POST that starts a resumable session, objects.compose,
 // objects.delete, objects.patch, objects.update, objects.copy and the
-// first call of objects.rewrite. The later requests of a session (a stream
+// first call of objects.rewrite; over XML, a PUT and the complete of a
+// multipart upload. The later requests of a session (a stream
 // that names an upload_id or continues an appendable object, the PUTs to a
 // session URI, status queries, the calls of a rewrite that carry its
 // token) and reads are not counted. A write is judged once its bucket and
@@ -541,7 +546,8 @@
 // those of storage.objects.patch, ListObjects, DeleteObject, ComposeObject
 // and RewriteObject their own, the bucket methods theirs (UpdateBucket
 // storage.buckets.patch, CreateBucket storage.buckets.insert, GetIamPolicy
-// storage.buckets.getIamPolicy, ...); QueryWriteStatus consumes none.
+// storage.buckets.getIamPolicy, ...); QueryWriteStatus consumes none; the
+// XML API's calls: see xml_faults.go.
 // GET /start_grpc?port=N answers 200 with the gRPC server's port, as the
 // testbench does once its gRPC server listens, when N is that port. The
 // instructions:

@@ -62,8 +62,9 @@ func mustCode(op string, code codes.Code) {
 // FailCall makes the nth call of method fail with code, counting calls of
 // method from now on (1 is the next call). The call fails before the server
 // reads anything from it, and the rule is then spent. method is a short name
-// such as "BidiWriteObject" (see the Method constants) or a full one such as
-// "/google.storage.v2.Storage/BidiWriteObject". Rules add up: FailCall(m, 1,
+// such as "BidiWriteObject" (see the Method constants), a full one such as
+// "/google.storage.v2.Storage/BidiWriteObject", or an XML API method such
+// as "xml.multipart.uploadPart" (over HTTP, see xml_faults.go). Rules add up: FailCall(m, 1,
 // c) twice fails the next call once; FailCall(m, 1, c) and FailCall(m, 2, c)
 // fail the next two calls.
 //
@@ -82,12 +83,14 @@ func (s *Server) FailCall(method string, nth int, code codes.Code) {
 }
 
 // BreakStream makes the next stream of method (WriteObject or
-// BidiWriteObject) that starts from now on fail with code once it has
-// received afterBytes bytes of object data. The message that reaches the
-// limit is cut there: its first bytes up to the limit count as received
-// (after the message's CRC32C, if any, was verified in full), the rest are
-// dropped, and the stream ends with code. A resumable session keeps the bytes
-// received before the break, so a client can ask QueryWriteStatus and resume;
+// BidiWriteObject; over HTTP xml.objects.put or xml.multipart.uploadPart,
+// whose connection is then closed) that starts from now on fail with code
+// once it has received afterBytes bytes of object data. The message that
+// reaches the limit is cut there: its first bytes up to the limit count as
+// received (after the message's CRC32C, if any, was verified in full), the
+// rest are dropped, and the stream ends with code. A resumable session
+// keeps the bytes received before the break, so a client can ask
+// QueryWriteStatus and resume;
 // an appendable write keeps only the bytes it flushed before (the others
 // are lost, as when a stream to GCS breaks); a one-shot write stores
 // nothing. With afterBytes 0 the stream fails on its
@@ -109,11 +112,12 @@ func (s *Server) BreakStream(method string, afterBytes int64, code codes.Code) {
 }
 
 // CorruptNext flips one byte of the next non-empty data message that a
-// stream of method (WriteObject or BidiWriteObject) receives, before the
-// server checks it, as a bad network path or buffer reuse would. If the
-// message carries a CRC32C the check fails with codes.DataLoss; if not, the
-// corruption is caught at finish_write by the whole-object checksum, if the
-// client sends one, or else it is stored. Several calls corrupt several
+// stream of method (WriteObject or BidiWriteObject; or the body of an XML
+// API upload, as for BreakStream) receives, before the server checks it,
+// as a bad network path or buffer reuse would. If the message carries a
+// CRC32C the check fails with codes.DataLoss; if not, the corruption is
+// caught at finish_write by the whole-object checksum, if the client sends
+// one, or else it is stored. Several calls corrupt several
 // messages.
 //
 // CorruptNext panics if method is not a write stream.
@@ -149,9 +153,10 @@ func (s *Server) Delay(method string, d time.Duration) {
 }
 
 // LoseAnswer makes the next write of method (WriteObject or
-// BidiWriteObject) that finishes an object lose its answer: the object is
-// stored, and the call fails with codes.Unavailable instead of returning
-// it, as when the connection breaks after the service committed. Several
+// BidiWriteObject; over HTTP an XML API write, whose connection is closed
+// instead of its answer) that finishes an object lose its answer: the
+// object is stored, and the call fails with codes.Unavailable instead of
+// returning it, as when the connection breaks after the service committed. Several
 // calls lose several answers.
 //
 // LoseAnswer panics if method is not a write stream.

@@ -62,7 +62,9 @@ func TestXMLMultipartRoles(t *testing.T) {
 		{"creator completes over a live object", "creator", func(tok []string) *reply {
 			return complete(t, srv, "existing", id, []partRef{{1, etag}}, tok...)
 		}, 403},
-		{"creator aborts", "creator", func(tok []string) *reply { return do(t, srv, "DELETE", xmlPath("existing", "uploadId="+id), nil, tok...) }, 204},
+		{"creator aborts", "creator", func(tok []string) *reply {
+			return do(t, srv, "DELETE", xmlPath("existing", "uploadId="+id), nil, tok...)
+		}, 204},
 		{"creator puts over a live object", "creator", func(tok []string) *reply { return do(t, srv, "PUT", xmlPath("existing", ""), body, tok...) }, 403},
 		{"user completes over a live object", "user", func(tok []string) *reply {
 			up := initiate(t, srv, "existing", tok...)

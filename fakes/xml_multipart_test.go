@@ -110,7 +110,7 @@ func TestXMLMultipart(t *testing.T) {
 	// The complete.
 	r := complete(t, srv, "dir/big", id, []partRef{{1, e1}, {2, strings.Trim(e2, `"`)}, {3, e3}})
 	var res struct {
-		XMLName                    xml.Name
+		XMLName                     xml.Name
 		Location, Bucket, Key, ETag string
 	}
 	if r.status != 200 || xml.Unmarshal(r.body, &res) != nil || res.Bucket != bucket || res.Key != "dir/big" ||
