@@ -6,16 +6,23 @@
 # of every skip and the failures. With -bidi it runs the same
 # distribution's tests/conformance/test_bidi_writes.py instead: the
 # client's appendable writer (BidiWriteObject over gRPC) under six retry
-# test instructions, each scenario checked by the object read back.
+# test instructions, each scenario checked by the object read back. With
+# -mpu it runs, instead, the same client's XML API multipart upload:
+# transfer_manager.upload_chunks_concurrently sends a file of 40 MiB and
+# 17 bytes in parts of 8 MiB with checksum="crc32c", then the object is
+# read back and compared byte for byte and by CRC32C, and no upload may be
+# left in progress.
 #
 # Usage: conformance/python.sh [-k EXPR] [-n WORKERS] [-data] [-keep]
 #        conformance/python.sh -bidi [-data] [-keep]
+#        conformance/python.sh -mpu [-data] [-keep]
 #
 #   -k     run only the tests pytest's -k expression selects
 #   -n     run the tests in this many pytest-xdist workers (default 4: the
 #          suite mostly waits out its client's retry back-off)
 #   -bidi  run test_bidi_writes.py, on the fixed ports it expects (HTTP
 #          9002, gRPC 8888), and count its scenarios
+#   -mpu   run the multipart upload (transfer_manager) and check it
 #   -data  run fakegcs with its store on disk (-data, in the work
 #          directory) instead of in memory
 #   -keep  keep the work directory (fakegcs's log and the test output) and
@@ -44,20 +51,24 @@ asyncio_version=1.5.0 # pytest-asyncio, for test_bidi_writes.py
 bidi_scenarios=6      # the scenarios of test_bidi_writes.py
 bidi_http=9002 bidi_grpc=8888 # the ports test_bidi_writes.py expects
 
-filter="" workers=4 keep=false bidi=false data=false
+filter="" workers=4 keep=false bidi=false data=false mpu=false
 while [ $# -gt 0 ]; do
   case "$1" in
     -k) shift; filter="${1:-}" ;;
     -n) shift; workers="${1:-}" ;;
     -bidi) bidi=true ;;
+    -mpu) mpu=true ;;
     -keep) keep=true ;;
     -data) data=true ;;
-    *) echo "usage: $0 [-k EXPR] [-n WORKERS] [-data] [-keep] | -bidi [-data] [-keep]" >&2; exit 2 ;;
+    *) echo "usage: $0 [-k EXPR] [-n WORKERS] [-data] [-keep] | -bidi [-data] [-keep] | -mpu [-data] [-keep]" >&2; exit 2 ;;
   esac
   shift
 done
-if $bidi && [ -n "$filter" ]; then
-  echo "$0: -bidi runs one test: no -k" >&2; exit 2
+if { $bidi || $mpu; } && [ -n "$filter" ]; then
+  echo "$0: -bidi and -mpu run one test: no -k" >&2; exit 2
+fi
+if $bidi && $mpu; then
+  echo "$0: -bidi or -mpu, not both" >&2; exit 2
 fi
 case "$workers" in
   ''|*[!0-9]*) echo "$0: -n takes a number of workers" >&2; exit 2 ;;
@@ -139,6 +150,49 @@ done
 http_url=$(sed -n 's/^http //p' "$work/addrs")
 if [ -z "$http_url" ]; then
   echo "$0: fakegcs did not start" >&2; cat "$work/fakegcs.log" >&2; exit 1
+fi
+
+if $mpu; then
+  # The client's XML API multipart upload of a file, then the object read
+  # back, compared with the file, and the bucket's uploads in progress.
+  cat >"$work/mpu.py" <<'PY'
+import base64, os, sys, urllib.request
+import google_crc32c
+from google.cloud import storage
+from google.cloud.storage import transfer_manager
+
+host = os.environ["STORAGE_EMULATOR_HOST"]
+path, size, chunk = sys.argv[1], 40 * 1024 * 1024 + 17, 8 * 1024 * 1024
+with open(path, "wb") as f:
+    f.write(os.urandom(size))
+with open(path, "rb") as f:
+    data = f.read()
+want = base64.b64encode(google_crc32c.Checksum(data).digest()).decode()
+bucket = storage.Client(project="p").create_bucket("mpu-judge")
+blob = bucket.blob("dir/object.bin")
+blob.content_type = "application/x-objup"
+blob.metadata = {"judge": "python"}
+transfer_manager.upload_chunks_concurrently(path, blob, chunk_size=chunk, max_workers=4, checksum="crc32c")
+blob = bucket.get_blob("dir/object.bin")
+back = blob.download_as_bytes(checksum="crc32c")
+left = urllib.request.urlopen(host + "/mpu-judge?uploads").read().decode().count("<Upload>")
+print("uploaded %d bytes in %d parts; object: size %d, crc32c %s (the file's %s), md5Hash %s, contentType %s, metadata %s" % (
+    size, -(-size // chunk), blob.size, blob.crc32c, want, blob.md5_hash, blob.content_type, blob.metadata))
+print("read back: %s; uploads left in progress: %d" % ("equal" if back == data else "DIFFERENT", left))
+ok = back == data and blob.size == size and blob.crc32c == want and blob.md5_hash is None and left == 0
+sys.exit(0 if ok else 1)
+PY
+  echo "google-cloud-storage $version transfer_manager.upload_chunks_concurrently against fakegcs ($http_url)"
+  status=0
+  STORAGE_EMULATOR_HOST="$http_url" timeout 600 "$cache/venv/bin/python" "$work/mpu.py" "$work/file.bin" \
+    >"$work/test.out" 2>&1 || status=$?
+  sed 's/^/  /' "$work/test.out"
+  if [ "$status" -ne 0 ]; then
+    echo "FAIL: the multipart upload did not read back exact (exit status $status)" >&2
+    exit 1
+  fi
+  echo "Python multipart upload: ok"
+  exit 0
 fi
 
 if $bidi; then
