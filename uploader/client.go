@@ -119,7 +119,7 @@ func NewClient(ctx context.Context, opts ...option.ClientOption) (*Client, error
 		tel.Close()
 		return nil, newError("NewClient", "", "", fmt.Errorf("dial: %w", err))
 	}
-	c.tr, c.conns = tr, conns
+	c.tr, c.conns, c.xml.grpc = tr, conns, tr
 	c.admit(cfg)
 	return c, nil
 }

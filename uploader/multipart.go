@@ -2,13 +2,16 @@ package uploader
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"net"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 
 	"google.golang.org/api/option"
 
+	"github.com/objup/objup/uploader/internal/grpcx"
 	"github.com/objup/objup/uploader/internal/httpx"
 	"github.com/objup/objup/uploader/internal/xfer"
 )
@@ -43,15 +46,32 @@ type xmlAPI struct {
 	apiOpts  []option.ClientOption
 	endpoint string         // WithXMLEndpoint
 	json     xfer.Transport // the JSON API's transport (WithHTTP), before admission
+	grpc     xfer.Transport // the gRPC transport, before admission
 
 	once sync.Once
 	mp   xfer.Multipart
 	err  error
 }
 
-// errNoXMLEndpoint is the failure of a multipart upload of a gRPC client
-// dialled to an emulator whose XML endpoint it does not know.
-var errNoXMLEndpoint = errors.New("the client is dialled to an emulator (" + grpcEmulatorEnv + ") and knows no XML endpoint: set STORAGE_EMULATOR_HOST or WithXMLEndpoint")
+// noXMLEndpoint is the failure of a multipart upload of a gRPC client
+// dialled to an endpoint other than GCS's whose XML endpoint it does not
+// know.
+func noXMLEndpoint(target string) error {
+	return fmt.Errorf("the client is dialled to %q and knows no XML endpoint there: set WithXMLEndpoint (or STORAGE_EMULATOR_HOST for an emulator)", target)
+}
+
+// gcsTarget reports whether a gRPC target is GCS's own endpoint, whose
+// XML endpoint is DefaultXMLEndpoint.
+func gcsTarget(target string) bool {
+	if i := strings.LastIndex(target, "/"); i >= 0 {
+		target = target[i+1:]
+	}
+	host, _, err := net.SplitHostPort(target)
+	if err != nil {
+		host = target
+	}
+	return host == "storage.googleapis.com" || host == "storage.mtls.googleapis.com"
+}
 
 // multipart returns the client's XML API multipart upload, made once.
 func (c *Client) multipart() (xfer.Multipart, error) {
@@ -67,8 +87,8 @@ func (c *Client) multipart() (xfer.Multipart, error) {
 			emulator = endpoint != ""
 		}
 		if endpoint == "" {
-			if os.Getenv(grpcEmulatorEnv) != "" {
-				x.err = errNoXMLEndpoint
+			if target := grpcx.Target(x.grpc); os.Getenv(grpcEmulatorEnv) != "" || !gcsTarget(target) {
+				x.err = noXMLEndpoint(target)
 				return
 			}
 			endpoint = httpx.DefaultXMLEndpoint

@@ -116,3 +116,14 @@ func emulatorOptions(host string) []option.ClientOption {
 		option.WithoutAuthentication(),
 	}
 }
+
+// Target returns the target the gRPC transport t dialled (such as
+// "storage.googleapis.com:443", or a "dns:///" form of it), or "" if t is
+// not one.
+func Target(t xfer.Transport) string {
+	g, ok := t.(*grpcTransport)
+	if !ok || len(g.conns) == 0 {
+		return ""
+	}
+	return g.conns[0].Target()
+}
