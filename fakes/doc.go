@@ -319,8 +319,9 @@
 //   - path-style reads, GET and HEAD /BUCKET/OBJECT, with the generation
 //     parameter and the x-goog-if-generation-match and
 //     x-goog-if-metageneration-match headers; and of the XML API the
-//     simple upload (PUT /BUCKET/OBJECT) and the multipart uploads
-//     (xml_put.go, xml_multipart.go). Their errors are XML.
+//     simple upload (PUT /BUCKET/OBJECT), the multipart uploads and the
+//     list of a bucket (xml_put.go, xml_multipart.go, xml_bucket.go).
+//     Their errors are XML.
 //
 // Every JSON method takes the ifGenerationMatch, ifGenerationNotMatch,
 // ifMetagenerationMatch and ifMetagenerationNotMatch parameters where GCS
@@ -451,8 +452,8 @@
 // "buckets.setIamPolicy", "buckets.testIamPermissions",
 // "bucketAccessControls.list" and the other ACL methods,
 // "notifications.insert" and the others, "projects.hmacKeys.create" and
-// the others, "projects.serviceAccount.get"; "xml.objects.get",
-// "xml.objects.put" and "xml.multipart.initiate", ".uploadPart",
+// the others, "projects.serviceAccount.get"; "xml.objects.get", ".put",
+// ".list" and "xml.multipart.initiate", ".uploadPart",
 // ".complete", ".abort", ".listParts" and ".list"), the tenant (the last
 // x-scope-orgid metadata value or header), the bucket and object when known,
 // and its final status code: see [Server.Calls]. The log is a ring of the

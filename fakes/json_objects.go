@@ -109,7 +109,11 @@ func serveContent(w http.ResponseWriter, r *http.Request, o *store.Object, xml b
 		h.Set("Content-Encoding", enc)
 	}
 	h.Set("X-Goog-Storage-Class", o.Attrs().StorageClass)
-	h.Set("Etag", `"`+api.ObjectETag(o.Generation(), o.Metageneration())+`"`)
+	if xml {
+		h.Set("Etag", objectETag(o)) // the MD5 in hex, if any, as GCS's XML API
+	} else {
+		h.Set("Etag", `"`+api.ObjectETag(o.Generation(), o.Metageneration())+`"`)
+	}
 	h.Set("Last-Modified", time.UnixMicro(o.Updated()).UTC().Format(http.TimeFormat))
 	h.Set("Accept-Ranges", "bytes")
 	for _, kv := range [][2]string{{"Cache-Control", o.Attrs().CacheControl}, {"Content-Disposition", o.Attrs().ContentDisposition}, {"Content-Language", o.Attrs().ContentLanguage}} {
@@ -127,6 +131,9 @@ func serveContent(w http.ResponseWriter, r *http.Request, o *store.Object, xml b
 	if partial {
 		st = http.StatusPartialContent
 		h.Set("Content-Range", "bytes "+strconv.FormatInt(start, 10)+"-"+strconv.FormatInt(end-1, 10)+"/"+strconv.FormatInt(o.Size(), 10))
+	}
+	if xml {
+		lowerGoogHeaders(h)
 	}
 	w.WriteHeader(st)
 	if r.Method == http.MethodHead {

@@ -30,7 +30,8 @@ import (
 // storage.objects.get, and storage.objects.delete if it overwrites), and
 // the JSON API's methods likewise; the XML API's methods need what the
 // XML methods table of the Cloud Storage docs (IAM permissions for XML
-// methods) lists: PUT of an object storage.objects.create, the initiate,
+// methods) lists: GET of a bucket storage.objects.list, PUT of an object
+// storage.objects.create, the initiate,
 // a part's upload and the complete of a multipart upload
 // storage.multipartUploads.create and storage.objects.create, its abort
 // storage.multipartUploads.abort, its list of parts
@@ -315,7 +316,7 @@ func jsonPerms(method string, r *http.Request) perm {
 		return permMPUListParts
 	case "xml.multipart.list":
 		return permMPUList
-	case "objects.list":
+	case "objects.list", "xml.objects.list":
 		return permList
 	case "objects.delete":
 		return permDelete

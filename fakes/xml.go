@@ -10,10 +10,11 @@ import (
 	"github.com/objup/objup/fakes/internal/api"
 )
 
-// routeXML routes a path-style request, /BUCKET/OBJECT or /BUCKET?uploads:
-// the XML API, of which the fake serves object reads (GET and HEAD, the
-// form the official Go client uses to read over HTTP), simple uploads
-// (PUT) and multipart uploads (see xml_multipart.go). Its errors are XML.
+// routeXML routes a path-style request, /BUCKET/OBJECT or /BUCKET: the XML
+// API, of which the fake serves object reads (GET and HEAD, the form the
+// official Go client uses to read over HTTP), simple uploads (PUT),
+// multipart uploads (see xml_multipart.go) and the list of a bucket's
+// objects (xml_bucket.go). Its errors are XML.
 func (s *Server) routeXML(r *http.Request, path string) *httpRoute {
 	m := r.Method
 	rawBucket, rawObject, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
@@ -24,9 +25,14 @@ func (s *Server) routeXML(r *http.Request, path string) *httpRoute {
 	var serve handler
 	switch {
 	case err1 != nil || err2 != nil || bkt == "":
+	case len(pick(q, xmlSubresources...)) > 0:
+		// ACLs, retention, ...: not the object, nor its list.
 	case name == "":
-		if m == http.MethodGet && q.Has("uploads") {
+		switch {
+		case m == http.MethodGet && q.Has("uploads"):
 			rt.method, serve = "xml.multipart.list", func(w http.ResponseWriter, r *http.Request) error { return s.xmlListUploads(w, r, bkt) }
+		case m == http.MethodGet && len(q) == len(pick(q, "prefix", "delimiter", "marker", "max-keys", "encoding-type", "versions", "list-type")):
+			rt.method, serve = "xml.objects.list", func(w http.ResponseWriter, r *http.Request) error { return s.xmlListObjects(w, r, bkt) }
 		}
 	case q.Has("uploadId"):
 		id := q.Get("uploadId")
@@ -54,6 +60,24 @@ func (s *Server) routeXML(r *http.Request, path string) *httpRoute {
 	}
 	rt.serve = serve
 	return rt
+}
+
+// xmlSubresources are the query parameters that name another resource
+// than an object or a bucket's list (an object's ACL, a bucket's
+// lifecycle, ...), which the fake does not serve over the XML API.
+var xmlSubresources = []string{"acl", "encryption", "retention", "legalHold", "tagging", "cors", "lifecycle",
+	"logging", "versioning", "website", "storageClass", "billing", "iamPolicy", "location", "defaultObjectAcl",
+	"encryptionConfig", "compose", "restore", "object-lock"}
+
+// pick returns the keys of q among keys.
+func pick(q url.Values, keys ...string) []string {
+	var out []string
+	for _, k := range keys {
+		if q.Has(k) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // xmlGetObject serves an XML API read: the query's generation and the

@@ -16,7 +16,8 @@ import (
 // The retry test names follow the routes of Google's storage testbench,
 // which serves the XML API's GET of /BUCKET/OBJECT as storage.objects.get
 // and its PUT and POST of /BUCKET/OBJECT as storage.objects.insert, and
-// has no XML multipart upload of its own: so a PUT, an initiate, a part's
+// has no XML multipart upload of its own: so the list of a bucket's
+// objects consumes the instructions of storage.objects.list, a PUT, an initiate, a part's
 // upload and a complete consume the instructions of
 // storage.objects.insert (return-N-after-MK fails a PUT or a part whose
 // Content-Length reaches M KiB, with nothing stored, as a single-shot JSON
@@ -35,6 +36,7 @@ import (
 // Unavailable in the request log).
 var xmlMethods = map[string]struct{ retry, ops string }{
 	"xml.objects.get":          {retry: "storage.objects.get"},
+	"xml.objects.list":         {retry: "storage.objects.list"},
 	"xml.objects.put":          {retry: "storage.objects.insert", ops: "BreakStream CorruptNext LoseAnswer"},
 	"xml.multipart.initiate":   {retry: "storage.objects.insert", ops: "LoseAnswer"},
 	"xml.multipart.uploadPart": {retry: "storage.objects.insert", ops: "BreakStream CorruptNext LoseAnswer"},

@@ -192,6 +192,20 @@ func (d digests) check(crc uint32, sum [md5.Size]byte) error {
 	return nil
 }
 
+// lowerGoogHeaders writes the names of the x-goog-* headers of an XML API
+// response in lower case, as GCS sends them: boto (under gsutil's XML
+// mode) reads x-goog-hash, x-goog-generation and the others by their
+// lower-case names only. Call it last, before WriteHeader: http.Header's
+// Get no longer finds them.
+func lowerGoogHeaders(h http.Header) {
+	for k, v := range h {
+		if strings.HasPrefix(k, "X-Goog-") {
+			delete(h, k)
+			h[strings.ToLower(k)] = v
+		}
+	}
+}
+
 // writeXML writes v as the XML body of a response with status st.
 func writeXML(w http.ResponseWriter, st int, v any) {
 	b, err := xml.Marshal(v)
@@ -203,6 +217,7 @@ func writeXML(w http.ResponseWriter, st int, v any) {
 	h := w.Header()
 	h.Set("Content-Type", "application/xml; charset=UTF-8")
 	h.Set("Content-Length", strconv.Itoa(len(b)))
+	lowerGoogHeaders(h)
 	w.WriteHeader(st)
 	w.Write(b)
 }

@@ -144,6 +144,7 @@ func (s *Server) xmlUploadPart(w http.ResponseWriter, r *http.Request, bkt, name
 	h.Add("X-Goog-Hash", "crc32c="+encodeCRC32C(p.CRC32C))
 	h.Add("X-Goog-Hash", "md5="+encodeMD5(p.MD5[:]))
 	h.Set("Content-Length", "0")
+	lowerGoogHeaders(h)
 	w.WriteHeader(http.StatusOK)
 	return nil
 }

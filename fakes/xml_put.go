@@ -72,6 +72,7 @@ func (s *Server) xmlPutObject(w http.ResponseWriter, r *http.Request, bkt, name 
 	}
 	objectHeaders(w.Header(), o)
 	w.Header().Set("Content-Length", "0")
+	lowerGoogHeaders(w.Header())
 	w.WriteHeader(http.StatusOK)
 	return nil
 }
