@@ -8,7 +8,9 @@
 # components uploaded, composed and deleted; the tools' thresholds are
 # lowered so that 3 MB takes both paths), a stream from standard input
 # (gcloud), lists, cats, downloads and compares, removes, and (gcloud)
-# creates and removes a bucket.
+# creates and removes a bucket. gsutil then copies files again in its XML
+# mode (-o GSUtil:prefer_api=xml: boto's path-style PUT, after a GET of
+# the bucket's list) and reads them back with cat, byte for byte.
 #
 # Usage: conformance/gcloud.sh [-keep] [-pypi] [-capture DIR]
 #
@@ -224,6 +226,26 @@ tool gc-buckets-list $gc buckets list --format='value(name)' && expect gc-bucket
 gsutil-bucket
 gsutil-pypi-bucket"
 
+# gsutil_xml_session LABEL BIN BUCKET: gsutil BIN's XML mode in BUCKET, on
+# names under xml/: a small file and the 3 MB one (below gsutil's
+# resumable threshold, no composite: one PUT each), read back with cat
+# (the XML file download of gsutil 5.34 and 5.38 sets the connection's
+# port from the boto config as a string and fails with a TypeError
+# before any request, so the files are not downloaded with cp), listed,
+# then removed in the JSON mode (the fake serves no XML delete).
+gsutil_xml_session() {
+  local l=$1 gs="$2 -q" b=gs://$3
+  local xml="-o GSUtil:prefer_api=xml -o GSUtil:parallel_composite_upload_threshold=0"
+  tool $l-xml-cp-file $gs $xml cp "$data/small.txt" $b/xml/small.txt || true
+  tool $l-xml-cp-big $gs $xml cp "$data/big.bin" $b/xml/big.bin || true
+  tool $l-xml-cat-small $gs $xml cat $b/xml/small.txt && expect $l-xml-cat-small "hello from objup"
+  tool $l-xml-cat-big $gs $xml cat $b/xml/big.bin &&
+    same $l-xml-cat-big "$data/big.bin" "$work/out/$(printf '%02d' "$n")-$l-xml-cat-big"
+  tool $l-xml-ls $gs $xml ls $b/xml/ && expect $l-xml-ls "$b/xml/big.bin
+$b/xml/small.txt"
+  tool $l-xml-rm $gs rm -r $b/xml || true
+}
+
 # gsutil_session LABEL BIN BUCKET: the gsutil session, with gsutil BIN,
 # in BUCKET; its commands are named LABEL-....
 gsutil_session() {
@@ -258,7 +280,8 @@ $b/resumable.bin"
 }
 
 # The boto config that points gsutil at the fake: its JSON API host and
-# port, and the fake's certificate as the CA file. The Cloud SDK's wrapper
+# port, the XML API's (localhost: boto checks the certificate's host
+# name, not its IP addresses), and the fake's certificate as the CA file. The Cloud SDK's wrapper
 # passes its own CA file and credentials to gsutil unless told otherwise,
 # hence the two CLOUDSDK_ variables; gsutil from PyPI reads the boto config
 # alone.
@@ -266,6 +289,8 @@ cat >"$work/boto" <<EOF
 [Credentials]
 gs_json_host = 127.0.0.1
 gs_json_port = ${https_url##*:}
+gs_host = localhost
+gs_port = ${https_url##*:}
 [Boto]
 ca_certificates_file = $ca
 num_retries = 2
@@ -284,6 +309,8 @@ elif ! command -v "$gsutil_bin" >/dev/null; then
 else
   echo "== gsutil ($gsutil_bin) over HTTPS ($https_url)"
   gsutil_session gs "$gsutil_bin" gsutil-bucket
+  echo "== gsutil ($gsutil_bin) in its XML mode over HTTPS"
+  gsutil_xml_session gs "$gsutil_bin" gsutil-bucket
 fi
 if $pypi; then
   # gsutil from PyPI, in a virtualenv kept in $OBJUP_CACHE for the next run.
@@ -306,6 +333,8 @@ if $pypi; then
   fi
   echo "== gsutil $pypi_version from PyPI over HTTPS ($https_url)"
   gsutil_session pypi "$venv/bin/gsutil" gsutil-pypi-bucket
+  echo "== gsutil $pypi_version from PyPI in its XML mode over HTTPS"
+  gsutil_xml_session pypi "$venv/bin/gsutil" gsutil-pypi-bucket
 fi
 
 echo "$n commands, $failures failed"
