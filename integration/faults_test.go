@@ -53,15 +53,20 @@ type faultCase struct {
 	seed     uint64
 	ifNew    bool
 	parallel bool
-	session  bool // WithResumable: a small object through a session
-	always   bool // RetryAlways, without a precondition
-	deadline time.Duration
+	// multipart: a parallel upload through the XML API's multipart
+	// upload (else, when parallel, a composite upload)
+	multipart bool
+	session   bool // WithResumable: a small object through a session
+	always    bool // RetryAlways, without a precondition
+	deadline  time.Duration
 }
 
-// sessioned reports whether the upload went through a resumable session:
-// over one chunk (256 KiB) and not parallel, or WithResumable.
+// sessioned reports whether the upload went through a resumable session
+// (over one chunk, 256 KiB, and not parallel, or WithResumable) or a
+// multipart upload: an upload id completes once, so nothing of it is
+// stored after the upload returned.
 func (fc faultCase) sessioned() bool {
-	return fc.session || (!fc.parallel && fc.size > 256<<10)
+	return fc.session || fc.multipart || (!fc.parallel && fc.size > 256<<10)
 }
 
 // faultResult is what became of one upload.
@@ -224,6 +229,10 @@ func randomFaults(t *testing.T, frontEnd bool) {
 			fc.size, fc.parallel = 4<<20+rng.IntN(12<<20), true // parallel uploads alone
 		}
 		fc.ifNew = rng.IntN(2) == 0
+		if fc.parallel && rng.IntN(2) == 0 {
+			// The XML API's multipart upload takes no precondition.
+			fc.multipart, fc.ifNew = true, false
+		}
 		fc.session = !fc.parallel && fc.size <= 256<<10 && rng.IntN(3) == 0
 		fc.always = !fc.ifNew && rng.IntN(3) == 0
 		if rng.IntN(4) == 0 {
@@ -254,8 +263,11 @@ func randomFaults(t *testing.T, frontEnd bool) {
 				if fc.ifNew {
 					opts = append(opts, uploader.WithConditions(uploader.Conditions{DoesNotExist: true}))
 				}
-				if fc.parallel {
-					opts = append(opts, uploader.WithParallelUpload(uploader.ParallelUpload{PartSize: 2 << 20}))
+				switch {
+				case fc.multipart:
+					opts = append(opts, uploader.WithParallelUpload(uploader.ParallelUpload{PartSize: 5 << 20, Method: uploader.ViaMultipart}))
+				case fc.parallel:
+					opts = append(opts, uploader.WithParallelUpload(uploader.ParallelUpload{PartSize: 2 << 20, Method: uploader.ViaCompose}))
 				}
 				if fc.session {
 					opts = append(opts, uploader.WithResumable())
@@ -312,6 +324,10 @@ func randomFaults(t *testing.T, frontEnd bool) {
 	gstats, hstats := gp.Stats(), hp.Stats()
 	gp.Close()
 	hp.Close()
+	var uploadsLeft []string
+	for _, u := range srv.MultipartUploads() {
+		uploadsLeft = append(uploadsLeft, fmt.Sprintf("%+v", u))
+	}
 	if err := srv.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +355,7 @@ func randomFaults(t *testing.T, frontEnd bool) {
 			maxOverrun = max(maxOverrun, r.overrun)
 		}
 		if r.overrun > faultOverrun {
-			overrun = append(overrun, fmt.Sprintf("%s: returned %v after its deadline (%v, %d bytes, parallel %v)", r.name, r.overrun.Round(time.Millisecond), r.deadline.Round(time.Millisecond), r.size, r.parallel))
+			overrun = append(overrun, fmt.Sprintf("%s: returned %v after its deadline (%v, %d bytes, parallel %v, multipart %v)", r.name, r.overrun.Round(time.Millisecond), r.deadline.Round(time.Millisecond), r.size, r.parallel, r.multipart))
 		}
 		_, oerr := srv.Object(testBucket, r.name)
 		stored := oerr == nil
@@ -404,6 +420,7 @@ func randomFaults(t *testing.T, frontEnd bool) {
 		{"reported as Internal", internal},
 		{"returned past its context", overrun},
 		{"parallel upload without a precondition failed with FailedPrecondition", parallel412},
+		{"multipart upload neither completed nor aborted", uploadsLeft},
 	} {
 		t.Logf("%-72s %d", v.what+":", len(v.list))
 		for _, s := range v.list {

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/objup/objup/fakes"
 	"github.com/objup/objup/fakes/faultproxy"
 	"github.com/objup/objup/header"
+	"github.com/objup/objup/pool"
 	"github.com/objup/objup/uploader"
 )
 
@@ -364,4 +367,84 @@ func roundTrip(t *testing.T, h uploader.Handle) uploader.Handle {
 		t.Fatal(err)
 	}
 	return back
+}
+
+// TestMultipartSharedBudget: multipart uploads sharing a pool whose budget
+// cannot hold a part for each wait for the buffers others give back; when
+// the budget is all held by parts under 5 MiB, which cannot go out, one of
+// them fails with ResourceExhausted and gives its buffers back, so none
+// hangs. Every upload that succeeds is exact; none that fails is stored.
+func TestMultipartSharedBudget(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		budget int64
+		stuck  bool // the first writes fill the budget with parts under 5 MiB
+	}{
+		{"room for a part each", 48 * mib, false},
+		{"the budget held by small parts", 12 * mib, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			p, err := pool.New(pool.WithBudget(tc.budget))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := httpClient(t, e.srv.HTTPURL(), uploader.WithPool(p))
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			const n = 4
+			ws := make([]*uploader.Writer, n)
+			datas := make([][]byte, n)
+			for i := range ws {
+				datas[i] = payload(14*mib, uint64(i))
+				ws[i], err = c.NewWriter(ctx, bucket, fmt.Sprint("shared/", i),
+					uploader.WithParallelUpload(uploader.ParallelUpload{PartSize: 5 * mib, Parts: 2, Method: uploader.ViaMultipart}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				// 3 MiB each: with a 12 MiB budget, the pool is then all
+				// held by parts that cannot go out.
+				if _, err := ws[i].Write(datas[i][:3*mib]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			errs := make([]error, n)
+			var wg sync.WaitGroup
+			for i, w := range ws {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if _, err := w.Write(datas[i][3*mib:]); err != nil {
+						errs[i] = w.CloseWithError(err)
+						return
+					}
+					errs[i] = w.Close()
+				}()
+			}
+			wg.Wait()
+			ok, failed := 0, 0
+			for i, err := range errs {
+				name := fmt.Sprint("shared/", i)
+				switch {
+				case err == nil:
+					ok++
+					sameBytes(t, name, e.content(name), datas[i])
+				case uploader.CodeOf(err) == codes.ResourceExhausted && tc.stuck:
+					failed++
+					e.absent(name)
+				default:
+					t.Errorf("%s: %v", name, err)
+				}
+			}
+			if ok == 0 || tc.stuck && failed == 0 {
+				t.Errorf("%d stored, %d failed for the budget", ok, failed)
+			}
+			c.Close()
+			if s := p.Stats(); s.InUseBytes != 0 {
+				t.Errorf("%d bytes of the pool in use after the uploads", s.InUseBytes)
+			}
+			noUploadsLeft(t, e)
+			t.Logf("%d of %d uploads stored, %d failed for the budget", ok, n, failed)
+		})
+	}
 }

@@ -391,9 +391,7 @@ func (p *parallel) Buffer() (*[]byte, error) {
 	for {
 		filling := p.cur != nil && len(p.cur.refs) > 0
 		if filling && p.idle(nil) && p.mp != nil && p.cur.size < MinMultipartPart {
-			u := p.h.Request()
-			return nil, &xfer.OpError{Op: xfer.MultipartNames.Part, Bucket: u.Bucket, Object: u.Object, Code: codes.ResourceExhausted,
-				Err: fmt.Errorf("the pool's budget ran out with %d bytes of a part filled: a multipart upload's part needs %d", p.cur.size, MinMultipartPart)}
+			return p.starve()
 		}
 		if filling && p.idle(nil) {
 			if err := p.dispatch(); err != nil {

@@ -55,6 +55,9 @@ func (a *Alloc) Get(ctx context.Context) (*[]byte, error) {
 	return b, err
 }
 
+// Bounded reports whether a tenant's byte bound applies to the upload.
+func (a *Alloc) Bounded() bool { return a.bytes != nil }
+
 // TryGet is Get without any wait.
 func (a *Alloc) TryGet() (*[]byte, bool) {
 	t, ok := a.Allocator.(TryGetter)

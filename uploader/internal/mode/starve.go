@@ -1,0 +1,89 @@
+package mode
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/objup/objup/pool"
+	"github.com/objup/objup/uploader/internal/tenant"
+	"github.com/objup/objup/uploader/internal/xfer"
+)
+
+// starvingSet is a pool's multipart uploads that wait for a buffer with a
+// part partly filled and none of their parts in flight: a part smaller
+// than 5 MiB cannot go out (but the last), so what they hold comes back
+// only once they get more. They wait while something else holds buffers
+// of the pool (a session, a part in flight, another upload), which come
+// back; once they hold all the pool handed out, none can go on, and the
+// one that finds it fails, giving its buffers back.
+type starvingSet struct {
+	mu   sync.Mutex
+	held int64         // bytes the starving uploads hold
+	wake chan struct{} // closed when held changes
+}
+
+// starving are the starving uploads by pool.
+var starving sync.Map // *pool.Pool -> *starvingSet
+
+// starve waits for a buffer for the part being filled, which is too small
+// to go out, while no part of p is in flight (see starvingSet). It fails
+// at once with ResourceExhausted when the pool's budget cannot be shared
+// so (a pool that is not the client's own, a tenant's byte bound).
+func (p *parallel) starve() (*[]byte, error) {
+	h := p.h
+	u := h.Request()
+	held := int64(len(p.cur.refs)) * int64(h.Chunker().ChunkSize())
+	fail := func() error {
+		return &xfer.OpError{Op: xfer.MultipartNames.Part, Bucket: u.Bucket, Object: u.Object, Code: codes.ResourceExhausted,
+			Err: fmt.Errorf("the pool's budget is held by multipart uploads whose parts are not yet 5 MiB (this one holds %d bytes of its part): give the pool a larger budget, or fewer uploads at once", held)}
+	}
+	alloc := u.Life.Alloc
+	if t, ok := alloc.(*tenant.Alloc); ok {
+		if t.Bounded() {
+			return nil, fail()
+		}
+		alloc = t.Allocator
+	}
+	pl, ok := alloc.(*pool.Pool)
+	if !ok {
+		return nil, fail()
+	}
+	v, _ := starving.LoadOrStore(pl, &starvingSet{wake: make(chan struct{})})
+	set := v.(*starvingSet)
+	change := func(n int64) (stuck bool, wake chan struct{}) {
+		set.mu.Lock()
+		defer set.mu.Unlock()
+		set.held += n
+		close(set.wake)
+		set.wake = make(chan struct{})
+		return n > 0 && pl.Stats().InUseBytes <= set.held, set.wake
+	}
+	stuck, wake := change(held)
+	defer change(-held)
+	for !stuck {
+		ctx, cancel := context.WithCancel(p.ctx)
+		go func() {
+			select {
+			case <-wake:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		b, err := h.WaitBuffer(ctx)
+		cancel()
+		switch {
+		case err == nil:
+			return b, nil
+		case p.ctx.Err() != nil:
+			return nil, p.failure(err)
+		}
+		// What the starving uploads hold changed: look again.
+		set.mu.Lock()
+		stuck, wake = pl.Stats().InUseBytes <= set.held, set.wake
+		set.mu.Unlock()
+	}
+	return nil, fail()
+}
