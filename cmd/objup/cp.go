@@ -29,6 +29,7 @@ type cpConfig struct {
 	tenant          string
 	threshold       sizeFlag
 	partSize        sizeFlag
+	method          string
 	memory          sizeFlag
 	concurrency     int
 	checksum        bool
@@ -63,8 +64,9 @@ func parseCp(args []string, stderr io.Writer) (*cpConfig, error) {
 	fs.BoolVar(&cfg.noJournal, "no-journal", false, "keep no journal and no manifest: a run that is stopped leaves nothing to resume")
 	fs.BoolVar(&cfg.http, "http", false, "use the JSON API (STORAGE_EMULATOR_HOST) instead of gRPC (STORAGE_EMULATOR_HOST_GRPC)")
 	fs.StringVar(&cfg.tenant, "tenant", "", "tenant `ID` sent in the x-scope-orgid header")
-	fs.Var(&cfg.threshold, "parallel-threshold", "parallel composite uploads for files of at least `SIZE` bytes (64MiB, 1GiB, 500MB; 0: never)")
-	fs.Var(&cfg.partSize, "part-size", "part `SIZE` of parallel composite uploads (default 6MiB)")
+	fs.Var(&cfg.threshold, "parallel-threshold", "parallel uploads for files of at least `SIZE` bytes (64MiB, 1GiB, 500MB; 0: never)")
+	fs.Var(&cfg.partSize, "part-size", "part `SIZE` of parallel uploads (default 6MiB)")
+	fs.StringVar(&cfg.method, "parallel-method", "", "how a parallel upload's parts become the object: `multipart` (the XML API's multipart upload, the default) or compose (temporary objects, composed)")
 	fs.Var(&cfg.memory, "memory", "ceiling on the upload buffers' memory, `SIZE` bytes (0: none)")
 	fs.IntVar(&cfg.concurrency, "concurrency", tree.DefaultConcurrency, "files uploaded at once")
 	fs.BoolVar(&cfg.checksum, "checksum", false, "tell changed files by their CRC32C instead of size and modification time")
@@ -99,6 +101,9 @@ func parseCp(args []string, stderr io.Writer) (*cpConfig, error) {
 	cfg.src, cfg.dst = operands[0], operands[1]
 	if cfg.concurrency < 1 {
 		return nil, fmt.Errorf("--concurrency %d: want at least 1", cfg.concurrency)
+	}
+	if _, ok := parallelMethods[cfg.method]; !ok {
+		return nil, fmt.Errorf("--parallel-method %q: want multipart or compose", cfg.method)
 	}
 	for _, p := range cfg.excludes {
 		if _, err := path.Match(p, ""); err != nil {
@@ -199,7 +204,7 @@ func cp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		FollowSymlinks:    cfg.follow,
 		Concurrency:       cfg.concurrency,
 		ParallelThreshold: int64(cfg.threshold),
-		Parallel:          uploader.ParallelUpload{PartSize: int64(cfg.partSize)},
+		Parallel:          uploader.ParallelUpload{PartSize: int64(cfg.partSize), Method: parallelMethods[cfg.method]},
 		SkipExisting:      cfg.noClobber,
 		ContinueOnError:   cfg.continueOnError,
 		OnEvent:           prog.event,
@@ -257,3 +262,7 @@ func report(stdout, stderr io.Writer, s *tree.Summary) {
 		fmt.Fprintf(stderr, "objup: failed: %s -> gs://%s: %v\n", f.Path, f.Object, f.Err)
 	}
 }
+
+// parallelMethods are the values of --parallel-method ("": the SDK's
+// default).
+var parallelMethods = map[string]uploader.ParallelMethod{"": 0, "multipart": uploader.ViaMultipart, "compose": uploader.ViaCompose}

@@ -22,9 +22,11 @@
 //	                         at an emulator) instead of gRPC
 //	                         (STORAGE_EMULATOR_HOST_GRPC)
 //	--tenant ID              send the tenant header x-scope-orgid: ID
-//	--parallel-threshold SIZE  parallel composite uploads for files of at
-//	                         least SIZE (1048576, 64MiB, 1GiB, 500MB); 0: never
+//	--parallel-threshold SIZE  parallel uploads for files of at least SIZE
+//	                         (1048576, 64MiB, 1GiB, 500MB); 0: never
 //	--part-size SIZE         the parts' size of a parallel upload
+//	--parallel-method M      multipart (the XML API's multipart upload, the
+//	                         default) or compose (temporary objects)
 //	--concurrency N          files uploaded at once (default 32)
 //	--memory SIZE            ceiling on the upload buffers' memory (default:
 //	                         none)

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/objup/objup/fakes"
+	"github.com/objup/objup/uploader"
 )
 
 // objupBin is the command, built once by TestMain.
@@ -450,12 +451,12 @@ func TestParseSize(t *testing.T) {
 
 func TestParseCp(t *testing.T) {
 	var discard bytes.Buffer
-	cfg, err := parseCp([]string{"-r", "src", "--concurrency", "3", "gs://b/p", "--checksum", "--parallel-threshold=64MiB", "--exclude", "*.tmp", "--exclude", "skip"}, &discard)
+	cfg, err := parseCp([]string{"-r", "src", "--concurrency", "3", "gs://b/p", "--checksum", "--parallel-threshold=64MiB", "--exclude", "*.tmp", "--exclude", "skip", "--parallel-method", "compose"}, &discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !cfg.recursive || cfg.src != "src" || cfg.dst != "gs://b/p" || cfg.concurrency != 3 || !cfg.checksum ||
-		cfg.threshold != 64<<20 || len(cfg.excludes) != 2 {
+		cfg.threshold != 64<<20 || len(cfg.excludes) != 2 || parallelMethods[cfg.method] != uploader.ViaCompose {
 		t.Errorf("parsed %+v", cfg)
 	}
 	cfg, err = parseCp([]string{"-n", "--", "-file", "gs://b/x"}, &discard)
@@ -464,6 +465,7 @@ func TestParseCp(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"a"}, {"a", "b", "c"}, {"--exclude", "[", "a", "b"}, {"--concurrency", "-2", "a", "b"},
+		{"--parallel-method", "xml", "a", "b"},
 	} {
 		if _, err := parseCp(args, &discard); err == nil {
 			t.Errorf("parseCp(%q): no error", args)

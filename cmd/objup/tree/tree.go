@@ -464,7 +464,7 @@ func (u *upload) resume(ctx context.Context, h uploader.Handle) (attrs *uploader
 	if !changed {
 		r.emit(Event{Kind: Started, Path: f.rel, Object: f.object, Size: u.size, Resumed: true})
 		opts := []uploader.WriterOption{uploader.WithJournal(r.journal), u.progress()}
-		if h.Kind == uploader.KindParallel && r.opts.Parallel.Parts > 0 {
+		if (h.Kind == uploader.KindParallel || h.Kind == uploader.KindMultipart) && r.opts.Parallel.Parts > 0 {
 			opts = append(opts, uploader.WithParallelUpload(uploader.ParallelUpload{Parts: r.opts.Parallel.Parts}))
 		}
 		attrs, err = r.c.Resume(ctx, h, io.NewSectionReader(u.src, 0, u.size), opts...)
