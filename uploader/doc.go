@@ -163,6 +163,13 @@
 //     upload's. A part the service applies after the cleanup is left under
 //     TempPrefix (see WithParallelUpload). The compose is a one-shot
 //     write of the final object.
+//   - A multipart upload (ViaMultipart): the upload id completes one
+//     object at most, once. A complete repeated after a lost answer that
+//     finds the upload gone (NotFound) was preceded by the lost one; a
+//     complete whose every attempt failed is settled by an abort (done:
+//     nothing is stored, nor will be; NotFound: it completed). Parts are
+//     repeated at will (a part number sent again replaces the part), and
+//     the abort drops them.
 //   - An appendable object: its generation, in the first answer, is its
 //     identity; a finish whose answer was lost is settled by looking that
 //     generation up (storage.objects.get). A first stream whose answer was
@@ -196,7 +203,10 @@
 // upload one-shot, resumable and appendable objects; a session needs no
 // other permission to be asked or cancelled. Look-ups (an appendable
 // finish whose answer was lost) need storage.objects.get: refused, the
-// outcome is unknown. Parallel uploads need get and delete.
+// outcome is unknown. A multipart upload (the default of
+// WithParallelUpload) needs the multipart permissions the role holds; a
+// parallel composite upload needs get and delete, and says so before its
+// first part goes out.
 //
 // A network failure is Unavailable over both transports (an answer that
 // broke off included); Internal is left for the service's own status.
