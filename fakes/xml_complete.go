@@ -92,11 +92,12 @@ func (s *Server) xmlComplete(w http.ResponseWriter, r *http.Request, rt *httpRou
 	if err != nil {
 		return store.Errorf(kindNoSuchBucket, "The specified bucket %q does not exist.", bkt)
 	}
-	if err := s.admitHTTP(r, bkt, name); err != nil {
-		return err
-	}
 	var o *store.Object
 	err = u.Complete(refs, func(c store.Content) error {
+		// One write, judged once the parts were found good.
+		if err := s.admitHTTP(r, bkt, name); err != nil {
+			return err
+		}
 		if err := s.commits.commit(r.Context()); err != nil {
 			return err
 		}

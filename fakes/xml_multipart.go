@@ -44,7 +44,10 @@ import (
 //     tenant's usage; the object a complete stores counts as any object;
 //   - deleting a bucket leaves its uploads in progress (GCS lets a bucket
 //     with uploads in progress be deleted); their complete is then 404
-//     NoSuchBucket.
+//     NoSuchBucket;
+//   - an upload never expires (GCS documents no limit to how long one may
+//     stay unfinished): it lasts until its complete or its abort, and
+//     [Server.MultipartUploads] lists those left.
 
 // initiateResult is the answer of an initiate.
 type initiateResult struct {
