@@ -740,9 +740,9 @@ func TestJSONUnimplemented(t *testing.T) {
 		})
 	}
 	// The XML API answers in XML.
-	r := do(t, srv, "PUT", "/"+bucket+"/x", []byte("x"))
+	r := do(t, srv, "DELETE", "/"+bucket+"/src", nil)
 	if r.status != 501 || !bytes.Contains(r.body, []byte("<Code>NotImplemented</Code>")) {
-		t.Fatalf("XML PUT: %d %q", r.status, r.body)
+		t.Fatalf("XML DELETE: %d %q", r.status, r.body)
 	}
 	r = do(t, srv, "GET", "/"+bucket+"/missing", nil)
 	if r.status != 404 || !bytes.Contains(r.body, []byte("<Code>NoSuchKey</Code>")) {
