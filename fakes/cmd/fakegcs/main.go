@@ -24,8 +24,9 @@
 //
 // -data DIR keeps the store on disk in DIR, as fakes.WithDataDir does:
 // fakegcs restarted on the same DIR, after a clean stop or a kill -9,
-// finds every bucket, object, resumable session and HMAC key it
-// acknowledged, and its memory does not grow with the number of objects.
+// finds every bucket, object, resumable session, XML API multipart upload
+// (with its parts) and HMAC key it acknowledged, and its memory does not
+// grow with the number of objects, nor with the size of a part.
 // Without -data the store is in memory and lost at exit.
 //
 // Once both servers listen, fakegcs prints exactly two lines on standard
@@ -100,8 +101,9 @@
 // -write-rate gives every bucket a write capacity, as GCS has (package
 // fakes/capacity): a token bucket of that many object writes a second, of
 // -write-burst at once (a second's worth by default); uploads, resumable
-// session starts, composes, deletes, metadata updates, copies and
-// rewrites count, the later requests of a session and reads do not.
+// session starts, composes, deletes, metadata updates, copies, rewrites
+// and the completes of XML multipart uploads count, the later requests
+// of a session, the parts of a multipart upload and reads do not.
 // A bucket over its rate answers 429 rateLimitExceeded (gRPC
 // RESOURCE_EXHAUSTED), or 503 for the -share-503 of its refusals.
 // -object-rate limits the writes to one object name (1 a second by
