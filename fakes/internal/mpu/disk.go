@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/objup/objup/fakes/internal/store"
 )
@@ -25,13 +26,19 @@ import (
 //	           a magic (trailerLen bytes), written to a temporary file as
 //	           the body arrives, synced, and renamed over the part before,
 //	           the directory synced, before the part's upload is answered;
-//	tmp-*      a part on its way (removed at a restart).
+//	tmp-*      a part on its way (removed at a restart);
+//	completing the object a complete is storing (completingRec, JSON),
+//	           written synced before the store is asked to.
 //
-// A complete has the store copy the parts into the object, then removes
-// the directory; an abort removes it. Open loads every directory with a
-// record back, a part's size and checksums from its trailer and its time
-// from the file's; a directory without a record (an initiate cut short)
-// is removed.
+// A complete writes completing, has the store copy the parts into the
+// object, then removes the directory; an abort removes it. Open loads
+// every directory with a record back, a part's size and checksums from
+// its trailer and its time from the file's; a directory without a record
+// (an initiate cut short) is removed, and so is one whose complete the
+// store holds (Stored says so for completing's object): a complete is
+// applied once, even when the fake is killed between the store's write
+// and the directory's removal. One whose complete the store does not hold
+// goes on as an upload in progress.
 
 // uploadRec is an upload's record on disk.
 type uploadRec struct {
@@ -40,11 +47,25 @@ type uploadRec struct {
 	Initiated      int64
 }
 
+// completingRec is the object a complete is storing: its size and CRC32C,
+// and the time (Unix microseconds) before the store's write.
+type completingRec struct {
+	Size   int64
+	CRC32C uint32
+	Since  int64
+}
+
+// Stored reports whether the store holds, under bucket and object, a
+// generation of size bytes with CRC32C crc stored at or after since (Unix
+// microseconds): a complete that was applied.
+type Stored func(bucket, object string, size int64, crc uint32, since int64) bool
+
 const (
-	recName    = "upload"
-	tmpPrefix  = "tmp-"
-	magic      = "objupMP1"
-	trailerLen = 4 + 16 + int64(len(magic))
+	completingName = "completing"
+	recName        = "upload"
+	tmpPrefix      = "tmp-"
+	magic          = "objupMP1"
+	trailerLen     = 4 + 16 + int64(len(magic))
 )
 
 func diskErr(err error) error {
@@ -52,8 +73,9 @@ func diskErr(err error) error {
 }
 
 // Open returns a registry in memory if dir is "", else one on disk in dir
-// (created if needed) with the uploads it holds.
-func Open(dir string) (*Registry, error) {
+// (created if needed) with the uploads it holds; stored tells a complete
+// that was applied (see the layout above).
+func Open(dir string, stored Stored) (*Registry, error) {
 	r := newRegistry(dir)
 	if dir == "" {
 		return r, nil
@@ -69,7 +91,7 @@ func Open(dir string) (*Registry, error) {
 		if !e.IsDir() {
 			continue
 		}
-		u, err := r.load(e.Name())
+		u, err := r.load(e.Name(), stored)
 		if err != nil {
 			return nil, fmt.Errorf("mpu: %s: %w", filepath.Join(dir, e.Name()), err)
 		}
@@ -85,8 +107,9 @@ func Open(dir string) (*Registry, error) {
 	return r, nil
 }
 
-// load reads the upload in directory id; nil if it has no record.
-func (r *Registry) load(id string) (*Upload, error) {
+// load reads the upload in directory id; nil if it has no record, or its
+// complete was applied.
+func (r *Registry) load(id string, stored Stored) (*Upload, error) {
 	dir := filepath.Join(r.dir, id)
 	b, err := os.ReadFile(filepath.Join(dir, recName))
 	if errors.Is(err, os.ErrNotExist) {
@@ -98,6 +121,13 @@ func (r *Registry) load(id string) (*Upload, error) {
 	var rec uploadRec
 	if err := json.Unmarshal(b, &rec); err != nil {
 		return nil, fmt.Errorf("record: %w", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, completingName)); err == nil {
+		var c completingRec
+		if json.Unmarshal(b, &c) == nil && stored(rec.Bucket, rec.Object, c.Size, c.CRC32C, c.Since) {
+			return nil, nil
+		}
+		os.Remove(filepath.Join(dir, completingName))
 	}
 	u := &Upload{ID: id, Bucket: rec.Bucket, Object: rec.Object, Attrs: rec.Attrs, Initiated: rec.Initiated,
 		reg: r, dir: dir, parts: make(map[int]*Part)}
@@ -272,4 +302,25 @@ func (u *Upload) removeTemp(p *Part) {
 	if p.path != "" && strings.HasPrefix(filepath.Base(p.path), tmpPrefix) {
 		os.Remove(p.path)
 	}
+}
+
+// completing notes, synced, the object a complete of u is about to store
+// (see the layout above); nothing in memory. done removes the note of a
+// complete the store refused.
+func (u *Upload) completing(size int64, crc uint32) (done func(stored bool), err error) {
+	if u.dir == "" {
+		return func(bool) {}, nil
+	}
+	b, err := json.Marshal(&completingRec{Size: size, CRC32C: crc, Since: time.Now().UnixMicro()})
+	if err == nil {
+		err = writeSynced(u.dir, completingName, b)
+	}
+	if err != nil {
+		return nil, diskErr(err)
+	}
+	return func(stored bool) {
+		if !stored {
+			os.Remove(filepath.Join(u.dir, completingName))
+		}
+	}, nil
 }

@@ -288,7 +288,13 @@ func (u *Upload) Complete(refs []Ref, put func(store.Content) error) error {
 	if files != nil {
 		c = store.FileContent(files, size, crc)
 	}
-	if err := put(c); err != nil {
+	done, err := u.completing(size, crc)
+	if err != nil {
+		return err
+	}
+	err = put(c)
+	done(err == nil)
+	if err != nil {
 		return err
 	}
 	u.reg.forget(u)

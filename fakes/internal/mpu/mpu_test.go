@@ -13,7 +13,7 @@ import (
 // with and without a prefix, in memory and on disk.
 func TestList(t *testing.T) {
 	for _, dir := range []string{"", t.TempDir()} {
-		r, err := Open(dir)
+		r, err := Open(dir, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,7 +61,7 @@ func TestList(t *testing.T) {
 // then ends the upload.
 func TestPutAndComplete(t *testing.T) {
 	for _, dir := range []string{"", t.TempDir()} {
-		r, _ := Open(dir)
+		r, _ := Open(dir, nil)
 		u, _ := r.Create("bkt", "o", store.Attrs{})
 		ok := func(*Part) error { return nil }
 		big := bytes.Repeat([]byte{7}, MinPartSize)
@@ -90,5 +90,64 @@ func TestPutAndComplete(t *testing.T) {
 		if err := u.Abort(); err == nil || len(r.All()) != 0 {
 			t.Fatalf("after the complete: abort %v, uploads %d", err, len(r.All()))
 		}
+	}
+}
+
+// TestCompleteKilled: a fake killed between the store's write of a
+// complete and the removal of the upload's files finds, at its restart,
+// the upload gone when the store holds its object, and in progress, parts
+// and all, when the store does not: a complete is applied once.
+func TestCompleteKilled(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		stored bool
+	}{{"stored", true}, {"not stored", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			r, err := Open(dir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u, err := r.Create("bkt", "obj", store.Attrs{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			data := bytes.Repeat([]byte("x"), 1000)
+			if _, err := u.Put(1, bytes.NewReader(data), int64(len(data)), func(*Part) error { return nil }); err != nil {
+				t.Fatal(err)
+			}
+			// The kill: the note is written, the store's write done or
+			// not, the directory not removed.
+			if _, err := u.completing(int64(len(data)), 0x1234); err != nil {
+				t.Fatal(err)
+			}
+			var asked []string
+			r2, err := Open(dir, func(bucket, object string, size int64, crc uint32, since int64) bool {
+				asked = append(asked, bucket+"/"+object)
+				return tc.stored && size == int64(len(data)) && crc == 0x1234 && since > 0
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, ok := r2.Get(u.ID)
+			if ok == tc.stored || len(asked) != 1 {
+				t.Fatalf("upload in progress after the restart: %v (the store asked %v)", ok, asked)
+			}
+			if !ok {
+				return
+			}
+			// Not stored: the upload goes on, its note gone.
+			r3, err := Open(dir, func(string, string, int64, uint32, int64) bool {
+				t.Fatal("asked again: the note was kept")
+				return false
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			u3, ok := r3.Get(u.ID)
+			if parts, _ := u3.Parts(); !ok || len(parts) != 1 {
+				t.Fatalf("upload %v with parts %v after a second restart", ok, parts)
+			}
+		})
 	}
 }
