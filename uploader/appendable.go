@@ -104,7 +104,7 @@ func (c *Client) TakeOver(ctx context.Context, bucket, object string, gen int64,
 		return nil, 0, invalid("TakeOver", bucket, object, "%w", err)
 	}
 	w.req.App.Takeover, w.req.App.Gen = true, gen
-	m := mode.NewAppend((*host)(w))
+	m := mode.NewAppend(w.params())
 	w.mode = m
 	if err := m.Start(); err != nil {
 		w.fail("TakeOver", err)
@@ -194,7 +194,12 @@ func (w *Writer) Flush(ctx context.Context) (int64, error) {
 	if w.mode == nil {
 		w.mode = w.choose(c)
 	}
-	n, err := w.mode.Flush(ctx, c)
+	f, ok := w.mode.(mode.Flusher)
+	if !ok {
+		// An appendable object's mode flushes, whichever it is.
+		panic("uploader: the mode of an appendable object does not flush")
+	}
+	n, err := f.Flush(ctx, c)
 	if err != nil {
 		var wait *mode.FlushWait
 		if errors.As(err, &wait) {

@@ -328,7 +328,7 @@ func (w *Writer) resumeSession(h *Handle, src io.ReaderAt) (*ObjectAttrs, error)
 	if err := w.ch.Reset(w.ch.ChunkSize(), chunker.Continuing(persisted, crc)); err != nil {
 		panic(err) // the size was accepted by init
 	}
-	w.mode = mode.NewResumedSession((*host)(w), mode.Resume{Session: h.Session, Persisted: persisted, CRC32C: crc})
+	w.mode = mode.NewResumedSession(w.params(), mode.Resume{Session: h.Session, Persisted: persisted, CRC32C: crc})
 	attrs, err = w.finishFrom(src, persisted)
 	if CodeOf(err) == codes.DataLoss && persisted > h.Persisted {
 		// The service's CRC32C of the object is not the source's: the

@@ -7,18 +7,17 @@ import (
 	"io"
 	"io/fs"
 	"sync/atomic"
-	"time"
 
 	"github.com/objup/objup/uploader/internal/mode"
 	"github.com/objup/objup/uploader/internal/names"
 	"github.com/objup/objup/uploader/internal/retry"
-	"github.com/objup/objup/uploader/internal/tenant"
 	"github.com/objup/objup/uploader/internal/xfer"
 
 	"google.golang.org/grpc/codes"
 
 	"github.com/objup/objup/chunker"
 	"github.com/objup/objup/header"
+	"github.com/objup/objup/internal/wire"
 	"github.com/objup/objup/pool"
 )
 
@@ -52,8 +51,8 @@ type Writer struct {
 	cfg   writerConfig
 	ch    chunker.Chunker
 	retry retry.Engine
-	mode  mode.Mode    // how the chunks reach the service; nil until the first chunk is full (or Close)
-	ev    uploadEvents // what the upload reports while it runs and when it ends
+	mode  mode.Streaming // how the chunks reach the service; nil until the first chunk is full (or Close), and for a one-shot upload
+	ev    uploadEvents   // what the upload reports while it runs and when it ends
 
 	busy     atomic.Bool // a method runs
 	closed   bool
@@ -260,21 +259,6 @@ func (w *Writer) room() error {
 	return nil
 }
 
-// buffer takes an empty buffer: from the mode once there is one, which
-// knows what gives buffers back, else from the allocator.
-func (w *Writer) buffer() (*[]byte, error) {
-	if w.mode != nil {
-		return w.mode.Buffer()
-	}
-	if b, ok := (*host)(w).TryBuffer(); ok {
-		return b, nil
-	}
-	// A wait: the pool's budget (or the tenant's) is spent, or the
-	// WithBuffer slots are taken.
-	defer w.waited(time.Now())
-	return (*host)(w).WaitBuffer(w.req.Ctx)
-}
-
 // fail records the first error and abandons the upload.
 func (w *Writer) fail(op string, err error) {
 	if w.err == nil {
@@ -320,11 +304,23 @@ func (w *Writer) Close() error {
 		}
 	}
 	last, _ := w.ch.Finish()
+	if err := w.sentCRCMismatch(); err != nil {
+		w.req.Life.PutBuffer(last.Buf)
+		w.fail("Close", err)
+		return w.err
+	}
 	if w.mode == nil {
 		// The whole object is in its first chunk.
 		w.mode = w.single(last)
 	}
-	o, err := w.mode.Finish(last)
+	w.finalize()
+	var o *wire.Object
+	var err error
+	if w.mode != nil {
+		o, err = w.mode.Finish(last)
+	} else {
+		o, err = w.oneShot(last).Finish(last)
+	}
 	if err == nil {
 		err = w.finished(o, w.ch.Size())
 	}
@@ -371,35 +367,5 @@ func (w *Writer) end() {
 			path = w.mode.Path()
 		}
 		w.ev.Ended(w.ch.Size(), path, w.err)
-	}
-}
-
-// release gives back every buffer: the chunker's, and the chunks in flight once
-// gRPC has let go of them.
-//
-// gRPC lets go of a torn-down stream's messages a moment after the stream
-// ends, or never (see [xfer.Lifetime.Wait], which waits up to about a second). Once
-// the upload's context ended, the pool's buffers are waited for in the
-// background (Client.Close waits for it), so the call returns by
-// about a second after it; a WithBuffer buffer, which the caller owns again when
-// Close returns, is always waited for.
-func (w *Writer) release() {
-	w.req.Life.PutBuffer(w.ch.Abort())
-	if w.mode != nil {
-		w.mode.Close()
-	}
-	if w.req.Ctx.Err() != nil && !w.cfg.hasBuffer && w.req.Life.Holding() {
-		w.client().background(w.buffersBack)
-		return
-	}
-	w.buffersBack()
-}
-
-// buffersBack waits until every buffer of the upload is back, and then
-// gives back its tenant's slot.
-func (w *Writer) buffersBack() {
-	w.req.Life.Wait()
-	if a, ok := w.req.Life.Alloc.(*tenant.Alloc); ok {
-		a.Done()
 	}
 }

@@ -16,8 +16,8 @@ import (
 // finish finalizes the object or leaves it open.
 type Append struct{ session }
 
-// NewAppend returns the mode of h's appendable object.
-func NewAppend(h Host) *Append { return &Append{session{h: h}} }
+// NewAppend returns the mode of p's appendable object.
+func NewAppend(p Params) *Append { return &Append{session{Params: p}} }
 
 // Start opens the object's stream, once; a takeover opens it before the
 // first Write.
@@ -31,7 +31,7 @@ func (m *Append) StartAt(persisted int64) { m.s.startAt(persisted) }
 // persisted everything written; it returns the persisted size. A failure
 // of the wait alone is a *FlushWait.
 func (m *Append) Flush(ctx context.Context, c chunker.Chunk) (int64, error) {
-	u := m.h.Request()
+	u := m.Request
 	if err := m.start(); err != nil {
 		u.Life.PutBuffer(c.Buf)
 		return 0, err
@@ -67,7 +67,7 @@ func (e *FlushWait) Unwrap() error { return e.Err }
 // Close ends the session and drops a stream parked for reuse.
 func (m *Append) Close() {
 	m.session.Close()
-	m.h.Request().App.DropReady()
+	m.Request.App.DropReady()
 }
 
 // Path is PathAppendable.
@@ -96,13 +96,8 @@ func smallFlush(u *xfer.Request, c chunker.Chunk) chunker.Chunk {
 // and the object is finalized with its checksums, or, when it is to stay
 // unfinalized, flushed and left open.
 func (m *Append) Finish(last chunker.Chunk) (*wire.Object, error) {
-	h := m.h
-	u := h.Request()
+	u := m.Request
 	r := u.Life.NewRef(last)
-	if err := h.SentCRCMismatch(); err != nil {
-		r.Unref()
-		return nil, err
-	}
 	if err := m.start(); err != nil {
 		r.Unref()
 		return nil, err
@@ -110,7 +105,6 @@ func (m *Append) Finish(last chunker.Chunk) (*wire.Object, error) {
 	s := m.s
 	a := u.App
 	if !a.Unfinalized {
-		h.Checksums()
 		o, err := s.finish(r)
 		if err != nil && retry.AnswerLost(err) {
 			// The finish may have finalized the object: its generation,
@@ -147,10 +141,9 @@ func (m *Append) Finish(last chunker.Chunk) (*wire.Object, error) {
 // generation, finalized. Otherwise err is returned, marked unknown: the
 // finish may still be applied.
 func (m *Append) finalizedAt(gen int64, err error) (*wire.Object, error) {
-	h := m.h
-	u, tr := h.Request(), h.Transport()
+	u, tr := m.Request, m.Transport
 	if gen != 0 {
-		if o := lookup(h, u, tr, h.Engine().Config()); o.GetGeneration() == gen && o.GetFinalizeTime() != nil {
+		if o := lookup(m.Services, u, tr, m.Engine.Config()); o.GetGeneration() == gen && o.GetFinalizeTime() != nil {
 			return o, nil
 		}
 	}

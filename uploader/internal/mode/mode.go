@@ -2,7 +2,6 @@ package mode
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"time"
 
@@ -21,16 +20,12 @@ import (
 // connect-go's StreamingClientConn, one interface over protocols written
 // apart, is the model.
 //
-// Every method runs on the Writer's goroutine. A mode takes empty buffers
-// from its Host, since only the mode knows what gives buffers back while
-// the Writer waits for one. Its failures are *xfer.OpError, or the Host's
-// own errors.
+// Mode is what every mode does; Streaming adds what a mode that takes
+// full chunks does, and Flusher what an appendable object's does. Every
+// method runs on the Writer's goroutine. The Writer completes the
+// object's spec and whole-object checksums before Finish (see Params).
+// A mode's failures are *xfer.OpError, or its Buffers' own errors.
 type Mode interface {
-	// Push takes a full chunk. It may wait, as the upload's context
-	// allows, while the mode holds all it may.
-	Push(c chunker.Chunk) error
-	// Buffer returns an empty buffer for the next chunk.
-	Buffer() (*[]byte, error)
 	// Finish takes the last chunk (it may hold no data) and returns the
 	// object the service stored; the Writer checks it against what was
 	// written.
@@ -39,15 +34,30 @@ type Mode interface {
 	// stored.
 	Abort(err error)
 	// Close releases what the mode holds once the upload ended. Work that
-	// must outlive the Writer's call goes to the Host's Background.
+	// must outlive the Writer's call goes to its Services' Background.
 	Close()
 	// Path names the mode in telemetry.
 	Path() string
+}
+
+// Streaming is a mode that takes the upload's full chunks as they fill.
+// It takes empty buffers from its Buffers, since only the mode knows what
+// gives buffers back while the Writer waits for one.
+type Streaming interface {
+	Mode
+	// Push takes a full chunk. It may wait, as the upload's context
+	// allows, while the mode holds all it may.
+	Push(c chunker.Chunk) error
+	// Buffer returns an empty buffer for the next chunk.
+	Buffer() (*[]byte, error)
+}
+
+// Flusher is a mode that flushes: only an appendable object's (the Writer
+// refuses a Flush of any other before it reaches its mode).
+type Flusher interface {
 	// Flush makes what was written durable, with c, the data not yet
 	// handed over (it may hold none), and returns the service's persisted
-	// size; ctx bounds the wait for the service's answer. Only an
-	// appendable object flushes: the Writer refuses a Flush before it
-	// reaches another mode (ErrNoFlush).
+	// size; ctx bounds the wait for the service's answer.
 	Flush(ctx context.Context, c chunker.Chunk) (int64, error)
 }
 
@@ -60,56 +70,67 @@ const (
 	PathAppendable = "appendable"
 )
 
-// ErrNoFlush is a flush of a mode that has none: the Writer refuses a
-// Flush of an object that is not appendable before it reaches its mode.
-var ErrNoFlush = errors.New("uploader: only an appendable object flushes")
-
-// Host is what a mode gets from its Writer: the upload's request, its
-// transport and retry engine, its events, its chunker and buffers, and the
-// client's background. The Writer implements it; a mode holds it for the
-// upload's life.
-type Host interface {
+// Params is what a mode is given once, when its Writer chooses it: the
+// upload's fixed values, and the two services it calls. connect-go's
+// protocolParams is the model. The Writer completes the object's spec
+// (its content type, sniffed from the first chunk, and the size it knows
+// at Close) and its whole-object checksums in Request before it hands the
+// upload to a mode: nothing calls back into the Writer.
+type Params struct {
 	// Request is the upload's request, which the transport reads.
-	Request() *xfer.Request
+	Request *xfer.Request
 	// Transport is the client's transport, with admission.
-	Transport() xfer.Transport
+	Transport xfer.Transport
 	// Engine is the upload's retry engine.
-	Engine() *retry.Engine
+	Engine *retry.Engine
 	// Events is what the upload reports.
-	Events() Events
-	// NewEvents returns the events of another call of the upload (a
-	// part, a cleanup's call) to t, whose span events go to span.
-	NewEvents(t *xfer.Target, span trace.Span) Events
-	// Chunker is the Writer's chunker: its chunk size, the size and
-	// CRC32C of what was written.
-	Chunker() *chunker.Chunker
-	// Spec completes the object's WriteObjectSpec with the content type
-	// sniffed from first and with size (-1: unknown).
-	Spec(first []byte, size int64)
-	// Checksums sets the whole-object checksums the finish sends.
-	Checksums()
-	// SentCRCMismatch is the failure of an appendable object whose
-	// caller's CRC32C is not that of the bytes written, or nil.
-	SentCRCMismatch() error
+	Events Events
+	// Chunker is the Writer's chunker: its chunk size, and the size and
+	// CRC32C of what was written (final at Finish).
+	Chunker *chunker.Chunker
+	// Window is the in-flight window of a session with the chunker's
+	// chunks.
+	Window WindowBounds
+	// Conns is the number of connections that carry data.
+	Conns int
+	// Progress is told of the bytes the service stored; nil: nobody.
+	Progress *Progress
+	// Logger logs the upload's events; nil: nowhere.
+	Logger *slog.Logger
+	// Checkpoints takes what a later process needs to continue the
+	// upload (see xfer.Checkpoint); nil: nothing (an appendable object,
+	// whose Writer notes its flushes itself).
+	Checkpoints xfer.Checkpointer
+	// Buffers gives empty chunk buffers.
+	Buffers Buffers
+	// Services runs work after the Writer's call and makes the events of
+	// the upload's other calls.
+	Services Services
+}
+
+// WindowBounds are the bytes a session may have pushed and not
+// persisted: where the window starts, and what it may shrink to and grow
+// to (see package window), before the transport's Window.
+type WindowBounds struct {
+	Floor, Start, Limit int64
+}
+
+// Buffers gives a mode empty chunk buffers.
+type Buffers interface {
 	// TryBuffer takes an empty buffer if one is free at once.
 	TryBuffer() (*[]byte, bool)
 	// WaitBuffer waits for an empty buffer, as ctx allows.
 	WaitBuffer(ctx context.Context) (*[]byte, error)
+}
+
+// Services is what a mode's client does for it beyond one call.
+type Services interface {
 	// Background runs f after the Writer's call returned; the client's
 	// Close waits for it.
 	Background(f func())
-	// Window is the in-flight window of a session with chunks of size
-	// bytes: where it starts, and what it may shrink to and grow to.
-	Window(size int) (floor, start, limit int64)
-	// Conns is the number of connections that carry data.
-	Conns() int
-	// Progress is told of the bytes the service stored; nil: nobody.
-	Progress() *Progress
-	// Logger logs the upload's events; nil: nowhere.
-	Logger() *slog.Logger
-	// Checkpoints takes what a later process needs to continue the
-	// upload (see xfer.Checkpoint).
-	Checkpoints() xfer.Checkpointer
+	// NewEvents returns the events of another call of the upload (a
+	// part, a cleanup's call) to t, whose span events go to span.
+	NewEvents(t *xfer.Target, span trace.Span) Events
 }
 
 // Events is what a mode reports of its upload.
@@ -138,27 +159,30 @@ func do(r *retry.Engine, t *xfer.Target, op string, idempotent bool, cause error
 	return nil
 }
 
-// waited reports to h a wait for a buffer that began at start.
-func waited(h Host, start time.Time) { h.Events().Waited(time.Since(start)) }
+// waited reports to ev a wait for a buffer that began at start.
+func waited(ev Events, start time.Time) { ev.Waited(time.Since(start)) }
 
 // session is the mode of a resumable upload: its first chunk opens the
 // session (see resumable), which streams the chunks with a bounded window
 // and resumes after failures.
 type session struct {
-	h    Host
+	Params
 	s    *resumable // nil until the first push
 	from *Resume    // the session an earlier Writer began, or nil
 }
 
-// NewSession returns the mode of a resumable upload for h.
-func NewSession(h Host) Mode { return &session{h: h} }
+// NewSession returns the mode of a resumable upload with p.
+func NewSession(p Params) Streaming { return &session{Params: p} }
 
-// NewResumedSession returns the mode of a resumable upload for h that goes
-// on with the session from: the Writer's chunks start at from.Persisted.
-func NewResumedSession(h Host, from Resume) Mode { return &session{h: h, from: &from} }
+// NewResumedSession returns the mode of a resumable upload with p that
+// goes on with the session from: the Writer's chunks start at
+// from.Persisted.
+func NewResumedSession(p Params, from Resume) Streaming {
+	return &session{Params: p, from: &from}
+}
 
 func (m *session) Push(c chunker.Chunk) error {
-	r := m.h.Request().Life.NewRef(c)
+	r := m.Request.Life.NewRef(c)
 	if err := m.start(); err != nil {
 		r.Unref()
 		return err
@@ -171,14 +195,7 @@ func (m *session) start() error {
 	if m.s != nil {
 		return nil
 	}
-	h := m.h
-	tr := h.Transport()
-	floor, start, limit := h.Window(h.Chunker().ChunkSize())
-	var cp xfer.Checkpointer
-	if h.Request().App == nil {
-		cp = h.Checkpoints()
-	}
-	s, err := startResumable(h, h.Request(), tr, h.Engine(), h.Events(), tr.Window(floor), tr.Window(start), tr.Window(limit), h.Progress(), cp, m.from)
+	s, err := startResumable(&m.Params, m.from)
 	if err != nil {
 		return err
 	}
@@ -192,11 +209,11 @@ func (m *session) start() error {
 // service acknowledges them, so the loop resumes the session first and
 // then waits again, instead of waiting for itself.
 func (m *session) Buffer() (*[]byte, error) {
-	h, s := m.h, m.s
-	if b, ok := h.TryBuffer(); ok {
+	s := m.s
+	if b, ok := m.Buffers.TryBuffer(); ok {
 		return b, nil
 	}
-	defer waited(h, time.Now())
+	defer waited(m.Events, time.Now())
 	// The session keeps chunks back to send them together; since the
 	// buffer must be waited for, they go out first: they come back only
 	// once sent and persisted.
@@ -205,8 +222,8 @@ func (m *session) Buffer() (*[]byte, error) {
 		return nil, err
 	}
 	for {
-		b, err := h.WaitBuffer(s.waitContext())
-		if err == nil || h.Request().Ctx.Err() != nil {
+		b, err := m.Buffers.WaitBuffer(s.waitContext())
+		if err == nil || m.Request.Ctx.Err() != nil {
 			return b, err
 		}
 		if err := s.recover(); err != nil {
@@ -219,12 +236,11 @@ func (m *session) Buffer() (*[]byte, error) {
 // When the finish may have gone out and the upload failed, the session
 // decides the outcome (see resumable.settle).
 func (m *session) Finish(last chunker.Chunk) (*wire.Object, error) {
-	r := m.h.Request().Life.NewRef(last)
+	r := m.Request.Life.NewRef(last)
 	if err := m.start(); err != nil {
 		r.Unref()
 		return nil, err
 	}
-	m.h.Checksums()
 	o, err := m.s.finish(r)
 	if err != nil {
 		o, err = m.s.settle(err)
@@ -250,5 +266,3 @@ func (m *session) Path() string { return PathResumable }
 // the service: a session an earlier Writer began, whose finish may have
 // gone out (see resumable.Unsettled).
 func (m *session) Unsettled() bool { return m.from != nil }
-
-func (*session) Flush(context.Context, chunker.Chunk) (int64, error) { return 0, ErrNoFlush }

@@ -1,46 +1,34 @@
 package mode
 
 import (
-	"context"
-
 	"github.com/objup/objup/chunker"
 	"github.com/objup/objup/internal/wire"
+	"github.com/objup/objup/uploader/internal/retry"
+	"github.com/objup/objup/uploader/internal/xfer"
 )
 
 // OneShot is the mode of an object that fits in its first chunk: one
-// WriteObject call. It holds only its Host, a pointer, so its interface
-// value costs no allocation.
-type OneShot[H Host] struct{ H H }
-
-// Push panics: a one-shot upload takes no full chunk.
-func (OneShot[H]) Push(chunker.Chunk) error {
-	panic("uploader: a one-shot upload takes no full chunk")
-}
-
-// Buffer panics: a one-shot upload takes no buffer.
-func (OneShot[H]) Buffer() (*[]byte, error) {
-	panic("uploader: a one-shot upload takes no buffer")
+// WriteObject call of Transport with Request, retried by Engine. It takes
+// no full chunk and no buffer (it is no Streaming mode), and holds nothing
+// once Finish returned. A Writer calls it as a value: it costs no
+// allocation.
+type OneShot struct {
+	Request   *xfer.Request
+	Transport xfer.Transport
+	Engine    *retry.Engine
 }
 
 // Finish sends the whole object, last, in one request of the transport,
 // retried while the retry engine allows, and returns what the service
-// stored.
+// stored. The request's spec and checksums are complete.
 //
 // An attempt whose answer was lost may have stored the object, and may
 // still store it later: the outcome is then what a later attempt's answer
 // says (a success is the object), or unknown (see creation and settled).
-func (m OneShot[H]) Finish(last chunker.Chunk) (*wire.Object, error) {
-	h := m.H
-	u := h.Request()
+func (m OneShot) Finish(last chunker.Chunk) (*wire.Object, error) {
+	u, tr, e := m.Request, m.Transport, m.Engine
 	r := u.Life.NewRef(last)
 	defer r.Unref()
-	if err := h.SentCRCMismatch(); err != nil {
-		return nil, err
-	}
-	size := int64(len(r.Data))
-	h.Spec(r.Data, size)
-	h.Checksums()
-	tr, e := h.Transport(), h.Engine()
 	u.One[0] = r
 	defer func() { u.One[0] = nil }()
 	var o *wire.Object
@@ -59,13 +47,10 @@ func (m OneShot[H]) Finish(last chunker.Chunk) (*wire.Object, error) {
 }
 
 // Abort does nothing: a one-shot upload holds nothing.
-func (OneShot[H]) Abort(error) {}
+func (OneShot) Abort(error) {}
 
 // Close does nothing: a one-shot upload holds nothing.
-func (OneShot[H]) Close() {}
+func (OneShot) Close() {}
 
 // Path is PathOneShot.
-func (OneShot[H]) Path() string { return PathOneShot }
-
-// Flush is ErrNoFlush.
-func (OneShot[H]) Flush(context.Context, chunker.Chunk) (int64, error) { return 0, ErrNoFlush }
+func (OneShot) Path() string { return PathOneShot }

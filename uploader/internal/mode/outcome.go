@@ -42,8 +42,8 @@ func (c *creation) judge(o *wire.Object, sent bool, err error) (*wire.Object, er
 // or the look-up failed, retried as cfg says (it meets the same faults as
 // the upload). Once u's context ended it runs on a context of its own,
 // bounded by outcomeGrace.
-func lookup(h Host, u *xfer.Request, tr xfer.Transport, cfg *retry.Config) *wire.Object {
-	lu, r, done := settling(h, u, cfg)
+func lookup(svc Services, u *xfer.Request, tr xfer.Transport, cfg *retry.Config) *wire.Object {
+	lu, r, done := settling(svc, u, cfg)
 	defer done()
 	var o *wire.Object
 	err := do(r, &lu.Target, "get", true, nil, func() (string, bool, error) {
@@ -64,14 +64,14 @@ func lookup(h Host, u *xfer.Request, tr xfer.Transport, cfg *retry.Config) *wire
 // call that settles u's outcome: in u's context while it lasts, else in
 // one of its own bounded by outcomeGrace, and no attempt of it outlasts
 // that context. done releases them.
-func settling(h Host, u *xfer.Request, cfg *retry.Config) (*xfer.Request, *retry.Engine, func()) {
+func settling(svc Services, u *xfer.Request, cfg *retry.Config) (*xfer.Request, *retry.Engine, func()) {
 	ctx, cancel := u.Ctx, context.CancelFunc(func() {})
 	if ctx.Err() != nil {
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), outcomeGrace)
 	}
 	lu := u.Detached(ctx)
 	r := new(retry.Engine)
-	r.Init(cfg, h.NewEvents(&lu.Target, nil))
+	r.Init(cfg, svc.NewEvents(&lu.Target, nil))
 	return lu, r, cancel
 }
 

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/objup/objup/chunker"
 	"github.com/objup/objup/uploader/internal/retry"
 	"github.com/objup/objup/uploader/internal/xfer"
 
@@ -75,8 +74,8 @@ type Parallel struct {
 // filled, on the Writer's goroutine, and the parts uploading, each on a
 // goroutine of its own.
 type parallel struct {
+	Params
 	cfg      Parallel
-	h        Host
 	tr       xfer.Transport
 	partSize int64
 	id       string // the random part of the temporary objects' names
@@ -136,28 +135,29 @@ type part struct {
 	ev      Events
 }
 
-// NewParallel returns the mode of h's parallel composite upload with
+// NewParallel returns the mode of a parallel composite upload with p and
 // cfg.
-func NewParallel(h Host, cfg Parallel) Mode {
-	p := &parallel{cfg: cfg, h: h}
+func NewParallel(prm Params, cfg Parallel) Streaming {
+	p := &parallel{Params: prm, cfg: cfg}
+	h := &p.Params
 	size := cfg.PartSize
 	if size == 0 {
 		size = defaultPartSize
 	}
-	q := int64(h.Chunker().ChunkSize())
+	q := int64(h.Chunker.ChunkSize())
 	size = (size + q - 1) / q * q
 	parts := cfg.Parts
 	if parts == 0 {
-		parts = max(4, 2*h.Conns())
+		parts = max(4, 2*h.Conns)
 	}
-	u := h.Request()
-	p.tr, p.partSize, p.id = h.Transport(), size, cfg.ID
+	u := h.Request
+	p.tr, p.partSize, p.id = h.Transport, size, cfg.ID
 	if p.id == "" {
 		var rnd [8]byte
 		_, _ = rand.Read(rnd[:])
 		p.id = hex.EncodeToString(rnd[:])
 	}
-	p.life.Alloc, p.life.Ev = u.Life.Alloc, h.Events()
+	p.life.Alloc, p.life.Ev = u.Life.Alloc, h.Events
 	p.prefix = cfg.TempPrefix + p.id + "/"
 	ctx, cancel := context.WithCancel(u.Ctx)
 	p.g, p.ctx = errgroup.WithContext(ctx)
@@ -182,6 +182,3 @@ func (p *parallel) Path() string {
 	}
 	return PathParallel
 }
-
-// Flush is ErrNoFlush.
-func (*parallel) Flush(context.Context, chunker.Chunk) (int64, error) { return 0, ErrNoFlush }

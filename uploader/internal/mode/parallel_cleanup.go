@@ -28,11 +28,11 @@ func (p *parallel) Close() {
 		return
 	}
 	p.cancel()
-	h := p.h
-	tr, cfg, w := p.tr, h.Engine().Config(), h.Request()
+	h := &p.Params
+	tr, cfg, w := p.tr, h.Engine.Config(), h.Request
 	base := w.Detached(context.WithoutCancel(w.Ctx))
 	done := make(chan struct{})
-	h.Background(func() {
+	h.Services.Background(func() {
 		defer close(done)
 		p.wait() // starts the wait, if no one did
 		<-p.allDone
@@ -67,7 +67,7 @@ func (p *parallel) Close() {
 		del := func(d xfer.Source) {
 			u := &part{}
 			u.Target = xfer.Target{Owner: base.Owner, Ctx: ctx, Bucket: base.Bucket, Object: d.Name, Params: base.Params}
-			u.ev = h.NewEvents(&u.Target, h.Events().Span())
+			u.ev = h.Services.NewEvents(&u.Target, h.Events.Span())
 			u.retry.Init(cfg, u.ev)
 			err := do(&u.retry, &u.Target, tr.Names().Delete, true, nil, func() (string, bool, error) {
 				err := tr.DeleteObject(&u.Request, d.Name, d.Gen, u.retry.AttemptTimeout())
@@ -78,7 +78,7 @@ func (p *parallel) Close() {
 			})
 			if err != nil {
 				p.leftBehind(d.Name, err)
-			} else if l := h.Logger(); l != nil {
+			} else if l := h.Logger; l != nil {
 				l.LogAttrs(ctx, slog.LevelDebug, "objup: deleted a temporary object", slog.String("temporary", d.Name), slog.Int64("generation", d.Gen))
 			}
 		}
@@ -120,12 +120,12 @@ func (p *parallel) Close() {
 
 // leftBehind reports a temporary object that could not be deleted.
 func (p *parallel) leftBehind(name string, err error) {
-	h := p.h
-	if s := h.Events().Span(); s != nil {
+	h := &p.Params
+	if s := h.Events.Span(); s != nil {
 		s.AddEvent("temporary object left", trace.WithAttributes(attribute.String("object", name), attribute.String("error", err.Error())))
 	}
-	if l := h.Logger(); l != nil {
-		l.LogAttrs(context.WithoutCancel(h.Request().Ctx), slog.LevelWarn, "objup: could not delete a temporary object", h.Events().LogAttrs(slog.String("temporary", name), slog.Any("error", err))...)
+	if l := h.Logger; l != nil {
+		l.LogAttrs(context.WithoutCancel(h.Request.Ctx), slog.LevelWarn, "objup: could not delete a temporary object", h.Events.LogAttrs(slog.String("temporary", name), slog.Any("error", err))...)
 	}
 }
 
@@ -135,11 +135,11 @@ func (p *parallel) leftBehind(name string, err error) {
 // a cancelled session, of which nothing is left to delete. A session that
 // stays unknown leaves the part to a delete by name.
 func (p *parallel) settlePart(ctx context.Context, pt *part) {
-	h, w := p.h, p.h.Request()
+	h, w := &p.Params, p.Request
 	u := &part{}
 	u.Target = xfer.Target{Owner: w.Owner, Ctx: ctx, Bucket: w.Bucket, Object: pt.Object, Params: w.Params}
-	u.ev = h.NewEvents(&u.Target, h.Events().Span())
-	u.retry.Init(h.Engine().Config(), u.ev)
+	u.ev = h.Services.NewEvents(&u.Target, h.Events.Span())
+	u.retry.Init(h.Engine.Config(), u.ev)
 	err := do(&u.retry, &u.Target, p.tr.Names().Query, true, nil, func() (string, bool, error) {
 		o, known := settleSession(&u.Request, p.tr, pt.session, pt.size, u.retry.AttemptTimeout)
 		switch {
@@ -168,8 +168,8 @@ var errUnsettled = status.Error(codes.Unavailable, "the session's outcome is not
 // permission first). Without it, a credential that may only create (an
 // uploader's usual role) would find out after every part went out.
 func (p *parallel) probeDelete() error {
-	u := p.h.Request()
-	e := p.h.Engine()
+	u := p.Request
+	e := p.Engine
 	err := do(e, &u.Target, p.tr.Names().Delete, true, nil, func() (string, bool, error) {
 		err := p.tr.DeleteObject(u, p.prefix+"probe", 0, e.AttemptTimeout())
 		if xfer.CodeOf(err) == codes.NotFound {

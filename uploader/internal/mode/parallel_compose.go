@@ -16,8 +16,8 @@ import (
 // finish uploads the last part, waits for every part and composes them
 // into the object; last is the data after the parts handed out so far.
 func (p *parallel) Finish(last chunker.Chunk) (*wire.Object, error) {
-	h := p.h
-	u := h.Request()
+	h := &p.Params
+	u := h.Request
 	if len(last.Data) > 0 {
 		if err := p.Push(last); err != nil {
 			return nil, err
@@ -47,8 +47,6 @@ func (p *parallel) Finish(last chunker.Chunk) (*wire.Object, error) {
 		}
 		srcs = next
 	}
-	h.Spec(nil, h.Chunker().Size())
-	h.Checksums()
 	if p.cfg.Exact && u.Scratch.Spec.IfGenerationMatch == nil {
 		if err := p.matchLive(); err != nil {
 			return nil, err
@@ -57,7 +55,7 @@ func (p *parallel) Finish(last chunker.Chunk) (*wire.Object, error) {
 	// A later process that finds Composing and no object composes again,
 	// under the same precondition.
 	match := u.Scratch.Spec.IfGenerationMatch
-	if err := h.Checkpoints().Update(func(c *xfer.Checkpoint) {
+	if err := h.Checkpoints.Update(func(c *xfer.Checkpoint) {
 		c.Composing = true
 		if match != nil {
 			c.ComposeMatch, c.HasMatch = *match, true
@@ -68,7 +66,7 @@ func (p *parallel) Finish(last chunker.Chunk) (*wire.Object, error) {
 	var o *wire.Object
 	names := p.tr.Names()
 	var cr creation
-	e := h.Engine()
+	e := h.Engine
 	err := do(e, &u.Target, names.Compose, u.Idempotent(), nil, func() (string, bool, error) {
 		var err error
 		o, err = p.tr.ComposeObject(u, srcs, e.AttemptTimeout())
@@ -81,15 +79,15 @@ func (p *parallel) Finish(last chunker.Chunk) (*wire.Object, error) {
 	// A later process that finds the upload's checkpoint deletes the
 	// parts and takes this object, rather than composing it again.
 	gen := o.GetGeneration()
-	_ = h.Checkpoints().Update(func(c *xfer.Checkpoint) { c.Gen = gen }, true)
+	_ = h.Checkpoints.Update(func(c *xfer.Checkpoint) { c.Gen = gen }, true)
 	return o, nil
 }
 
 // matchLive makes the compose replace only the object's live generation
 // (ifGenerationMatch: 0 when there is none).
 func (p *parallel) matchLive() error {
-	u := p.h.Request()
-	e := p.h.Engine()
+	u := p.Request
+	e := p.Engine
 	var gen int64
 	err := do(e, &u.Target, p.tr.Names().Query, true, nil, func() (string, bool, error) {
 		o, err := p.tr.GetObject(u, u.Object, e.AttemptTimeout())
@@ -116,9 +114,9 @@ func (p *parallel) composeRound(round int, srcs []xfer.Source) ([]xfer.Source, e
 		us[i] = p.newPart(0)
 		// The parts' context ended with them; a compose runs in the
 		// upload's.
-		us[i].Ctx = p.h.Request().Ctx
+		us[i].Ctx = p.Request.Ctx
 		us[i].Object = p.prefix + "compose-" + strconv.Itoa(round) + "-" + strconv.Itoa(i)
-		initSpec(&us[i].Request, p.h.Request())
+		initSpec(&us[i].Request, p.Request)
 		// Once its request may have left, an intermediate compose runs
 		// to its answer (see attemptCtx), so that the cleanup finds what
 		// it made.

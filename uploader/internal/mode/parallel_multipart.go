@@ -59,8 +59,8 @@ func (p *parallel) initiate() error {
 	if m.id != "" {
 		return nil
 	}
-	u := p.h.Request()
-	e := p.h.Engine()
+	u := p.Request
+	e := p.Engine
 	m.since = time.Now()
 	err := do(e, &u.Target, xfer.MultipartNames.Initiate, true, nil, func() (string, bool, error) {
 		id, err := m.xml.Initiate(u, e.AttemptTimeout())
@@ -106,21 +106,19 @@ func (p *parallel) partSizeAt(i int) int64 {
 
 // complete joins the parts into the object.
 func (p *parallel) complete() (*wire.Object, error) {
-	h, m := p.h, p.mp
-	u := h.Request()
+	h, m := &p.Params, p.mp
+	u := h.Request
 	parts := make([]xfer.MultipartPart, len(p.parts))
 	var size int64
 	for i, pt := range p.parts {
 		parts[i] = xfer.MultipartPart{Number: pt.index + 1, ETag: pt.etag, Size: pt.size}
 		size += pt.size
 	}
-	h.Spec(nil, h.Chunker().Size())
-	h.Checksums()
-	crc := h.Chunker().CRC32C()
-	if err := h.Checkpoints().Update(func(c *xfer.Checkpoint) { c.Composing = true }, true); err != nil {
+	crc := h.Chunker.CRC32C()
+	if err := h.Checkpoints.Update(func(c *xfer.Checkpoint) { c.Composing = true }, true); err != nil {
 		return nil, &xfer.OpError{Op: xfer.MultipartNames.Complete, Bucket: u.Bucket, Object: u.Object, Code: xfer.CodeOf(err), Err: err}
 	}
-	e := h.Engine()
+	e := h.Engine
 	var c xfer.Completed
 	lost, gone := false, false
 	err := do(e, &u.Target, xfer.MultipartNames.Complete, true, nil, func() (string, bool, error) {
@@ -156,7 +154,7 @@ func (p *parallel) complete() (*wire.Object, error) {
 	o := p.completedObject(c, gone, size, crc)
 	if o.GetGeneration() != 0 {
 		gen := o.GetGeneration()
-		_ = h.Checkpoints().Update(func(c *xfer.Checkpoint) { c.Gen = gen }, true)
+		_ = h.Checkpoints.Update(func(c *xfer.Checkpoint) { c.Gen = gen }, true)
 	}
 	return o, nil
 }
@@ -168,7 +166,7 @@ func (p *parallel) complete() (*wire.Object, error) {
 // object, or none (a credential that may not read objects), leaves the
 // attributes to the spec.
 func (p *parallel) completedObject(c xfer.Completed, gone bool, size int64, crc uint32) *wire.Object {
-	u := p.h.Request()
+	u := p.Request
 	o := proto.Clone(u.Spec().GetResource()).(*wire.Object)
 	o.Name, o.Bucket, o.Size = u.Object, u.Resource(), size
 	o.Checksums = &wire.ObjectChecksums{Crc32C: &crc}
@@ -180,7 +178,7 @@ func (p *parallel) completedObject(c xfer.Completed, gone bool, size int64, crc 
 	}
 	o.Generation, o.Metageneration = c.Gen, c.Metagen
 	if gone || c.Gen == 0 {
-		if live := lookup(p.h, u, p.tr, p.h.Engine().Config()); live != nil && live.GetSize() == size && live.GetChecksums().GetCrc32C() == crc {
+		if live := lookup(p.Services, u, p.tr, p.Engine.Config()); live != nil && live.GetSize() == size && live.GetChecksums().GetCrc32C() == crc {
 			return live
 		}
 	}
@@ -190,7 +188,7 @@ func (p *parallel) completedObject(c xfer.Completed, gone bool, size int64, crc 
 // abort abandons the upload, retried in u's context (or, once it ended, in
 // one of its own bounded by outcomeGrace).
 func (p *parallel) abort(u *xfer.Request) error {
-	lu, r, done := settling(p.h, u, p.h.Engine().Config())
+	lu, r, done := settling(p.Services, u, p.Engine.Config())
 	defer done()
 	lost := false
 	err := do(r, &lu.Target, xfer.MultipartNames.Abort, true, nil, func() (string, bool, error) {
@@ -215,11 +213,11 @@ func (p *parallel) abort(u *xfer.Request) error {
 // cleanupTimeout, and sweeps the empty uploads a lost initiate left.
 func (p *parallel) closeMultipart() {
 	p.cancel()
-	h, m := p.h, p.mp
-	w := h.Request()
+	h, m := &p.Params, p.mp
+	w := h.Request
 	base := w.Detached(context.WithoutCancel(w.Ctx))
 	done := make(chan struct{})
-	h.Background(func() {
+	h.Services.Background(func() {
 		defer close(done)
 		p.wait()
 		<-p.allDone
@@ -235,7 +233,7 @@ func (p *parallel) closeMultipart() {
 		if m.id != "" && !m.completed {
 			if err := p.abort(u); err != nil && status.Code(err) != codes.NotFound {
 				p.leftBehind("multipart upload "+m.id, err)
-			} else if l := h.Logger(); l != nil {
+			} else if l := h.Logger; l != nil {
 				l.LogAttrs(ctx, slog.LevelDebug, "objup: aborted a multipart upload", slog.String("upload", m.id))
 			}
 		}
@@ -257,9 +255,9 @@ func (p *parallel) closeMultipart() {
 // would be aborted too; its next part then fails with NotFound.
 func (p *parallel) sweep(u *xfer.Request) {
 	m := p.mp
-	cfg := p.h.Engine().Config()
+	cfg := p.Engine.Config()
 	r := new(retry.Engine)
-	r.Init(cfg, p.h.NewEvents(&u.Target, nil))
+	r.Init(cfg, p.Services.NewEvents(&u.Target, nil))
 	var ids []string
 	err := do(r, &u.Target, xfer.MultipartNames.Uploads, true, nil, func() (string, bool, error) {
 		var err error

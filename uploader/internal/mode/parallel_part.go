@@ -24,7 +24,7 @@ import (
 func (p *parallel) Push(c chunker.Chunk) error {
 	if p.cur == nil {
 		if p.mp != nil && len(p.parts) >= maxMultipartParts {
-			u := p.h.Request()
+			u := p.Request
 			return &xfer.OpError{Op: xfer.MultipartNames.Part, Bucket: u.Bucket, Object: u.Object, Code: codes.InvalidArgument, Err: errTooManyParts}
 		}
 		p.cur = p.newPart(len(p.parts))
@@ -74,7 +74,7 @@ func (p *parallel) storedPart(i int) *xfer.StoredPart {
 // process finds every temporary object the upload may leave.
 func (p *parallel) announce(pt *part) error {
 	note := xfer.StoredPart{Index: pt.index, Offset: pt.base, Size: pt.size, CRC32C: pt.Scratch.CRC}
-	return p.h.Checkpoints().Update(func(c *xfer.Checkpoint) {
+	return p.Checkpoints.Update(func(c *xfer.Checkpoint) {
 		if n := c.Part(pt.index); n != nil {
 			*n = note
 		} else {
@@ -86,7 +86,7 @@ func (p *parallel) announce(pt *part) error {
 // noteSession notes in the upload's checkpoint, before any byte of it
 // goes out, the session of part pt.
 func (p *parallel) noteSession(pt *part, id string) error {
-	return p.h.Checkpoints().Update(func(c *xfer.Checkpoint) {
+	return p.Checkpoints.Update(func(c *xfer.Checkpoint) {
 		if n := c.Part(pt.index); n != nil {
 			n.Session = id
 		}
@@ -96,7 +96,7 @@ func (p *parallel) noteSession(pt *part, id string) error {
 // noteStored notes in the upload's checkpoint that the service stored part pt.
 func (p *parallel) noteStored(pt *part) {
 	note := xfer.StoredPart{Index: pt.index, Offset: pt.base, Size: pt.size, CRC32C: pt.Scratch.CRC, Gen: pt.gen, ETag: pt.etag}
-	_ = p.h.Checkpoints().Update(func(c *xfer.Checkpoint) {
+	_ = p.Checkpoints.Update(func(c *xfer.Checkpoint) {
 		if n := c.Part(pt.index); n != nil {
 			*n = note
 		} else {
@@ -122,14 +122,14 @@ func (p *parallel) reuse(pt *part) bool {
 	p.stored += pt.size
 	stored := p.stored
 	p.mu.Unlock()
-	p.h.Progress().Report(stored)
+	p.Progress.Report(stored)
 	return true
 }
 
 // newPart returns part i, an object of its own under the upload's prefix,
 // written only if it does not exist yet (so a retried write is harmless).
 func (p *parallel) newPart(i int) *part {
-	u := p.h.Request()
+	u := p.Request
 	pt := &part{index: i}
 	pt.Target = xfer.Target{Owner: u.Owner, Ctx: p.ctx, Bucket: u.Bucket, Object: p.prefix + "part-" + strconv.Itoa(i), Params: u.Params}
 	if p.mp != nil {
@@ -137,9 +137,9 @@ func (p *parallel) newPart(i int) *part {
 		pt.Object = u.Object
 	}
 	initSpec(&pt.Request, u)
-	pt.ev = p.h.NewEvents(&pt.Target, p.h.Events().Span())
+	pt.ev = p.Services.NewEvents(&pt.Target, p.Events.Span())
 	pt.Life.Ev = pt.ev
-	pt.retry.Init(p.h.Engine().Config(), pt.ev)
+	pt.retry.Init(p.Engine.Config(), pt.ev)
 	return pt
 }
 
@@ -168,7 +168,7 @@ func (p *parallel) dispatch() error {
 			err = p.probeDelete()
 		}
 		if err == nil {
-			err = p.h.Checkpoints().Update(func(c *xfer.Checkpoint) {
+			err = p.Checkpoints.Update(func(c *xfer.Checkpoint) {
 				p.noteUpload(c)
 				c.Parts = append(c.Parts[:0], p.cfg.Stored...)
 				if p.cfg.Composing {
@@ -181,7 +181,7 @@ func (p *parallel) dispatch() error {
 				r.Unref()
 			}
 			pt.refs = nil
-			u := p.h.Request()
+			u := p.Request
 			return &xfer.OpError{Op: p.tr.Names().Write, Bucket: u.Bucket, Object: u.Object, Code: xfer.CodeOf(err), Err: err}
 		}
 	}
@@ -203,7 +203,7 @@ func (p *parallel) dispatch() error {
 				r.Unref()
 			}
 			pt.refs = nil
-			u := p.h.Request()
+			u := p.Request
 			return &xfer.OpError{Op: p.tr.Names().Write, Bucket: u.Bucket, Object: u.Object, Code: xfer.CodeOf(err), Err: err}
 		}
 	}
@@ -269,7 +269,7 @@ func (p *parallel) send(pt *part) error {
 	pt.sent = xfer.Unknown(err)
 	p.event(pt, start, err)
 	if err != nil {
-		u := p.h.Request()
+		u := p.Request
 		return &xfer.OpError{Op: names.Write, Bucket: u.Bucket, Object: u.Object, Code: xfer.CodeOf(err),
 			Err: &partError{index: pt.index, name: pt.Object, err: err}}
 	}
@@ -278,15 +278,15 @@ func (p *parallel) send(pt *part) error {
 	p.stored += pt.size
 	stored := p.stored
 	p.mu.Unlock()
-	p.h.Progress().Report(stored)
+	p.Progress.Report(stored)
 	return nil
 }
 
 // sendSession opens pt's session, hands it pt's chunks and finishes it.
 func (p *parallel) sendSession(pt *part) (*wire.Object, error) {
 	refs := pt.refs
-	win := p.tr.Window(pt.size)
-	s, err := startResumable(p.h, &pt.Request, p.tr, &pt.retry, pt.ev, win, win, win, nil, nil, nil)
+	s, err := startResumable(&Params{Request: &pt.Request, Transport: p.tr, Engine: &pt.retry, Events: pt.ev,
+		Window: WindowBounds{pt.size, pt.size, pt.size}, Services: p.Services}, nil)
 	if err != nil {
 		for _, r := range refs {
 			r.Unref()
@@ -358,7 +358,7 @@ func (e *partError) Unwrap() error { return e.err }
 
 // event records a part's end on the upload's span, and in the log.
 func (p *parallel) event(pt *part, start time.Time, err error) {
-	if s := p.h.Events().Span(); s != nil {
+	if s := p.Events.Span(); s != nil {
 		attrs := []attribute.KeyValue{
 			attribute.Int("part", pt.index), attribute.String("object", pt.Object),
 			attribute.Int64("bytes", pt.size), attribute.Int64("retries", int64(pt.ev.Retries())),
@@ -369,8 +369,8 @@ func (p *parallel) event(pt *part, start time.Time, err error) {
 		}
 		s.AddEvent("part", trace.WithAttributes(attrs...))
 	}
-	if l := p.h.Logger(); l != nil {
-		l.LogAttrs(p.h.Request().Ctx, slog.LevelDebug, "objup: uploaded a part", p.h.Events().LogAttrs(
+	if l := p.Logger; l != nil {
+		l.LogAttrs(p.Request.Ctx, slog.LevelDebug, "objup: uploaded a part", p.Events.LogAttrs(
 			slog.Int("part", pt.index), slog.String("temporary", pt.Object), slog.Int64("generation", pt.gen),
 			slog.Bool("sent", pt.sent),
 			slog.Int64("bytes", pt.size), slog.Duration("took", time.Since(start)), slog.Any("error", err))...)
@@ -383,11 +383,11 @@ func (p *parallel) event(pt *part, start time.Time, err error) {
 // else would give a buffer back. A part that ends during the wait ends the
 // wait, so that this is looked at again.
 func (p *parallel) Buffer() (*[]byte, error) {
-	h := p.h
-	if b, ok := h.TryBuffer(); ok {
+	h := &p.Params
+	if b, ok := h.Buffers.TryBuffer(); ok {
 		return b, nil
 	}
-	defer waited(h, time.Now())
+	defer waited(h.Events, time.Now())
 	for {
 		filling := p.cur != nil && len(p.cur.refs) > 0
 		if filling && p.idle(nil) && p.mp != nil && p.cur.size < MinMultipartPart {
@@ -404,7 +404,7 @@ func (p *parallel) Buffer() (*[]byte, error) {
 			// The last part ended before the wake was set.
 			cancel()
 		}
-		b, err := h.WaitBuffer(ctx)
+		b, err := h.Buffers.WaitBuffer(ctx)
 		p.idle(nil)
 		cancel()
 		switch {
@@ -439,7 +439,7 @@ func (p *parallel) ended() {
 // failure returns the error that ended the upload: a part's, which ended
 // p.ctx, rather than the wait it interrupted.
 func (p *parallel) failure(err error) error {
-	if p.ctx.Err() != nil && p.h.Request().Ctx.Err() == nil {
+	if p.ctx.Err() != nil && p.Request.Ctx.Err() == nil {
 		if gerr := p.wait(); gerr != nil {
 			return gerr
 		}
@@ -467,7 +467,7 @@ func (p *parallel) wait() error {
 	select {
 	case <-p.allDone:
 		return p.err
-	case <-p.h.Request().Ctx.Done():
-		return p.h.Request().Ctx.Err()
+	case <-p.Request.Ctx.Done():
+		return p.Request.Ctx.Err()
 	}
 }

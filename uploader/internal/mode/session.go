@@ -33,7 +33,7 @@ var doneCtx = func() context.Context {
 // Its methods run on the Writer's goroutine; the stream's goroutines call
 // ack and broke, and read unsent, which touch only the fields under mu.
 type resumable struct {
-	h        Host // the Writer's
+	svc      Services
 	u        *xfer.Request
 	tr       xfer.Transport
 	retry    *retry.Engine
@@ -79,14 +79,16 @@ type Resume struct {
 	CRC32C    uint32
 }
 
-// startResumable opens a resumable session for u (retried), or takes up
-// the session from names, and opens its first stream. cp, if not nil, is
-// told of the session before any data goes out, and of what the service
-// persists.
-// The window starts at window, may grow to maxWindow and shrink to floor
-// (see package window).
-func startResumable(h Host, u *xfer.Request, tr xfer.Transport, r *retry.Engine, ev Events, floor, window, maxWindow int64, progress *Progress, cp xfer.Checkpointer, from *Resume) (*resumable, error) {
-	s := &resumable{h: h, u: u, tr: tr, retry: r, ev: ev, window: window, progress: progress, cp: cp, acked: make(chan struct{}, 1)}
+// startResumable opens a resumable session for p's request (retried), or
+// takes up the session from, and opens its first stream. p's Checkpoints,
+// if not nil, is told of the session before any data goes out, and of
+// what the service persists. The window starts at p's Window.Start, may
+// grow to its Limit and shrink to its Floor (see package window), each as
+// the transport counts it.
+func startResumable(p *Params, from *Resume) (*resumable, error) {
+	u, tr, r, cp := p.Request, p.Transport, p.Engine, p.Checkpoints
+	floor, window, maxWindow := tr.Window(p.Window.Floor), tr.Window(p.Window.Start), tr.Window(p.Window.Limit)
+	s := &resumable{svc: p.Services, u: u, tr: tr, retry: r, ev: p.Events, window: window, progress: p.Progress, cp: cp, acked: make(chan struct{}, 1)}
 	s.rounds.Init(floor, window, maxWindow)
 	s.names = tr.Names()
 	if from != nil {

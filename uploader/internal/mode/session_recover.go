@@ -133,7 +133,7 @@ func (s *resumable) settle(err error) (*wire.Object, error) {
 	if !s.final || s.id == "" {
 		return nil, err
 	}
-	u, r, done := settling(s.h, s.u, s.retry.Config())
+	u, r, done := settling(s.svc, s.u, s.retry.Config())
 	defer done()
 	o, known := settleSession(u, s.tr, s.id, s.lastNow(), func() time.Duration {
 		t := r.AttemptTimeout()
@@ -257,7 +257,7 @@ func (s *resumable) abort(cause error) {
 		// The cancel goes out even when the upload's context ended, in
 		// the background so that the caller does not wait for it.
 		u, tr, id, timeout := s.u.Detached(s.u.Ctx), s.tr, s.id, s.retry.Config().Limits.AttemptTimeout
-		s.h.Background(func() { tr.CancelUpload(u, id, timeout) })
+		s.svc.Background(func() { tr.CancelUpload(u, id, timeout) })
 		s.id = ""
 	}
 }

@@ -33,9 +33,9 @@ var starving sync.Map // *pool.Pool -> *starvingSet
 // at once with ResourceExhausted when the pool's budget cannot be shared
 // so (a pool that is not the client's own, a tenant's byte bound).
 func (p *parallel) starve() (*[]byte, error) {
-	h := p.h
-	u := h.Request()
-	held := int64(len(p.cur.refs)) * int64(h.Chunker().ChunkSize())
+	h := &p.Params
+	u := h.Request
+	held := int64(len(p.cur.refs)) * int64(h.Chunker.ChunkSize())
 	fail := func() error {
 		return &xfer.OpError{Op: xfer.MultipartNames.Part, Bucket: u.Bucket, Object: u.Object, Code: codes.ResourceExhausted,
 			Err: fmt.Errorf("the pool's budget is held by multipart uploads whose parts are not yet 5 MiB (this one holds %d bytes of its part): give the pool a larger budget, or fewer uploads at once", held)}
@@ -72,7 +72,7 @@ func (p *parallel) starve() (*[]byte, error) {
 			case <-ctx.Done():
 			}
 		}()
-		b, err := h.WaitBuffer(ctx)
+		b, err := h.Buffers.WaitBuffer(ctx)
 		cancel()
 		switch {
 		case err == nil:
