@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -222,7 +224,8 @@ func TestMultipartRefused(t *testing.T) {
 }
 
 // TestMultipartCreateOnly: a credential with roles/storage.objectCreator
-// alone makes a multipart upload (the default) of a new object, and a
+// alone makes a multipart upload (the default) of a new object (64 MiB;
+// OBJUP_CREATOR_MIB sets another size), and a
 // parallel composite upload says at once, before any part goes out, that
 // it needs storage.objects.delete.
 func TestMultipartCreateOnly(t *testing.T) {
@@ -231,6 +234,9 @@ func TestMultipartCreateOnly(t *testing.T) {
 	size := 64 * mib
 	if testing.Short() {
 		size = 16 * mib
+	}
+	if v, err := strconv.Atoi(os.Getenv("OBJUP_CREATOR_MIB")); err == nil && v > 0 {
+		size = v * mib // 1024: the 1 GiB of the README's least-privilege run
 	}
 	for tr, c := range mpClients(t, e) {
 		data := payload(size, 6)
