@@ -130,8 +130,7 @@ func (s *services) Background(f func()) { (*Client)(s).background(f) }
 
 // NewEvents returns the events of another call of an upload to t.
 func (s *services) NewEvents(t *xfer.Target, span trace.Span) mode.Events {
-	ev := newEvents(t, span)
-	return &ev
+	return (*Client)(s).newCallEvents(t, span)
 }
 
 // buffer takes an empty buffer: from the mode once there is one, which

@@ -52,9 +52,6 @@ func (w *Writer) checksums() *wire.ObjectChecksums {
 	return cs
 }
 
-// clientOf returns the client of t's upload.
-func clientOf(t *xfer.Target) *Client { return t.Owner.(*Client) }
-
 // errOf wraps the error of op on t's object.
 func errOf(t *xfer.Target, op string, err error) *Error {
 	return newError(op, t.Bucket, t.Object, err)

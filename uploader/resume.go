@@ -288,7 +288,7 @@ func (w *Writer) resumeSession(h *Handle, src io.ReaderAt) (*ObjectAttrs, error)
 	var o *wire.Object
 	op2, err := w.retry.Do(w.req.Ctx, tr.Names().Query, true, nil, func() (string, bool, error) {
 		var err error
-		persisted, o, err = tr.QueryStatus(&w.req, h.Session, nil, -1, w.retry.AttemptTimeout())
+		persisted, o, err = tr.QueryStatus(&w.req, h.Session, xfer.NoRoute, -1, w.retry.AttemptTimeout())
 		return "", true, err
 	})
 	var attrs *ObjectAttrs
@@ -433,10 +433,9 @@ func (w *Writer) flushed(n int64) error {
 // call returns a request to gs://bucket/object for one call of the
 // client's own (a look-up, a cancel, a delete), and its retry engine.
 func (c *Client) call(ctx context.Context, bucket, object string) (*xfer.Request, *retry.Engine) {
-	u := &xfer.Request{Target: xfer.Target{Owner: c, Ctx: ctx, Bucket: bucket, Object: object, Params: "bucket=" + bucketPrefix + bucket}}
-	ev := newEvents(&u.Target, nil)
+	u := &xfer.Request{Target: xfer.Target{Ctx: ctx, Bucket: bucket, Object: object, Params: "bucket=" + bucketPrefix + bucket}}
 	r := new(retry.Engine)
-	r.Init(&c.retry.Config, &ev)
+	r.Init(&c.retry.Config, c.newCallEvents(&u.Target, nil))
 	return u, r
 }
 

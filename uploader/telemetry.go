@@ -62,25 +62,52 @@ func WithTelemetry(t Telemetry) option.ClientOption {
 
 // uploadEvents is what one upload reports while it runs and when it ends
 // (see package telemetry). The Writer owns it; the retry engine, the mode and
-// the lifetime tracker report to it. newEvents makes one.
-type uploadEvents = telemetry.Events[*eventScope]
+// the lifetime tracker report to it.
+type uploadEvents = telemetry.Events[*writerScope]
 
-// newEvents returns the events of the upload to t, started now, that adds
-// its events to span (nil: none, until StartSpan).
-func newEvents(t *xfer.Target, span trace.Span) uploadEvents {
-	return telemetry.NewEvents((*eventScope)(t), span)
-}
-
-// eventScope is an upload's target as its events see it (telemetry.Scope).
-// It is a type of its own so that the methods telemetry needs are not
-// promoted to the Writer, which embeds its target.
-type eventScope xfer.Target
+// writerScope is the Writer as its events see it (telemetry.Scope): its
+// target and its client's telemetry. It is a type of its own so that the
+// methods telemetry needs are not the Writer's API; a *writerScope is a
+// *Writer, 8 bytes in its events.
+type writerScope Writer
 
 // Context returns the upload's context.
-func (t *eventScope) Context() context.Context { return t.Ctx }
+func (s *writerScope) Context() context.Context { return s.req.Ctx }
 
 // Names returns the upload's bucket and object.
-func (t *eventScope) Names() (bucket, object string) { return t.Bucket, t.Object }
+func (s *writerScope) Names() (bucket, object string) { return s.req.Bucket, s.req.Object }
 
 // Telemetry returns the client's telemetry.
-func (t *eventScope) Telemetry() *telemetry.Telemetry { return clientOf((*xfer.Target)(t)).tel }
+func (s *writerScope) Telemetry() *telemetry.Telemetry { return s.c.tel }
+
+// callScope is a call's target as its events see it (telemetry.Scope): a
+// call apart from a Writer's own (a part of a parallel upload, a cleanup's
+// call, a look-up of the client's).
+type callScope struct {
+	t   *xfer.Target
+	tel *telemetry.Telemetry
+}
+
+// Context returns the call's context.
+func (s *callScope) Context() context.Context { return s.t.Ctx }
+
+// Names returns the call's bucket and object.
+func (s *callScope) Names() (bucket, object string) { return s.t.Bucket, s.t.Object }
+
+// Telemetry returns the client's telemetry.
+func (s *callScope) Telemetry() *telemetry.Telemetry { return s.tel }
+
+// callEvents are the events of a call to t and their scope, allocated
+// together.
+type callEvents struct {
+	scope callScope
+	telemetry.Events[*callScope]
+}
+
+// newCallEvents returns the events of a call to t, started now, that adds
+// its events to span (nil: none).
+func (c *Client) newCallEvents(t *xfer.Target, span trace.Span) *telemetry.Events[*callScope] {
+	e := &callEvents{scope: callScope{t: t, tel: c.tel}}
+	e.Events = telemetry.NewEvents(&e.scope, span)
+	return &e.Events
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/objup/objup/uploader/internal/mode"
 	"github.com/objup/objup/uploader/internal/names"
 	"github.com/objup/objup/uploader/internal/retry"
+	"github.com/objup/objup/uploader/internal/telemetry"
 	"github.com/objup/objup/uploader/internal/xfer"
 
 	"google.golang.org/grpc/codes"
@@ -47,7 +48,8 @@ var (
 // Canceled that matches fs.ErrClosed. Close (or CloseWithError) must be
 // called to release its buffers.
 type Writer struct {
-	req   xfer.Request // what the transport reads: target (its Owner is the Client), spec, checksums, chunk lifetimes
+	req   xfer.Request // what the transport reads: target, spec, checksums, chunk lifetimes
+	c     *Client
 	cfg   writerConfig
 	ch    chunker.Chunker
 	retry retry.Engine
@@ -62,7 +64,7 @@ type Writer struct {
 }
 
 // client returns the Writer's client.
-func (w *Writer) client() *Client { return w.req.Owner.(*Client) }
+func (w *Writer) client() *Client { return w.c }
 
 // NewWriter returns a Writer for gs://bucket/object. It validates the names,
 // the options, the header chain in ctx and ctx itself at once, and returns an
@@ -79,7 +81,8 @@ func (c *Client) NewWriter(ctx context.Context, bucket, object string, opts ...W
 }
 
 func (w *Writer) init(c *Client, ctx context.Context, bucket, object string, opts []WriterOption) error {
-	w.req.Target = xfer.Target{Owner: c, Ctx: ctx, Bucket: bucket, Object: object}
+	w.c = c
+	w.req.Target = xfer.Target{Ctx: ctx, Bucket: bucket, Object: object}
 	if ctx == nil {
 		return invalid("NewWriter", bucket, object, "nil context")
 	}
@@ -120,7 +123,7 @@ func (w *Writer) init(c *Client, ctx context.Context, bucket, object string, opt
 	}
 	w.req.Life.Alloc = alloc
 	w.req.Scratch.NoCRC = w.cfg.knob.NoCRC32C
-	w.ev = newEvents(&w.req.Target, nil)
+	w.ev = telemetry.NewEvents((*writerScope)(w), nil)
 	w.req.Ctx = w.ev.StartSpan(ctx, bucket, object)
 	w.req.Life.Ev = &w.ev
 	w.retry.Init(&w.cfg.retry.Config, &w.ev)

@@ -39,7 +39,8 @@ type grpcConn struct {
 	*grpc.ClientConn
 	active  atomic.Int32 // calls in flight
 	streams atomic.Int32 // of which carry an object's data
-	_       [56]byte     // keep counters of different connections off one cache line
+	route   xfer.Route   // its place in the pool, 1 on (the lane's is xfer.NoRoute)
+	_       [52]byte     // keep counters of different connections off one cache line
 }
 
 // New returns the gRPC transport over the pool p (and lane, for small
@@ -53,10 +54,19 @@ func New(p gtransport.ConnPool, lane *grpc.ClientConn, callOpts []grpc.CallOptio
 	for range p.Num() {
 		if c := p.Conn(); !seen[c] {
 			seen[c] = true
-			g.conns = append(g.conns, &grpcConn{ClientConn: c})
+			g.conns = append(g.conns, &grpcConn{ClientConn: c, route: xfer.Route(len(g.conns) + 1)})
 		}
 	}
 	return g
+}
+
+// routed returns the pool's connection that r names, or nil for
+// xfer.NoRoute.
+func (g *grpcTransport) routed(r xfer.Route) *grpcConn {
+	if r <= xfer.NoRoute || int(r) > len(g.conns) {
+		return nil
+	}
+	return g.conns[r-1]
 }
 
 // streamsPerConn is the number of concurrent streams a GCS front end

@@ -30,7 +30,7 @@ func (g *grpcTransport) openAppend(u *xfer.Request, timeout time.Duration) (*grp
 	gen, handle, token, exists := a.Route()
 	ctx, cancel := context.WithCancelCause(u.Ctx)
 	a.Mu.Lock()
-	c, _ := a.Conn.(*grpcConn)
+	c := g.routed(a.Conn)
 	a.Mu.Unlock()
 	if c != nil {
 		c.useData()
@@ -94,7 +94,7 @@ func (g *grpcTransport) openAppend(u *xfer.Request, timeout time.Duration) (*grp
 		persisted = o.GetSize()
 	}
 	a.Mu.Lock()
-	a.Conn, a.Persisted, a.Created = c, persisted, true
+	a.Conn, a.Persisted, a.Created = c.route, persisted, true
 	if o != nil {
 		a.Object, a.Gen = o, o.GetGeneration()
 	}

@@ -66,13 +66,13 @@ type grpcStream struct {
 // OpenStream opens the session's stream on the connection its first stream
 // took (route; see pick), so that a status query on that connection proves
 // the writer went past every message of the session's earlier streams.
-func (g *grpcTransport) OpenStream(u *xfer.Request, id string, route any, persisted int64, sink xfer.StreamSink, timeout time.Duration) (xfer.Stream, error) {
+func (g *grpcTransport) OpenStream(u *xfer.Request, id string, route xfer.Route, persisted int64, sink xfer.StreamSink, timeout time.Duration) (xfer.Stream, error) {
 	if u.App != nil {
 		return g.openAppendStream(u, persisted, sink, timeout)
 	}
 	ctx, cancel := context.WithCancelCause(u.Ctx)
-	c, ok := route.(*grpcConn)
-	if ok {
+	c := g.routed(route)
+	if c != nil {
 		c.useData()
 	} else {
 		c = g.pick(true)
@@ -93,7 +93,7 @@ func (g *grpcTransport) OpenStream(u *xfer.Request, id string, route any, persis
 	return gs, nil
 }
 
-func (g *grpcStream) Route() any { return g.via }
+func (g *grpcStream) Route() xfer.Route { return g.via.route }
 
 // receive reads the service's answers until the stream ends.
 func (g *grpcStream) receive() {

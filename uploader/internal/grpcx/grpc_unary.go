@@ -232,13 +232,14 @@ func (g *grpcTransport) StartUpload(u *xfer.Request, timeout time.Duration) (str
 // by force (see outMsg). Every stream of a session takes that connection
 // (see openStream), so this covers all of its messages; a call on another
 // connection would prove nothing.
-func (g *grpcTransport) QueryStatus(u *xfer.Request, id string, route any, size int64, timeout time.Duration) (int64, *wire.Object, error) {
+func (g *grpcTransport) QueryStatus(u *xfer.Request, id string, route xfer.Route, size int64, timeout time.Duration) (int64, *wire.Object, error) {
 	if u.App != nil {
 		return g.appendStatus(u, size, timeout)
 	}
 	var st wire.QueryWriteStatusResponse
 	req := &wire.QueryWriteStatusRequest{UploadId: id}
-	c, streamed := route.(*grpcConn)
+	c := g.routed(route)
+	streamed := c != nil
 	if streamed {
 		c.use()
 	} else {

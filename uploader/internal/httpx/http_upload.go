@@ -72,7 +72,7 @@ func (t *httpTransport) StartUpload(u *xfer.Request, timeout time.Duration) (str
 
 // QueryStatus asks the session how much it persisted (Content-Range:
 // bytes */size, or */* while the size is unknown).
-func (t *httpTransport) QueryStatus(u *xfer.Request, uri string, _ any, size int64, timeout time.Duration) (int64, *wire.Object, error) {
+func (t *httpTransport) QueryStatus(u *xfer.Request, uri string, _ xfer.Route, size int64, timeout time.Duration) (int64, *wire.Object, error) {
 	total := "*"
 	if size >= 0 {
 		total = strconv.FormatInt(size, 10)
@@ -131,14 +131,14 @@ type httpStream struct {
 	batch []*xfer.ChunkRef // scratch: the chunks a PUT sends
 }
 
-func (t *httpTransport) OpenStream(u *xfer.Request, uri string, _ any, persisted int64, sink xfer.StreamSink, _ time.Duration) (xfer.Stream, error) {
+func (t *httpTransport) OpenStream(u *xfer.Request, uri string, _ xfer.Route, persisted int64, sink xfer.StreamSink, _ time.Duration) (xfer.Stream, error) {
 	h := &httpStream{sink: sink, u: u, t: t, uri: uri}
 	h.acked.Store(persisted)
 	h.ctx, h.cancel = context.WithCancel(u.Ctx)
 	return h, nil
 }
 
-func (h *httpStream) Route() any { return nil }
+func (h *httpStream) Route() xfer.Route { return xfer.NoRoute }
 
 func (h *httpStream) Idle() bool { return !h.busy.Load() }
 

@@ -66,7 +66,7 @@ func (p *parallel) Close() {
 		doomed = append(doomed, p.temps...)
 		del := func(d xfer.Source) {
 			u := &part{}
-			u.Target = xfer.Target{Owner: base.Owner, Ctx: ctx, Bucket: base.Bucket, Object: d.Name, Params: base.Params}
+			u.Target = xfer.Target{Ctx: ctx, Bucket: base.Bucket, Object: d.Name, Params: base.Params}
 			u.ev = h.Services.NewEvents(&u.Target, h.Events.Span())
 			u.retry.Init(cfg, u.ev)
 			err := do(&u.retry, &u.Target, tr.Names().Delete, true, nil, func() (string, bool, error) {
@@ -137,7 +137,7 @@ func (p *parallel) leftBehind(name string, err error) {
 func (p *parallel) settlePart(ctx context.Context, pt *part) {
 	h, w := &p.Params, p.Request
 	u := &part{}
-	u.Target = xfer.Target{Owner: w.Owner, Ctx: ctx, Bucket: w.Bucket, Object: pt.Object, Params: w.Params}
+	u.Target = xfer.Target{Ctx: ctx, Bucket: w.Bucket, Object: pt.Object, Params: w.Params}
 	u.ev = h.Services.NewEvents(&u.Target, h.Events.Span())
 	u.retry.Init(h.Engine.Config(), u.ev)
 	err := do(&u.retry, &u.Target, p.tr.Names().Query, true, nil, func() (string, bool, error) {

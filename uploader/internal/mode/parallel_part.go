@@ -131,7 +131,7 @@ func (p *parallel) reuse(pt *part) bool {
 func (p *parallel) newPart(i int) *part {
 	u := p.Request
 	pt := &part{index: i}
-	pt.Target = xfer.Target{Owner: u.Owner, Ctx: p.ctx, Bucket: u.Bucket, Object: p.prefix + "part-" + strconv.Itoa(i), Params: u.Params}
+	pt.Target = xfer.Target{Ctx: p.ctx, Bucket: u.Bucket, Object: p.prefix + "part-" + strconv.Itoa(i), Params: u.Params}
 	if p.mp != nil {
 		// A part of a multipart upload is a part of the object.
 		pt.Object = u.Object

@@ -41,7 +41,7 @@ type resumable struct {
 	progress *Progress         // nil, or told of each new persisted size
 	cp       xfer.Checkpointer // nil, or told of the session and what it persisted (see Checkpoint)
 	id       string            // the session's id on the service
-	route    any               // where the session's streams went (see [xfer.Stream.Route])
+	route    xfer.Route        // where the session's streams went (see [xfer.Stream.Route])
 	names    *xfer.CallNames
 
 	// Owned by the Writer's goroutine.

@@ -163,14 +163,14 @@ func (s *resumable) settle(err error) (*wire.Object, error) {
 // cancelled and nothing of it can be finalized; neither when a call
 // failed.
 func settleSession(u *xfer.Request, tr xfer.Transport, id string, size int64, timeout func() time.Duration) (o *wire.Object, known bool) {
-	_, o, err := tr.QueryStatus(u, id, nil, size, timeout())
+	_, o, err := tr.QueryStatus(u, id, xfer.NoRoute, size, timeout())
 	if o != nil || err != nil {
 		return o, false
 	}
 	if tr.CancelUpload(u, id, timeout()) != nil {
 		return nil, false
 	}
-	_, o, err = tr.QueryStatus(u, id, nil, size, timeout())
+	_, o, err = tr.QueryStatus(u, id, xfer.NoRoute, size, timeout())
 	switch {
 	case o != nil:
 		return o, false

@@ -30,7 +30,7 @@ type Appendable struct {
 	HasCRC    bool         // the service gave persisted_data_checksums
 	Object    *wire.Object // the object as the last open returned it, if it did
 	Created   bool         // a stream created the object (the first open succeeded)
-	Conn      any          // the transport's: the connection of the object's streams
+	Conn      Route        // the transport's: the connection of the object's streams
 	Ready     Dropper      // the transport's: a stream reopened by QueryStatus, for OpenStream to adopt
 }
 

@@ -18,7 +18,6 @@ const (
 // Target is what every RPC of one upload shares: the connection and call
 // options, the object, and the upload's context (with its header chain).
 type Target struct {
-	Owner  any // the client the upload belongs to, opaque here
 	Ctx    context.Context
 	Bucket string
 	Object string
@@ -74,5 +73,5 @@ type Scratch struct {
 // apart from u's own (a look-up, a cleanup): they share none of u's call
 // state, so they may run on another goroutine or after u's call returned.
 func (u *Request) Detached(ctx context.Context) *Request {
-	return &Request{Target: Target{Owner: u.Owner, Ctx: ctx, Bucket: u.Bucket, Object: u.Object, Params: u.Params}}
+	return &Request{Target: Target{Ctx: ctx, Bucket: u.Bucket, Object: u.Object, Params: u.Params}}
 }

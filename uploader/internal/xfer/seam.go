@@ -40,14 +40,14 @@ type Transport interface {
 	// QueryStatus asks how much of session id the service persisted, or
 	// the object it finished. size is the object's size if known, else
 	// -1. route is where the session's streams went (see [Stream.Route]),
-	// nil before the first.
-	QueryStatus(u *Request, id string, route any, size int64, timeout time.Duration) (persisted int64, o *wire.Object, err error)
+	// NoRoute before the first.
+	QueryStatus(u *Request, id string, route Route, size int64, timeout time.Duration) (persisted int64, o *wire.Object, err error)
 	// OpenStream opens the channel on which session id's data goes, from
 	// the persisted offset on: a BidiWriteObject stream, or a sequence of
 	// PUTs. The stream reads the data to send from sink and reports to it.
-	// route is where the session's earlier streams went, nil before the
-	// first; timeout bounds each send's wait for its acknowledgement.
-	OpenStream(u *Request, id string, route any, persisted int64, sink StreamSink, timeout time.Duration) (Stream, error)
+	// route is where the session's earlier streams went, NoRoute before
+	// the first; timeout bounds each send's wait for its acknowledgement.
+	OpenStream(u *Request, id string, route Route, persisted int64, sink StreamSink, timeout time.Duration) (Stream, error)
 	// CancelUpload makes one attempt to cancel session id
 	// (CancelResumableWrite, or a DELETE of the session's URI). nil means
 	// that the service cancelled it: nothing of the session can be
@@ -64,6 +64,17 @@ type Transport interface {
 	// Close releases the transport's connections.
 	Close() error
 }
+
+// Route is where a session's streams went: the connection they took, as
+// the transport that opened them numbers its connections. The session
+// passes it back to the transport's later calls (a status query on that
+// connection proves that the connection's writer went past every message
+// of the session's earlier streams); only the transport reads it.
+type Route int32
+
+// NoRoute is the Route of a session that had no stream yet, or of a
+// transport whose calls need none.
+const NoRoute Route = 0
 
 // CallNames are the names of a transport's calls, as errors and events
 // report them.
@@ -130,7 +141,7 @@ type Stream interface {
 	Broken() context.Context
 	// Route is where the stream went, for the session's next stream and
 	// status queries (see [Transport.OpenStream]).
-	Route() any
+	Route() Route
 	// Teardown ends the stream and waits for its goroutines; after it, no
 	// report comes from the stream. It returns the failure that broke the
 	// stream as the stream knows it (a status the service sent, an
