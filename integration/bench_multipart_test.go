@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,20 +46,28 @@ func BenchmarkMultipartUpload(b *testing.B) {
 			sizes = append(sizes, mib<<20)
 		}
 	}
+	// The fake keeps every object in memory: one object of each client
+	// at once (each upload deletes the object before it writes it again),
+	// and a fake of its own for each size and RTT.
+	b.Setenv("GOMEMLIMIT", "12GiB")
 	for _, rtt := range benchRTTs(b) {
-		addr, httpURL, stop := startExternalFakeBoth(b, "-rtt", rtt.String(), "-bandwidth", "100MB/s", "-max-streams", "100")
-		ours, err := uploader.NewClient(context.Background(), append(dialTo(addr), uploader.WithXMLEndpoint(httpURL))...)
-		if err != nil {
-			b.Fatal(err)
-		}
 		for _, size := range sizes {
+			addr, httpURL, stop := startExternalFakeBoth(b, "-rtt", rtt.String(), "-bandwidth", "100MB/s", "-max-streams", "100")
+			ours, err := uploader.NewClient(context.Background(), append(dialTo(addr), uploader.WithXMLEndpoint(httpURL))...)
+			if err != nil {
+				b.Fatal(err)
+			}
 			data := payload(size, uint64(size))
 			sizeName := fmt.Sprintf("%dMiB", size>>20)
-			via := func(m uploader.ParallelMethod) uploadFunc {
+			upload := func(opts ...uploader.WriterOption) uploadFunc {
 				return func(ctx context.Context, name string, data []byte) error {
-					_, err := ours.Upload(ctx, benchBucket, name, bytes.NewReader(data), uploader.WithParallelUpload(uploader.ParallelUpload{Method: m}))
+					deleteBenchObject(b, httpURL, name)
+					_, err := ours.Upload(ctx, benchBucket, name, bytes.NewReader(data), opts...)
 					return err
 				}
+			}
+			via := func(m uploader.ParallelMethod) uploadFunc {
+				return upload(uploader.WithParallelUpload(uploader.ParallelUpload{Method: m}))
 			}
 			clients := []struct {
 				name string
@@ -66,10 +75,7 @@ func BenchmarkMultipartUpload(b *testing.B) {
 			}{
 				{"objup-multipart", via(uploader.ViaMultipart)},
 				{"objup-composite", via(uploader.ViaCompose)},
-				{"objup-single", func(ctx context.Context, name string, data []byte) error {
-					_, err := ours.Upload(ctx, benchBucket, name, bytes.NewReader(data))
-					return err
-				}},
+				{"objup-single", upload()},
 			}
 			for _, cl := range clients {
 				b.Run(fmt.Sprintf("size=%s/rtt=%v/client=%s", sizeName, rtt, cl.name), func(b *testing.B) {
@@ -85,16 +91,31 @@ func BenchmarkMultipartUpload(b *testing.B) {
 					runUploads(b, cl.up, name, data)
 					b.ReportMetric(float64(objectWrites(b, httpURL)-before)/float64(b.N), "objects/op")
 				})
+				deleteBenchObject(b, httpURL, "multipart/"+sizeName+"/"+cl.name)
 			}
 			if py := os.Getenv("OBJUP_BENCH_PYTHON"); py != "" {
 				b.Run(fmt.Sprintf("size=%s/rtt=%v/client=python-transfer-manager", sizeName, rtt), func(b *testing.B) {
 					benchPython(b, py, httpURL, data)
 				})
 			}
+			ours.Close()
+			stop()
 		}
-		ours.Close()
-		stop()
 	}
+}
+
+// deleteBenchObject deletes object name of the benchmarks' bucket on the fake at
+// httpURL, if it exists.
+func deleteBenchObject(b *testing.B, httpURL, name string) {
+	req, err := http.NewRequest(http.MethodDelete, httpURL+"/storage/v1/b/"+benchBucket+"/o/"+url.PathEscape(name), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp.Body.Close()
 }
 
 // objectWrites is how many object writes the fake at httpURL served: one-shot
@@ -150,6 +171,7 @@ func benchPython(b *testing.B, py, httpURL string, data []byte) {
 	var cpu time.Duration
 	var peak int64
 	for b.Loop() {
+		deleteBenchObject(b, httpURL, "multipart/python")
 		cmd := exec.Command(py, "-c", pythonUpload, file, benchBucket, "multipart/python")
 		cmd.Env = append(os.Environ(), "STORAGE_EMULATOR_HOST="+httpURL)
 		if out, err := cmd.CombinedOutput(); err != nil {
