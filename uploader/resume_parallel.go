@@ -187,6 +187,7 @@ func (c *Client) deleteObject(ctx context.Context, bucket, name string, gen int6
 	u, r := c.call(ctx, bucket, name)
 	op, err := r.Do(ctx, "DeleteObject", true, nil, func() (string, bool, error) {
 		err := c.tr.DeleteObject(u, name, gen, r.AttemptTimeout())
+		u.NoteRefusal(err)
 		if CodeOf(err) == codes.NotFound {
 			err = nil
 		}

@@ -102,7 +102,7 @@ func (a admitted) WriteObject(u *xfer.Request, rs []*xfer.ChunkRef, timeout time
 		return nil, false, err
 	}
 	o, sent, err := a.Transport.WriteObject(u, rs, timeout)
-	answer(u, b, err)
+	answer(b, err)
 	return o, sent, err
 }
 
@@ -112,7 +112,7 @@ func (a admitted) StartUpload(u *xfer.Request, timeout time.Duration) (string, e
 		return "", err
 	}
 	id, err := a.Transport.StartUpload(u, timeout)
-	answer(u, b, err)
+	answer(b, err)
 	return id, err
 }
 
@@ -122,7 +122,7 @@ func (a admitted) ComposeObject(u *xfer.Request, srcs []xfer.Source, timeout tim
 		return nil, err
 	}
 	o, err := a.Transport.ComposeObject(u, srcs, timeout)
-	answer(u, b, err)
+	answer(b, err)
 	return o, err
 }
 
@@ -132,7 +132,7 @@ func (a admitted) DeleteObject(u *xfer.Request, name string, gen int64, timeout 
 		return err
 	}
 	err = a.Transport.DeleteObject(u, name, gen, timeout)
-	answer(u, b, err)
+	answer(b, err)
 	return err
 }
 
@@ -143,17 +143,14 @@ func (a admitted) Close() error {
 	return a.Transport.Close()
 }
 
-// answer tells b, if any, the outcome of u's write; a write the service
-// refused for load waits for its turn when it is retried.
-func answer(u *xfer.Request, b *Bucket, err error) {
+// answer tells b, if any, the outcome of a write. (A write the service
+// refused for load waits for its turn when it is retried: its caller
+// notes the refusal in the request, see xfer.Request.NoteRefusal.)
+func answer(b *Bucket, err error) {
 	if b == nil {
 		return
 	}
-	o := outcomeOf(err)
-	if o == Pushback || o == NamePushback {
-		u.Scratch.Refused = true
-	}
-	b.Answer(o)
+	b.Answer(outcomeOf(err))
 }
 
 // outcomeOf tells the admission stage what an attempt's error says of the

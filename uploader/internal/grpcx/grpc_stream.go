@@ -38,7 +38,8 @@ type grpcStream struct {
 	cancel   context.CancelCauseFunc
 	recvDone chan struct{}
 	timeout  time.Duration
-	app      *xfer.Appendable // an appendable object's, else nil
+	// appendable: the stream is an appendable object's (see OpenAppend).
+	appendable bool
 
 	// mu guards what the receiver shares with the Writer's goroutine:
 	// the persisted size the service last reported, and the attempt
@@ -67,9 +68,6 @@ type grpcStream struct {
 // took (route; see pick), so that a status query on that connection proves
 // the writer went past every message of the session's earlier streams.
 func (g *grpcTransport) OpenStream(u *xfer.Request, id string, route xfer.Route, persisted int64, sink xfer.StreamSink, timeout time.Duration) (xfer.Stream, error) {
-	if u.App != nil {
-		return g.openAppendStream(u, persisted, sink, timeout)
-	}
 	ctx, cancel := context.WithCancelCause(u.Ctx)
 	c := g.routed(route)
 	if c != nil {
@@ -116,8 +114,11 @@ func (g *grpcStream) receive() {
 			default:
 				continue
 			}
-			if g.app != nil {
-				g.app.Answered(resp)
+			var handle []byte
+			if g.appendable {
+				if h := resp.GetWriteHandle(); h != nil {
+					handle = h.GetHandle()
+				}
 				if !isFinalized(o) {
 					// An appendable object's resource before the
 					// finish: what it persisted so far.
@@ -128,16 +129,13 @@ func (g *grpcStream) receive() {
 			g.acked = persisted
 			g.mu.Unlock()
 			g.finished = g.finished || o != nil
-			err = g.sink.Ack(persisted, o)
+			err = g.sink.Ack(persisted, o, handle)
 			g.rearm(persisted, o != nil)
 			if err == nil {
 				continue
 			}
 		} else if err == io.EOF && !g.finished {
 			err = fmt.Errorf("the service ended the stream before the upload finished: %w", io.ErrUnexpectedEOF)
-		}
-		if g.app != nil {
-			g.app.Redirected(err, g.u.Life.Ev)
 		}
 		g.err = err
 		g.cancel(err)
@@ -254,7 +252,7 @@ func (g *grpcStream) Send(p xfer.Pushed, all bool) error {
 // the upload.
 func (g *grpcStream) startRequest(req *wire.BidiWriteObjectRequest, offset int64) {
 	req.WriteOffset = offset
-	if g.fresh && g.app == nil {
+	if g.fresh && !g.appendable {
 		req.FirstMessage = &wire.BidiWriteObjectRequest_UploadId{UploadId: g.id}
 		g.fresh = false
 	}

@@ -30,9 +30,10 @@ func (g *grpcTransport) invoke(u *xfer.Request, method string, req, resp any, ti
 // gRPC keepalive and the kernel's TCP_USER_TIMEOUT, which gRPC sets on the
 // connections it dials.
 func (g *grpcTransport) invokeOn(c *grpcConn, u *xfer.Request, method string, req, resp any, timeout time.Duration) error {
-	u.Attempt.Arm(u.Outgoing(u.AttemptCtx()), timeout)
-	err := c.Invoke(&u.Attempt, method, req, resp, g.callOpts...)
-	u.Attempt.Disarm()
+	at := &u.Call.Attempt
+	at.Arm(u.Outgoing(u.AttemptCtx()), timeout)
+	err := c.Invoke(at, method, req, resp, g.callOpts...)
+	at.Disarm()
 	c.done()
 	return err
 }
@@ -59,8 +60,8 @@ func (g *grpcTransport) WriteObject(u *xfer.Request, rs []*xfer.ChunkRef, timeou
 // writeUnary makes one attempt of a one-message WriteObject. sent reports
 // whether the request may have left the process.
 func (g *grpcTransport) writeUnary(u *xfer.Request, r *xfer.ChunkRef, timeout time.Duration) (o *wire.Object, sent bool, err error) {
-	sc := &u.Scratch
-	sc.First.WriteObjectSpec = &sc.Spec
+	sc := &u.Call
+	sc.First.WriteObjectSpec = u.Spec()
 	sc.Req.FirstMessage, sc.Req.FinishWrite, sc.Req.ObjectChecksums = &sc.First, true, u.Checksums()
 	msg := u.Life.NewMsg()
 	if len(r.Data) > 0 {
@@ -233,9 +234,6 @@ func (g *grpcTransport) StartUpload(u *xfer.Request, timeout time.Duration) (str
 // (see openStream), so this covers all of its messages; a call on another
 // connection would prove nothing.
 func (g *grpcTransport) QueryStatus(u *xfer.Request, id string, route xfer.Route, size int64, timeout time.Duration) (int64, *wire.Object, error) {
-	if u.App != nil {
-		return g.appendStatus(u, size, timeout)
-	}
 	var st wire.QueryWriteStatusResponse
 	req := &wire.QueryWriteStatusRequest{UploadId: id}
 	c := g.routed(route)

@@ -206,7 +206,7 @@ func (h *httpStream) run(timeout time.Duration, body *httpBody, n int64, hdr htt
 		if o != nil {
 			h.finished.Store(true)
 		}
-		err = h.sink.Ack(persisted, o)
+		err = h.sink.Ack(persisted, o, nil)
 	}
 	h.busy.Store(false)
 	if err != nil {
@@ -324,4 +324,13 @@ func (t *httpTransport) DeleteObject(u *xfer.Request, name string, gen int64, ti
 		return statusError(resp)
 	}
 	return nil
+}
+
+// errNoAppendable is the failure of an appendable object's stream over the
+// JSON API, which has none (the Writer refuses WithAppendable over HTTP).
+var errNoAppendable = status.Error(codes.Unimplemented, "appendable objects are written over gRPC only, not the JSON API")
+
+// OpenAppend fails: the JSON API has no appendable objects.
+func (t *httpTransport) OpenAppend(*xfer.Request, xfer.AppendOpen, time.Duration) (xfer.AppendStream, xfer.AppendOpened, error) {
+	return nil, xfer.AppendOpened{}, errNoAppendable
 }

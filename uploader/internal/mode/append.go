@@ -64,12 +64,6 @@ func (e *FlushWait) Error() string { return e.Err.Error() }
 // Unwrap returns the cause.
 func (e *FlushWait) Unwrap() error { return e.Err }
 
-// Close ends the session and drops a stream parked for reuse.
-func (m *Append) Close() {
-	m.session.Close()
-	m.Request.App.DropReady()
-}
-
 // Path is PathAppendable.
 func (*Append) Path() string { return PathAppendable }
 

@@ -37,6 +37,7 @@ func (m OneShot) Finish(last chunker.Chunk) (*wire.Object, error) {
 		var sent bool
 		var err error
 		o, sent, err = tr.WriteObject(u, u.One[:], e.AttemptTimeout())
+		u.NoteRefusal(err)
 		o, err = cr.judge(o, sent, err)
 		return "", sent, err
 	})

@@ -71,6 +71,7 @@ func (p *parallel) Close() {
 			u.retry.Init(cfg, u.ev)
 			err := do(&u.retry, &u.Target, tr.Names().Delete, true, nil, func() (string, bool, error) {
 				err := tr.DeleteObject(&u.Request, d.Name, d.Gen, u.retry.AttemptTimeout())
+				u.NoteRefusal(err)
 				if err != nil && xfer.CodeOf(err) == codes.NotFound {
 					err = nil
 				}
@@ -172,6 +173,7 @@ func (p *parallel) probeDelete() error {
 	e := p.Engine
 	err := do(e, &u.Target, p.tr.Names().Delete, true, nil, func() (string, bool, error) {
 		err := p.tr.DeleteObject(u, p.prefix+"probe", 0, e.AttemptTimeout())
+		u.NoteRefusal(err)
 		if xfer.CodeOf(err) == codes.NotFound {
 			err = nil
 		}

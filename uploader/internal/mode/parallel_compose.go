@@ -70,6 +70,7 @@ func (p *parallel) Finish(last chunker.Chunk) (*wire.Object, error) {
 	err := do(e, &u.Target, names.Compose, u.Idempotent(), nil, func() (string, bool, error) {
 		var err error
 		o, err = p.tr.ComposeObject(u, srcs, e.AttemptTimeout())
+		u.NoteRefusal(err)
 		o, err = cr.judge(o, true, err)
 		return "", true, err
 	})
@@ -131,6 +132,7 @@ func (p *parallel) composeRound(round int, srcs []xfer.Source) ([]xfer.Source, e
 			err := do(&u.retry, &u.Target, p.tr.Names().Compose, true, nil, func() (string, bool, error) {
 				var err error
 				o, err = p.tr.ComposeObject(&u.Request, group, u.retry.AttemptTimeout())
+				u.NoteRefusal(err)
 				return "", true, err
 			})
 			next[i].Gen = o.GetGeneration()

@@ -42,6 +42,8 @@ type resumable struct {
 	cp       xfer.Checkpointer // nil, or told of the session and what it persisted (see Checkpoint)
 	id       string            // the session's id on the service
 	route    xfer.Route        // where the session's streams went (see [xfer.Stream.Route])
+	ready    xfer.AppendStream // an appendable object's stream that appendStatus opened, for open
+	readyAt  int64             // what the service had persisted when it opened
 	names    *xfer.CallNames
 
 	// Owned by the Writer's goroutine.
@@ -101,6 +103,7 @@ func startResumable(p *Params, from *Resume) (*resumable, error) {
 	} else {
 		err := do(r, &u.Target, s.names.Start, true, nil, func() (string, bool, error) {
 			id, err := tr.StartUpload(u, r.AttemptTimeout())
+			u.NoteRefusal(err)
 			s.id = id
 			return "", true, err
 		})
@@ -127,7 +130,13 @@ func startResumable(p *Params, from *Resume) (*resumable, error) {
 
 // open opens the session's stream from persisted on.
 func (s *resumable) open(persisted int64) error {
-	st, err := s.tr.OpenStream(s.u, s.id, s.route, persisted, s, s.retry.Config().Limits.AttemptTimeout)
+	var st xfer.Stream
+	var err error
+	if s.u.App != nil {
+		st, err = s.openAppendStream(persisted, s.retry.Config().Limits.AttemptTimeout)
+	} else {
+		st, err = s.tr.OpenStream(s.u, s.id, s.route, persisted, s, s.retry.Config().Limits.AttemptTimeout)
+	}
 	if err != nil {
 		return err
 	}
@@ -161,7 +170,10 @@ func (s *resumable) Unsent(from int64, batch []*xfer.ChunkRef) []*xfer.ChunkRef 
 // object if there is one. It releases the chunks the service persisted,
 // wakes the Writer, and reports the progress, once the lock is released.
 // A stream calls it from its own goroutine.
-func (s *resumable) Ack(persisted int64, o *wire.Object) error {
+func (s *resumable) Ack(persisted int64, o *wire.Object, handle []byte) error {
+	if handle != nil {
+		s.u.App.NewHandle(handle)
+	}
 	s.mu.Lock()
 	if o != nil && s.resource == nil {
 		s.resource = o
@@ -230,9 +242,13 @@ func (s *resumable) report(persisted int64) {
 	}
 }
 
-// Broke records why the current stream failed. A stream calls it from its
-// own goroutine, once.
+// Broke records why the current stream failed, and the new route of an
+// appendable object's redirect. A stream calls it from its own goroutine,
+// once, before the stream's Teardown returns.
 func (s *resumable) Broke(err error) {
+	if s.u.App != nil {
+		s.u.App.Redirected(err, s.u.Life.Ev)
+	}
 	s.mu.Lock()
 	s.streamErr = err
 	s.mu.Unlock()

@@ -54,7 +54,7 @@ func (s *resumable) recoverFrom(op string, cause error) error {
 		if s.final {
 			size = s.lastNow()
 		}
-		persisted, o, err := s.tr.QueryStatus(s.u, s.id, s.route, size, s.retry.AttemptTimeout())
+		persisted, o, err := s.queryStatus(size)
 		if err != nil {
 			return s.names.Query, true, err
 		}
@@ -101,6 +101,15 @@ func (s *resumable) recoverFrom(op string, cause error) error {
 		return xfer.Fail(&s.u.Target, s.names.Query, fatal)
 	}
 	return err
+}
+
+// queryStatus asks how much of the session the service persisted, or the
+// object it finished (size: the object's size if known, else -1).
+func (s *resumable) queryStatus(size int64) (int64, *wire.Object, error) {
+	if s.u.App != nil {
+		return s.appendStatus(size, s.retry.AttemptTimeout())
+	}
+	return s.tr.QueryStatus(s.u, s.id, s.route, size, s.retry.AttemptTimeout())
 }
 
 // settle decides the outcome of the session after its upload failed with
@@ -267,6 +276,7 @@ func (s *resumable) abort(cause error) {
 // torn down.
 func (s *resumable) close() {
 	s.teardown(errors.New("upload closed"))
+	s.dropReady()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {

@@ -13,9 +13,10 @@ import (
 // Appendable is what an appendable upload (WithAppendable, or
 // Client.TakeOver) knows of its object on the service: its generation, the
 // latest write handle and routing token, and what the last stream found
-// persisted when it opened. The Writer sets it up; the gRPC transport keeps
-// it current (a stream's receiver stores each new handle, a redirect's
-// error the new route), under mu.
+// persisted when it opened. The Writer sets it up; its mode keeps it
+// current from what the transport reports (the answer to a stream's open,
+// each new handle, a redirect's error), under mu. Transports only read it
+// (see AppendOpen).
 type Appendable struct {
 	Unfinalized bool // WithoutFinalize: Close leaves the object unfinalized
 	Takeover    bool // the object exists (Client.TakeOver): gen names it
@@ -30,39 +31,43 @@ type Appendable struct {
 	HasCRC    bool         // the service gave persisted_data_checksums
 	Object    *wire.Object // the object as the last open returned it, if it did
 	Created   bool         // a stream created the object (the first open succeeded)
-	Conn      Route        // the transport's: the connection of the object's streams
-	Ready     Dropper      // the transport's: a stream reopened by QueryStatus, for OpenStream to adopt
+	Conn      Route        // the connection of the object's streams
 }
 
-// Route returns the generation, handle and routing token to open a stream
-// with, and whether the object exists (a stream created it, or it was
-// taken over): else the stream creates it.
-func (a *Appendable) Route() (gen int64, handle []byte, token string, exists bool) {
+// Route returns where the object's next stream opens: its generation,
+// handle and routing token, whether the object exists (a stream created
+// it, or it was taken over; else the stream creates it), and the
+// connection of its earlier streams.
+func (a *Appendable) Route() AppendOpen {
 	a.Mu.Lock()
 	defer a.Mu.Unlock()
-	return a.Gen, a.Handle, a.Token, a.Created || a.Takeover
+	return AppendOpen{Gen: a.Gen, Handle: a.Handle, Token: a.Token, Exists: a.Created || a.Takeover, Route: a.Conn}
 }
 
-// Answered takes in an answer of the object's stream: a new write handle,
-// which the service sends now and then.
-func (a *Appendable) Answered(resp *wire.BidiWriteObjectResponse) {
+// OpenAnswered takes in the service's answer to a stream's open (see
+// [Transport.OpenAppend]).
+func (a *Appendable) OpenAnswered(ans AppendOpened) {
 	a.Mu.Lock()
-	if h := resp.GetWriteHandle(); h != nil {
-		a.Handle = append(a.Handle[:0:0], h.GetHandle()...)
+	defer a.Mu.Unlock()
+	a.Conn, a.Persisted, a.Created = ans.Route, ans.Persisted, true
+	if ans.Object != nil {
+		a.Object, a.Gen = ans.Object, ans.Object.GetGeneration()
 	}
-	a.Mu.Unlock()
+	a.CRC, a.HasCRC = ans.CRC, ans.HasCRC
+	if ans.Handle != nil {
+		a.Handle = append(a.Handle[:0:0], ans.Handle...)
+	}
 }
 
-// DropReady tears down a stream that queryStatus reopened and no
-// openStream took (its receiver never ran).
-func (a *Appendable) DropReady() {
-	a.Mu.Lock()
-	gs := a.Ready
-	a.Ready = nil
-	a.Mu.Unlock()
-	if gs != nil {
-		gs.Drop()
+// NewHandle takes in a new write handle the service sent on the object's
+// stream, which it does now and then (nil: none).
+func (a *Appendable) NewHandle(handle []byte) {
+	if handle == nil {
+		return
 	}
+	a.Mu.Lock()
+	a.Handle = append(a.Handle[:0:0], handle...)
+	a.Mu.Unlock()
 }
 
 // Redirected takes the route of a redirect out of err, if err is one (an
@@ -93,10 +98,6 @@ func (a *Appendable) Redirected(err error, ev Events) bool {
 
 // redirectTypeURL names the detail of a redirect.
 const redirectTypeURL = "type.googleapis.com/google.storage.v2.BidiWriteObjectRedirectedError"
-
-// Dropper is a stream the transport opened and nothing adopted: Drop tears
-// it down.
-type Dropper interface{ Drop() }
 
 // RedirectOf returns the BidiWriteObjectRedirectedError that err carries,
 // or nil. internal/wire registers its messages under a package of its own,

@@ -6,6 +6,7 @@ import (
 	"github.com/objup/objup/header"
 	"github.com/objup/objup/internal/wire"
 	"github.com/objup/objup/uploader/internal/deadline"
+	"github.com/objup/objup/uploader/internal/retry"
 )
 
 const (
@@ -22,8 +23,6 @@ type Target struct {
 	Bucket string
 	Object string
 	Params string // "bucket=projects/_/buckets/NAME"; params[len("bucket="):] is the resource name
-
-	Attempt deadline.Attempt // the context of the current unary attempt
 }
 
 func (t *Target) Resource() string { return t.Params[len("bucket="):] }
@@ -63,10 +62,30 @@ type Scratch struct {
 	Settle    bool // a parallel upload's intermediate compose: see [Request.AttemptCtx]
 	Refused   bool // the service refused a write of the upload for load: its retries wait for their turn
 	Size      int64
+}
+
+// Call is the memory a Request lends its transport for one call at a
+// time, so that a one-shot upload allocates no message and no attempt
+// context: the one part of a Request a transport writes (beside the
+// references it takes on chunks, see Lifetime). What the request says
+// (its target, spec, checksums, an appendable object's state) only the
+// Writer and its mode write.
+type Call struct {
+	Attempt deadline.Attempt // the context of the current unary attempt
 	// The one-shot call's request and response.
 	Req   wire.WriteObjectRequest
 	First wire.WriteObjectRequest_WriteObjectSpec
 	Resp  wire.WriteObjectResponse
+}
+
+// NoteRefusal takes in the outcome, err, of an attempt of a write of u
+// (WriteObject, StartUpload, ComposeObject, DeleteObject): once the service
+// refused one for load, the upload's retries wait for their turn
+// (Scratch.Refused). The caller of the write notes it, not the transport.
+func (u *Request) NoteRefusal(err error) {
+	if err != nil && retry.IsPushback(err) {
+		u.Scratch.Refused = true
+	}
 }
 
 // Detached returns an upload to the same object in ctx, for calls made

@@ -48,6 +48,14 @@ type Transport interface {
 	// route is where the session's earlier streams went, NoRoute before
 	// the first; timeout bounds each send's wait for its acknowledgement.
 	OpenStream(u *Request, id string, route Route, persisted int64, sink StreamSink, timeout time.Duration) (Stream, error)
+	// OpenAppend opens a stream on u's appendable object where at says
+	// and reads the service's first answer, bounded by timeout: the first
+	// message creates the object (with u's spec) unless at.Exists, else
+	// takes up its generation; it flushes and looks up the state. The
+	// stream goes on once Start gives it its sink. The answer's Sent
+	// reports, also with an error, whether that first message may have
+	// left. A transport without appendable objects fails.
+	OpenAppend(u *Request, at AppendOpen, timeout time.Duration) (AppendStream, AppendOpened, error)
 	// CancelUpload makes one attempt to cancel session id
 	// (CancelResumableWrite, or a DELETE of the session's URI). nil means
 	// that the service cancelled it: nothing of the session can be
@@ -76,6 +84,41 @@ type Route int32
 // transport whose calls need none.
 const NoRoute Route = 0
 
+// AppendOpen is where an appendable object's stream opens: the object's
+// generation, its latest write handle and routing token, whether it exists
+// (else the stream creates it), and the connection of its earlier streams.
+type AppendOpen struct {
+	Gen    int64
+	Handle []byte
+	Token  string
+	Exists bool
+	Route  Route
+}
+
+// AppendOpened is the service's first answer on an appendable object's
+// stream: the connection the stream took, the bytes persisted, the object
+// if the answer carried it, the CRC32C of the persisted bytes (if HasCRC)
+// and a new write handle (nil: none). Sent says that the first message
+// may have left.
+type AppendOpened struct {
+	Sent      bool
+	Route     Route
+	Persisted int64
+	Object    *wire.Object
+	CRC       uint32
+	HasCRC    bool
+	Handle    []byte
+}
+
+// AppendStream is an appendable object's stream as OpenAppend returns it:
+// Start gives it its sink and starts its reports; Drop tears down one that
+// was never started.
+type AppendStream interface {
+	Stream
+	Start(sink StreamSink)
+	Drop()
+}
+
 // CallNames are the names of a transport's calls, as errors and events
 // report them.
 type CallNames struct {
@@ -99,8 +142,9 @@ type StreamSink interface {
 	// on, in order.
 	Unsent(from int64, batch []*ChunkRef) []*ChunkRef
 	// Ack reports the bytes the service persisted and, once finished,
-	// the object; an error is an answer the session cannot accept.
-	Ack(persisted int64, o *wire.Object) error
+	// the object, and a new write handle of an appendable object (nil:
+	// none); an error is an answer the session cannot accept.
+	Ack(persisted int64, o *wire.Object, handle []byte) error
 	// Broke reports why the stream failed, once.
 	Broke(err error)
 	// Signal wakes the session: the stream can take more (a stream that
@@ -153,15 +197,17 @@ type Stream interface {
 }
 
 // Request is what the transports read of one Request: where it goes (the
-// target), its spec and whole-object checksums (complete once the first
-// chunk is known), and the lifetimes of its chunks, on which they take
-// references while a request reads chunk memory. The Writer owns and fills
-// it; transports only read it, on the Writer's goroutine or while one of
-// its calls runs.
+// target), its spec and whole-object checksums (complete before the
+// upload's mode finishes it), and the lifetimes of its chunks, on which
+// they take references while a request reads chunk memory. The Writer and
+// its mode own and fill it; transports only read it, on the Writer's
+// goroutine or while one of its calls runs, and write only the memory it
+// lends them (Call).
 type Request struct {
 	Target
 	Life    Lifetime
 	Scratch Scratch      // also says whether messages carry a CRC32C
+	Call    Call         // the transport's, for one call at a time
 	One     [1]*ChunkRef // a one-shot upload's chunk, as writeObject takes it
 	// App is an appendable object's state (WithAppendable), else nil.
 	App *Appendable
