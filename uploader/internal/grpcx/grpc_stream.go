@@ -57,12 +57,14 @@ type grpcStream struct {
 	err      error // why the receiver stopped
 
 	// Owned by the Writer's goroutine.
-	fresh   bool             // the next message is the stream's first: it names the upload
-	sentTo  int64            // the offset up to which data went out
-	finSent bool             // finish_write went out
-	want    xfer.Pushed      // what the last send was asked to send
-	batch   []*xfer.ChunkRef // scratch: the chunks a send goes through
+	fresh   bool        // the next message is the stream's first: it names the upload
+	sentTo  int64       // the offset up to which data went out
+	finSent bool        // finish_write went out
+	want    xfer.Pushed // what the last send was asked to send
 }
+
+// From is where the stream's next message starts: what it sent.
+func (g *grpcStream) From() int64 { return g.sentTo }
 
 // OpenStream opens the session's stream on the connection its first stream
 // took (route; see pick), so that a status query on that connection proves
@@ -187,13 +189,14 @@ func (g *grpcStream) Broken() context.Context { return g.ctx }
 // whole 2 MiB messages and keeps the rest for later; with all set, a final
 // session's finish_write with the object's checksums follows the data, and
 // the stream is half-closed.
-func (g *grpcStream) Send(p xfer.Pushed, all bool) error {
+func (g *grpcStream) Send(p xfer.Pushed, rs []*xfer.ChunkRef, all bool) error {
 	g.want = p
 	life := &g.u.Life
 	if g.sentTo < p.Last {
-		batch := g.sink.Unsent(g.sentTo, g.batch[:0])
-		g.batch = batch // keep the capacity for the next send
-		defer clear(batch)
+		batch := rs
+		for len(batch) > 0 && batch[0].End() <= g.sentTo {
+			batch = batch[1:]
+		}
 		for len(batch) > 0 && g.sentTo < p.Last && (all || p.Last-g.sentTo >= xfer.MaxMessage) {
 			msg, req := xfer.NewReqMsg[wire.BidiWriteObjectRequest]()
 			start, size := g.sentTo, 0

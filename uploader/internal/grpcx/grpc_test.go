@@ -292,25 +292,13 @@ func TestWriteObject(t *testing.T) {
 	}
 }
 
-// testSink is a session as a stream sees it: the chunks it holds, and
-// what the stream reported.
+// testSink is where a stream reports.
 type testSink struct {
-	refs []*xfer.ChunkRef
-
 	mu        sync.Mutex
 	persisted int64
 	o         *wire.Object
 	broke     error
 	reported  chan struct{}
-}
-
-func (k *testSink) Unsent(from int64, batch []*xfer.ChunkRef) []*xfer.ChunkRef {
-	for _, r := range k.refs {
-		if r.End() > from {
-			batch = append(batch, r)
-		}
-	}
-	return batch
 }
 
 func (k *testSink) Ack(persisted int64, o *wire.Object, _ []byte) error {
@@ -379,12 +367,12 @@ func TestSessionStream(t *testing.T) {
 			if err != nil || id != "upload-1" {
 				t.Fatalf("StartUpload: %q, %v", id, err)
 			}
-			sink := &testSink{refs: []*xfer.ChunkRef{r}, reported: make(chan struct{}, 1)}
+			sink := &testSink{reported: make(chan struct{}, 1)}
 			st, err := tr.OpenStream(u, id, xfer.NoRoute, 0, sink, 10*time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := st.Send(xfer.Pushed{Last: size, Final: true, Window: size, Timeout: 10 * time.Second}, true); err != nil && tc.code == codes.OK {
+			if err := st.Send(xfer.Pushed{Last: size, Final: true, Window: size, Timeout: 10 * time.Second}, []*xfer.ChunkRef{r}, true); err != nil && tc.code == codes.OK {
 				t.Fatal(err)
 			}
 			sink.wait(t, func() bool { return sink.o != nil || sink.broke != nil })

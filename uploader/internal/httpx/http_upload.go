@@ -127,9 +127,12 @@ type httpStream struct {
 	finished atomic.Bool    // the last answer was the object
 
 	// Owned by the Writer's goroutine.
-	want  xfer.Pushed      // what the last send was asked to send
-	batch []*xfer.ChunkRef // scratch: the chunks a PUT sends
+	want xfer.Pushed // what the last send was asked to send
 }
+
+// From is where the stream's next PUT starts: what the service persisted,
+// as its last answer said.
+func (h *httpStream) From() int64 { return h.acked.Load() }
 
 func (t *httpTransport) OpenStream(u *xfer.Request, uri string, _ xfer.Route, persisted int64, sink xfer.StreamSink, _ time.Duration) (xfer.Stream, error) {
 	h := &httpStream{sink: sink, u: u, t: t, uri: uri}
@@ -152,7 +155,7 @@ func (h *httpStream) Broken() context.Context { return h.ctx }
 // goroutine, unless one is in flight: when a window is ready, or with all
 // set whatever there is (the last, with the total and the checksums, once
 // the session is final).
-func (h *httpStream) Send(p xfer.Pushed, all bool) error {
+func (h *httpStream) Send(p xfer.Pushed, rs []*xfer.ChunkRef, all bool) error {
 	h.want = p
 	if h.busy.Load() {
 		return nil
@@ -162,9 +165,7 @@ func (h *httpStream) Send(p xfer.Pushed, all bool) error {
 		return nil
 	}
 	final := all && p.Final
-	h.batch = h.sink.Unsent(persisted, h.batch[:0])
-	body := bodyOver(h.u, nil, h.batch, persisted, nil)
-	clear(h.batch)
+	body := bodyOver(h.u, nil, rs, persisted, nil)
 	n := body.size()
 	total := "*"
 	if final {

@@ -127,6 +127,7 @@ type fakeTransport struct {
 	broke     bool
 	finished  *wire.Object
 	cancelled bool
+	misfed    bool // a send was given a chunk that does not go on from where its stream stood
 }
 
 func (t *fakeTransport) record(call string) int {
@@ -234,13 +235,21 @@ type fakeStream struct {
 	cancel  context.CancelFunc
 }
 
-func (s *fakeStream) Send(p xfer.Pushed, all bool) error {
+func (s *fakeStream) From() int64 { return s.sentTo }
+
+func (s *fakeStream) Send(p xfer.Pushed, rs []*xfer.ChunkRef, all bool) error {
 	s.want = p
 	if s.dead {
 		return status.Error(codes.Unavailable, "stream broken")
 	}
 	t := s.t
-	for _, r := range s.sink.Unsent(s.sentTo, nil) {
+	for _, r := range rs {
+		if r.Offset > s.sentTo || r.End() <= s.sentTo {
+			s.t.mu.Lock()
+			s.t.misfed = true
+			s.t.mu.Unlock()
+			continue
+		}
 		data := r.Data[s.sentTo-r.Offset:]
 		t.mu.Lock()
 		if t.breakAt > 0 && !t.broke && s.sentTo+int64(len(data)) > t.breakAt {

@@ -122,6 +122,9 @@ func TestSession(t *testing.T) {
 			if tc.code == codes.OK {
 				sameStored(t, tr, data)
 			}
+			if tr.misfed {
+				t.Fatal("a stream was given chunks that do not go on from where it stood")
+			}
 			if n := ev.resumes.Load(); n != tc.resumes {
 				t.Fatalf("%d resumes, want %d", n, tc.resumes)
 			}

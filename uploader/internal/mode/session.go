@@ -31,7 +31,7 @@ var doneCtx = func() context.Context {
 // and reports.
 //
 // Its methods run on the Writer's goroutine; the stream's goroutines call
-// ack and broke, and read unsent, which touch only the fields under mu.
+// Ack and Broke, which touch only the fields under mu.
 type resumable struct {
 	svc      Services
 	u        *xfer.Request
@@ -42,6 +42,7 @@ type resumable struct {
 	cp       xfer.Checkpointer // nil, or told of the session and what it persisted (see Checkpoint)
 	id       string            // the session's id on the service
 	route    xfer.Route        // where the session's streams went (see [xfer.Stream.Route])
+	batch    []*xfer.ChunkRef  // the chunks a send hands the stream; their references are the session's
 	ready    xfer.AppendStream // an appendable object's stream that appendStatus opened, for open
 	readyAt  int64             // what the service had persisted when it opened
 	names    *xfer.CallNames
@@ -144,26 +145,25 @@ func (s *resumable) open(persisted int64) error {
 	return nil
 }
 
-// pushedNow is what the session has pushed, for its stream's send.
-func (s *resumable) pushedNow() xfer.Pushed {
+// sendOn has the stream st send what is due (see xfer.Stream.Send): what
+// the session has pushed, and the chunks that hold the data from where st
+// stands on.
+func (s *resumable) sendOn(st xfer.Stream, all bool) error {
+	from := st.From()
 	s.mu.Lock()
 	p := xfer.Pushed{Last: s.last, Final: s.final, Persisted: s.persisted, Window: s.window}
-	s.mu.Unlock()
-	p.Timeout = s.retry.AttemptTimeout()
-	return p
-}
-
-// Unsent returns, in batch, the chunks that hold data from offset from on.
-// Streams call it from the Writer's goroutine when they send.
-func (s *resumable) Unsent(from int64, batch []*xfer.ChunkRef) []*xfer.ChunkRef {
-	s.mu.Lock()
+	rs := s.batch[:0]
 	for _, r := range s.pending {
 		if r.End() > from {
-			batch = append(batch, r)
+			rs = append(rs, r)
 		}
 	}
 	s.mu.Unlock()
-	return batch
+	p.Timeout = s.retry.AttemptTimeout()
+	err := st.Send(p, rs, all)
+	clear(rs)
+	s.batch = rs[:0] // keep the capacity for the next send
+	return err
 }
 
 // Ack takes in the service's answer: persisted bytes, and the finished
@@ -360,7 +360,7 @@ func (s *resumable) send(all bool) error {
 	if s.st == nil {
 		return s.recover()
 	}
-	if err := s.st.Send(s.pushedNow(), all); err != nil {
+	if err := s.sendOn(s.st, all); err != nil {
 		return s.recoverFrom(s.names.Stream, err)
 	}
 	return nil
@@ -386,55 +386,4 @@ func (s *resumable) finish(r *xfer.ChunkRef) (*wire.Object, error) {
 		s.st.Done(s.u.Ctx)
 	}
 	return o, nil
-}
-
-// waitFor waits until cond holds (evaluated under s.mu), recovering from
-// stream failures on the way.
-func (s *resumable) waitFor(cond func() bool) error { return s.waitIn(context.Background(), cond) }
-
-// waitIn is waitFor that also gives up when ctx ends (a Flush's context):
-// it then returns ctx's error, and the session goes on.
-func (s *resumable) waitIn(ctx context.Context, cond func() bool) error {
-	done := ctx.Done()
-	for {
-		s.mu.Lock()
-		ok, serr, persisted := cond(), s.streamErr, s.persisted
-		s.mu.Unlock()
-		s.report(persisted)
-		if ok {
-			return nil
-		}
-		if serr != nil || s.st == nil {
-			if err := s.recover(); err != nil {
-				return err
-			}
-			continue
-		}
-		// No answer will come while nothing sent awaits one: send what was
-		// kept back. Otherwise wait for the answer, so the next chunks can
-		// still fill a whole message.
-		if s.st.Idle() && s.st.Behind() {
-			if err := s.send(true); err != nil {
-				return err
-			}
-			continue
-		}
-		select {
-		case <-s.acked:
-		case <-s.u.Ctx.Done():
-			return xfer.Fail(&s.u.Target, s.names.Stream, s.u.Ctx.Err())
-		case <-done:
-			return ctx.Err()
-		}
-	}
-}
-
-// waitContext returns a context that ends when the current stream fails (or
-// the upload's context ends), for the Writer's waits for a buffer: while the
-// stream is broken, chunks come back only after recover.
-func (s *resumable) waitContext() context.Context {
-	if s.st == nil {
-		return doneCtx
-	}
-	return s.st.Broken()
 }

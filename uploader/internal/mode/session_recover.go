@@ -87,7 +87,7 @@ func (s *resumable) recoverFrom(op string, cause error) error {
 		}
 		// Resend everything the service does not have, then finish if the
 		// upload had come that far.
-		if err := s.st.Send(s.pushedNow(), true); err != nil {
+		if err := s.sendOn(s.st, true); err != nil {
 			err = s.teardown(err)
 			if s.moved(err) {
 				err = errPersistedMoved

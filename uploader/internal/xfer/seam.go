@@ -44,8 +44,8 @@ type Transport interface {
 	QueryStatus(u *Request, id string, route Route, size int64, timeout time.Duration) (persisted int64, o *wire.Object, err error)
 	// OpenStream opens the channel on which session id's data goes, from
 	// the persisted offset on: a BidiWriteObject stream, or a sequence of
-	// PUTs. The stream reads the data to send from sink and reports to it.
-	// route is where the session's earlier streams went, NoRoute before
+	// PUTs. The session gives the stream the chunks to send (see
+	// [Stream.Send]); the stream reports to sink. route is where the session's earlier streams went, NoRoute before
 	// the first; timeout bounds each send's wait for its acknowledgement.
 	OpenStream(u *Request, id string, route Route, persisted int64, sink StreamSink, timeout time.Duration) (Stream, error)
 	// OpenAppend opens a stream on u's appendable object where at says
@@ -132,15 +132,12 @@ type Source struct {
 	Gen  int64
 }
 
-// StreamSink is what a stream sees of its session: where it reads the
-// data to send and where it reports. A stream's goroutines call it; it
-// takes only the session's own lock, never one of the stream's, and calls
-// nothing of the stream back, so the seam points one way: the session
-// drives the stream, the stream reports.
+// StreamSink is where a stream reports to its session. A stream's
+// goroutines call it; it takes only the session's own lock, never one of
+// the stream's, and calls nothing of the stream back, so the seam points
+// one way: the session drives the stream and gives it the chunks to send,
+// the stream reports.
 type StreamSink interface {
-	// Unsent appends to batch the chunks that hold data from offset from
-	// on, in order.
-	Unsent(from int64, batch []*ChunkRef) []*ChunkRef
 	// Ack reports the bytes the service persisted and, once finished,
 	// the object, and a new write handle of an appendable object (nil:
 	// none); an error is an answer the session cannot accept.
@@ -165,16 +162,22 @@ type Pushed struct {
 }
 
 // Stream is the channel of a resumable session's data, open until it
-// breaks or the session ends. It reads the chunks to send from its sink
-// and reports acknowledgements and its failure to it, from goroutines of
-// its own. Its methods run on the Writer's goroutine.
+// breaks or the session ends. The session gives it the chunks to send;
+// it reports acknowledgements and its failure to its sink, from
+// goroutines of its own. Its methods run on the Writer's goroutine.
 type Stream interface {
-	// Send sends what is due of the data p describes, from where the
-	// stream stands: whole messages only, or everything when all is set
-	// (then, once p.final, the finish with the object's checksums too). A
-	// stream that cannot Send now (one PUT at a time) sends later: the
-	// session calls Send again once it is idle.
-	Send(p Pushed, all bool) error
+	// From is the offset the stream's next send starts at: what it sent
+	// (a stream of messages), or what the service persisted (a stream
+	// that sends all the rest in each request).
+	From() int64
+	// Send sends what is due of the data p describes, from From on:
+	// whole messages only, or everything when all is set (then, once
+	// p.final, the finish with the object's checksums too). rs are the
+	// chunks that hold that data, in order; the stream reads them during
+	// Send only, and takes its own references on what it sends. A stream
+	// that cannot Send now (one PUT at a time) sends later: the session
+	// calls Send again once it is idle.
+	Send(p Pushed, rs []*ChunkRef, all bool) error
 	// Idle reports whether nothing the stream sent awaits an answer.
 	Idle() bool
 	// Behind reports whether the stream has not sent all it was last
