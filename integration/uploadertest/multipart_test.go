@@ -437,6 +437,7 @@ func TestMultipartSharedBudget(t *testing.T) {
 					sameBytes(t, name, e.content(name), datas[i])
 				case uploader.CodeOf(err) == codes.ResourceExhausted && tc.stuck:
 					failed++
+					t.Logf("%s: %v", name, err)
 					e.absent(name)
 				default:
 					t.Errorf("%s: %v", name, err)

@@ -51,18 +51,49 @@ func (p *parallel) starve() (*[]byte, error) {
 	if !ok {
 		return nil, fail()
 	}
+	budget, bounded := pl.Budget()
 	v, _ := starving.LoadOrStore(pl, &starvingSet{wake: make(chan struct{})})
 	set := v.(*starvingSet)
-	change := func(n int64) (stuck bool, wake chan struct{}) {
+	// look counts this upload in (or out) of the starving ones, under the
+	// set's lock, and reports whether they hold all the pool handed out:
+	// the first to find it takes itself out at once, so that the others,
+	// woken to look again, do not fail for the same bytes.
+	in := false
+	look := func(enter bool) (stuck bool, wake chan struct{}) {
 		set.mu.Lock()
 		defer set.mu.Unlock()
-		set.held += n
-		close(set.wake)
-		set.wake = make(chan struct{})
-		return n > 0 && pl.Stats().InUseBytes <= set.held, set.wake
+		changed := false
+		if enter {
+			set.held += held
+			in, changed = true, true
+		}
+		// Stuck: the starving uploads hold all the pool handed out, and
+		// the pool has no buffer left to hand out (one put back since
+		// the wait began would be taken by the next wait).
+		inUse := pl.Stats().InUseBytes
+		stuck = in && inUse <= set.held && (!bounded || inUse+int64(pl.BufferSize()) > budget)
+		if stuck || !enter && !in {
+			if in {
+				set.held -= held
+				in, changed = false, true
+			}
+		}
+		if changed {
+			close(set.wake)
+			set.wake = make(chan struct{})
+		}
+		return stuck, set.wake
 	}
-	stuck, wake := change(held)
-	defer change(-held)
+	defer func() {
+		set.mu.Lock()
+		defer set.mu.Unlock()
+		if in {
+			set.held -= held
+			close(set.wake)
+			set.wake = make(chan struct{})
+		}
+	}()
+	stuck, wake := look(true)
 	for !stuck {
 		ctx, cancel := context.WithCancel(p.ctx)
 		go func() {
@@ -81,9 +112,7 @@ func (p *parallel) starve() (*[]byte, error) {
 			return nil, p.failure(err)
 		}
 		// What the starving uploads hold changed: look again.
-		set.mu.Lock()
-		stuck, wake = pl.Stats().InUseBytes <= set.held, set.wake
-		set.mu.Unlock()
+		stuck, wake = look(false)
 	}
 	return nil, fail()
 }
