@@ -35,16 +35,28 @@ func (p *parallel) Buffer() (*[]byte, error) {
 			// The last part ended before the wake was set.
 			cancel()
 		}
-		b, err := h.Buffers.WaitBuffer(ctx)
-		p.idle(nil)
-		cancel()
-		switch {
-		case err == nil:
-			return b, nil
-		case p.ctx.Err() != nil:
-			return nil, p.failure(err)
+		b, done, err := p.waitBuffer(ctx, func() { p.idle(nil); cancel() })
+		if done {
+			return b, err
 		}
 	}
+}
+
+// waitBuffer waits for a buffer in ctx, then calls stop (which ends ctx):
+// done with the buffer, or with the upload's failure once p.ctx ended (its
+// own error, not that of ctx, which stop, or a part that ended, may have
+// cancelled as the upload's deadline passed); not done when ctx ended
+// first, for the caller to look again.
+func (p *parallel) waitBuffer(ctx context.Context, stop func()) (b *[]byte, done bool, err error) {
+	b, err = p.Buffers.WaitBuffer(ctx)
+	stop()
+	switch {
+	case err == nil:
+		return b, true, nil
+	case p.ctx.Err() != nil:
+		return nil, true, p.failure(p.ctx.Err())
+	}
+	return nil, false, nil
 }
 
 // idle sets the wake of the Writer's wait for a buffer (nil: none) and

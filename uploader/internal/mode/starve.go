@@ -103,13 +103,8 @@ func (p *parallel) starve() (*[]byte, error) {
 			case <-ctx.Done():
 			}
 		}()
-		b, err := h.Buffers.WaitBuffer(ctx)
-		cancel()
-		switch {
-		case err == nil:
-			return b, nil
-		case p.ctx.Err() != nil:
-			return nil, p.failure(err)
+		if b, done, err := p.waitBuffer(ctx, cancel); done {
+			return b, err
 		}
 		// What the starving uploads hold changed: look again.
 		stuck, wake = look(false)
