@@ -6,9 +6,7 @@ import (
 	"io"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/protobuf/proto"
 
-	"github.com/objup/objup/internal/wire"
 	"github.com/objup/objup/uploader/internal/mode"
 	"github.com/objup/objup/uploader/internal/xfer"
 )
@@ -64,16 +62,8 @@ func (w *Writer) resumeMultipart(h *Handle, src io.ReaderAt) (*ObjectAttrs, erro
 			reuse = append(reuse, xfer.StoredPart{Index: p.Index, Offset: p.Offset, Size: p.Size, CRC32C: p.CRC32C, ETag: p.ETag})
 		}
 	}
-	if len(h.Spec) > 0 {
-		var s wire.WriteObjectSpec
-		if err := proto.Unmarshal(h.Spec, &s); err != nil {
-			return fail(invalid(op, h.Bucket, h.Object, "the handle's spec: %w", err))
-		}
-		if s.Resource != nil {
-			proto.Merge(&w.req.Scratch.Object, s.Resource)
-			s.Resource = nil
-		}
-		proto.Merge(&w.req.Scratch.Spec, &s)
+	if err := w.takeSpec(op, h); err != nil {
+		return fail(err)
 	}
 	parts := 0
 	if w.cfg.parallel != nil {

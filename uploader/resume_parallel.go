@@ -85,16 +85,8 @@ func (w *Writer) resumeParallel(h *Handle, src io.ReaderAt) (*ObjectAttrs, error
 		return fail(err)
 	}
 	c.deleteComposes(ctx, h, prefix)
-	if len(h.Spec) > 0 {
-		var s wire.WriteObjectSpec
-		if err := proto.Unmarshal(h.Spec, &s); err != nil {
-			return fail(invalid(op, h.Bucket, h.Object, "the handle's spec: %w", err))
-		}
-		if s.Resource != nil {
-			proto.Merge(&w.req.Scratch.Object, s.Resource)
-			s.Resource = nil
-		}
-		proto.Merge(&w.req.Scratch.Spec, &s)
+	if err := w.takeSpec(op, h); err != nil {
+		return fail(err)
 	}
 	if h.HasComposeMatch && w.req.Scratch.Spec.IfGenerationMatch == nil {
 		// The compose that may have gone out had this precondition: the
@@ -273,5 +265,24 @@ func (c *Client) cancelSession(ctx context.Context, bucket, object, id string) e
 	if err != nil {
 		return newError(op, bucket, object, err)
 	}
+	return nil
+}
+
+// takeSpec gives the Writer the object's spec that h's upload began with
+// (its attributes and conditions), which a parallel upload's compose or
+// complete applies.
+func (w *Writer) takeSpec(op string, h *Handle) error {
+	if len(h.Spec) == 0 {
+		return nil
+	}
+	var s wire.WriteObjectSpec
+	if err := proto.Unmarshal(h.Spec, &s); err != nil {
+		return invalid(op, h.Bucket, h.Object, "the handle's spec: %w", err)
+	}
+	if s.Resource != nil {
+		proto.Merge(&w.req.Scratch.Object, s.Resource)
+		s.Resource = nil
+	}
+	proto.Merge(&w.req.Scratch.Spec, &s)
 	return nil
 }

@@ -197,14 +197,7 @@ func (m *multipart) ListParts(u *xfer.Request, id string, timeout time.Duration)
 			IsTruncated          bool
 			NextPartNumberMarker int
 		}
-		if resp.StatusCode != http.StatusOK {
-			err = xmlStatusError(resp)
-		} else {
-			err = readXML(resp.Body, &r)
-		}
-		closeResponse(resp)
-		cancel()
-		if err != nil {
+		if err := readListing(resp, cancel, &r); err != nil {
 			return nil, err
 		}
 		for _, p := range r.Parts {
@@ -319,14 +312,7 @@ func (m *multipart) ListUploads(u *xfer.Request, from, to time.Time, timeout tim
 			NextKeyMarker      string
 			NextUploadIDMarker string `xml:"NextUploadIdMarker"`
 		}
-		if resp.StatusCode != http.StatusOK {
-			err = xmlStatusError(resp)
-		} else {
-			err = readXML(resp.Body, &r)
-		}
-		closeResponse(resp)
-		cancel()
-		if err != nil {
+		if err := readListing(resp, cancel, &r); err != nil {
 			return nil, err
 		}
 		for _, up := range r.Uploads {
@@ -339,6 +325,17 @@ func (m *multipart) ListUploads(u *xfer.Request, from, to time.Time, timeout tim
 		}
 		keyMarker, idMarker = r.NextKeyMarker, r.NextUploadIDMarker
 	}
+}
+
+// readListing reads a listing's answer into v, or its error, and releases
+// the response.
+func readListing(resp *http.Response, cancel context.CancelFunc, v any) error {
+	defer cancel()
+	defer closeResponse(resp)
+	if resp.StatusCode != http.StatusOK {
+		return xmlStatusError(resp)
+	}
+	return readXML(resp.Body, v)
 }
 
 // readXML decodes an XML answer into v.
