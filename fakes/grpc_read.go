@@ -3,7 +3,6 @@ package fakes
 import (
 	"context"
 	"hash/crc32"
-	"sync"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -15,10 +14,6 @@ import (
 	"github.com/objup/objup/internal/crc32c"
 	"github.com/objup/objup/internal/wire"
 )
-
-// readBufs holds maxChunk buffers for ReadObject. grpc-go marshals a message
-// before SendMsg returns, so a buffer is free again once Send returned.
-var readBufs = sync.Pool{New: func() any { b := make([]byte, maxChunk); return &b }}
 
 // objectRef validates a bucket resource name and object name, records them
 // for the call, and returns the bucket.
@@ -145,11 +140,6 @@ func (v *service) DeleteObject(ctx context.Context, req *wire.DeleteObjectReques
 	}
 	return &emptypb.Empty{}, nil
 }
-
-const (
-	defaultPageSize = 1000
-	maxPageSize     = 1000
-)
 
 // ListObjects lists a bucket's objects in name order, with prefix,
 // delimiter (prefixes count towards the page size like objects),

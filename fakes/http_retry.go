@@ -1,0 +1,52 @@
+package fakes
+
+import (
+	"net/http"
+	"strings"
+)
+
+// retryResources are the JSON API resources whose retry test method names
+// are not "storage." and the method's: the testbench's names for them.
+var retryResources = map[string]string{
+	"bucketAccessControls.":        "storage.bucket_acl.",
+	"defaultObjectAccessControls.": "storage.default_object_acl.",
+	"objectAccessControls.":        "storage.object_acl.",
+	"projects.hmacKeys.":           "storage.hmacKey.",
+	"projects.serviceAccount.":     "storage.serviceaccount.",
+}
+
+// retryName is the retry test method name of a JSON API method, such as
+// "objects.get" (storage.objects.get) or "bucketAccessControls.list"
+// (storage.bucket_acl.list).
+func retryName(method string) string {
+	for res, name := range retryResources {
+		if verb, ok := strings.CutPrefix(method, res); ok {
+			return name + verb
+		}
+	}
+	return "storage." + method
+}
+
+// retryMethodOf returns the retry test method name of a request to a JSON
+// API route ("objects.get" is "storage.objects.get"; the cancel of a
+// resumable session, DELETE on its URI, is "storage.objects.delete", as
+// in the testbench) or an XML API route (xmlMethods). The registry
+// ignores a name it does not serve over HTTP.
+func retryMethodOf(r *http.Request, route string) string {
+	if x, ok := xmlMethods[route]; ok {
+		return x.retry
+	}
+	name := retryName(route)
+	if name == "storage.objects.insert" && r.Method == http.MethodDelete {
+		name = "storage.objects.delete"
+	}
+	return name
+}
+
+// retryHTTP applies the retry test a JSON API request names to its route.
+func (s *Server) retryHTTP(r *http.Request, rt *httpRoute) {
+	if !s.retry.Active() {
+		return
+	}
+	rt.serve = s.retry.HTTP(r, retryMethodOf(r, rt.method), rt.serve)
+}
