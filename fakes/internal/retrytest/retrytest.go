@@ -8,7 +8,8 @@
 // The server it runs in calls it through Tests: ServeAPI for the API's
 // own requests, HTTP for a JSON API request, GRPC, Wrap and CallOf for a
 // gRPC call. It calls the server back through the small Host interface.
-// See the fakes package documentation for what the fake implements.
+// What the fake implements of the API is specified in the repository's
+// docs/fake/retry-test.md.
 package retrytest
 
 import (
