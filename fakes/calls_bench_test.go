@@ -10,13 +10,13 @@ import (
 // copy into the ring and a counter increment under one mutex, from every
 // CPU at once.
 func BenchmarkCallLogAdd(b *testing.B) {
-	var l callLog
-	l.init(DefaultCallLog)
+	var l CallLog
+	l.Init(DefaultCallLog)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		c := &Call{Method: MethodWriteObject, Tenant: "tenant-7", Bucket: "bucket", Object: "some/object/name", Code: codes.OK}
 		for pb.Next() {
-			l.add(c)
+			l.Add(c)
 		}
 	})
 }

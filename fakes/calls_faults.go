@@ -13,22 +13,22 @@ import (
 
 // faults holds a server's fault rules. A server with no rules pays one atomic
 // load per call.
-type faults struct {
-	armed atomic.Bool
-	stop  chan struct{} // closed by Server.Close: delays end at once
+type Faults struct {
+	Armed atomic.Bool
+	Stop  chan struct{} // closed by Server.Close: delays end at once
 
 	mu      sync.Mutex
 	fail    []*failRule
-	brk     map[string][]breakRule
+	brk     map[string][]BreakRule
 	corrupt map[string]int
 	delay   map[string]time.Duration
 	lose    map[string]int
-	redir   []redirectRule
+	redir   []RedirectRule
 }
 
-type redirectRule struct {
-	after int64
-	token string
+type RedirectRule struct {
+	After int64
+	Token string
 }
 
 type failRule struct {
@@ -38,22 +38,22 @@ type failRule struct {
 	code   codes.Code
 }
 
-type breakRule struct {
-	after int64
-	code  codes.Code
+type BreakRule struct {
+	After int64
+	Code  codes.Code
 }
 
-func (f *faults) lock() {
+func (f *Faults) lock() {
 	f.mu.Lock()
 	if f.brk == nil {
-		f.brk = make(map[string][]breakRule)
+		f.brk = make(map[string][]BreakRule)
 		f.corrupt = make(map[string]int)
 		f.delay = make(map[string]time.Duration)
 		f.lose = make(map[string]int)
 	}
 }
 
-func mustCode(op string, code codes.Code) {
+func MustCode(op string, code codes.Code) {
 	if code == codes.OK {
 		panic(fmt.Sprintf("fakes: %s: code must not be OK", op))
 	}
@@ -61,14 +61,14 @@ func mustCode(op string, code codes.Code) {
 
 // takeRedirect returns the RedirectAppend rule for a new appendable
 // write stream, if any.
-func (f *faults) takeRedirect() (redirectRule, bool) {
-	if !f.armed.Load() {
-		return redirectRule{}, false
+func (f *Faults) TakeRedirect() (RedirectRule, bool) {
+	if !f.Armed.Load() {
+		return RedirectRule{}, false
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.redir) == 0 {
-		return redirectRule{}, false
+		return RedirectRule{}, false
 	}
 	r := f.redir[0]
 	f.redir = f.redir[1:]
@@ -77,8 +77,8 @@ func (f *faults) takeRedirect() (redirectRule, bool) {
 
 // lost returns the error that replaces the answer of a finished write of
 // method, if a LoseAnswer rule takes it, else nil.
-func (f *faults) lost(method string) error {
-	if !f.armed.Load() {
+func (f *Faults) Lost(method string) error {
+	if !f.Armed.Load() {
 		return nil
 	}
 	f.mu.Lock()
@@ -93,8 +93,8 @@ func (f *faults) lost(method string) error {
 // before runs the call-level rules for a new call of method: the delay, then
 // the count of FailCall rules. It returns the error the call must fail with,
 // or nil.
-func (f *faults) before(ctx context.Context, method string) error {
-	if !f.armed.Load() {
+func (f *Faults) Before(ctx context.Context, method string) error {
+	if !f.Armed.Load() {
 		return nil
 	}
 	var err error
@@ -123,7 +123,7 @@ func (f *faults) before(ctx context.Context, method string) error {
 		case <-ctx.Done():
 			t.Stop()
 			return status.FromContextError(ctx.Err()).Err()
-		case <-f.stop:
+		case <-f.Stop:
 			t.Stop()
 			return status.Error(codes.Unavailable, "fakes: server closing")
 		}
@@ -132,15 +132,15 @@ func (f *faults) before(ctx context.Context, method string) error {
 }
 
 // takeBreak returns the BreakStream rule for a new stream of method, if any.
-func (f *faults) takeBreak(method string) (breakRule, bool) {
-	if !f.armed.Load() {
-		return breakRule{}, false
+func (f *Faults) TakeBreak(method string) (BreakRule, bool) {
+	if !f.Armed.Load() {
+		return BreakRule{}, false
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	q := f.brk[method]
 	if len(q) == 0 {
-		return breakRule{}, false
+		return BreakRule{}, false
 	}
 	r := q[0]
 	f.brk[method] = q[1:]
@@ -148,8 +148,8 @@ func (f *faults) takeBreak(method string) (breakRule, bool) {
 }
 
 // takeCorrupt reports whether the data message at hand must be corrupted.
-func (f *faults) takeCorrupt(method string) bool {
-	if !f.armed.Load() {
+func (f *Faults) TakeCorrupt(method string) bool {
+	if !f.Armed.Load() {
 		return false
 	}
 	f.mu.Lock()
@@ -159,4 +159,64 @@ func (f *faults) takeCorrupt(method string) bool {
 	}
 	f.corrupt[method]--
 	return true
+}
+
+// addFail adds a FailCall rule.
+func (f *Faults) AddFail(method string, nth int, code codes.Code) {
+	f.lock()
+	f.fail = append(f.fail, &failRule{method: method, nth: nth, code: code})
+	f.Armed.Store(true)
+	f.mu.Unlock()
+}
+
+// addBreak adds a BreakStream rule.
+func (f *Faults) AddBreak(method string, afterBytes int64, code codes.Code) {
+	f.lock()
+	f.brk[method] = append(f.brk[method], BreakRule{After: afterBytes, Code: code})
+	f.Armed.Store(true)
+	f.mu.Unlock()
+}
+
+// addCorrupt adds a CorruptNext rule.
+func (f *Faults) AddCorrupt(method string) {
+	f.lock()
+	f.corrupt[method]++
+	f.Armed.Store(true)
+	f.mu.Unlock()
+}
+
+// setDelay sets (d > 0) or removes (d == 0) the Delay rule of method.
+func (f *Faults) SetDelay(method string, d time.Duration) {
+	f.lock()
+	if d == 0 {
+		delete(f.delay, method)
+	} else {
+		f.delay[method] = d
+		f.Armed.Store(true)
+	}
+	f.mu.Unlock()
+}
+
+// addLose adds a LoseAnswer rule.
+func (f *Faults) AddLose(method string) {
+	f.lock()
+	f.lose[method]++
+	f.Armed.Store(true)
+	f.mu.Unlock()
+}
+
+// addRedirect adds a RedirectAppend rule.
+func (f *Faults) AddRedirect(afterBytes int64, token string) {
+	f.lock()
+	f.redir = append(f.redir, RedirectRule{After: afterBytes, Token: token})
+	f.Armed.Store(true)
+	f.mu.Unlock()
+}
+
+// clear removes every rule.
+func (f *Faults) Clear() {
+	f.mu.Lock()
+	f.Armed.Store(false)
+	f.fail, f.brk, f.corrupt, f.delay, f.lose, f.redir = nil, nil, nil, nil, nil, nil
+	f.mu.Unlock()
 }

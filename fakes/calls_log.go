@@ -2,6 +2,8 @@ package fakes
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync"
 
 	"google.golang.org/grpc/codes"
@@ -44,7 +46,7 @@ type countKey struct {
 // per method, tenant and code. Recording a call is one short critical
 // section (a copy into the ring and a map increment), on the goroutine that
 // served the call, after it ended.
-type callLog struct {
+type CallLog struct {
 	mu     sync.Mutex
 	size   int    // capacity of the ring
 	ring   []Call // grows up to size, then wraps
@@ -52,12 +54,12 @@ type callLog struct {
 	counts map[countKey]int64
 }
 
-func (l *callLog) init(size int) {
+func (l *CallLog) Init(size int) {
 	l.size = size
 	l.counts = make(map[countKey]int64)
 }
 
-func (l *callLog) add(c *Call) {
+func (l *CallLog) Add(c *Call) {
 	l.mu.Lock()
 	switch {
 	case len(l.ring) < l.size:
@@ -70,19 +72,60 @@ func (l *callLog) add(c *Call) {
 	l.mu.Unlock()
 }
 
-type callKey struct{}
+type CallKey struct{}
 
 // noteTarget records the bucket and object of the call running in ctx.
-func noteTarget(ctx context.Context, bucket, object string) {
-	if c, ok := ctx.Value(callKey{}).(*Call); ok {
+func NoteTarget(ctx context.Context, bucket, object string) {
+	if c, ok := ctx.Value(CallKey{}).(*Call); ok {
 		c.Bucket, c.Object = bucket, object
 	}
 }
 
 // tenantOf returns the tenant of the call running in ctx.
-func tenantOf(ctx context.Context) string {
-	if c, ok := ctx.Value(callKey{}).(*Call); ok {
+func TenantOf(ctx context.Context) string {
+	if c, ok := ctx.Value(CallKey{}).(*Call); ok {
 		return c.Tenant
 	}
 	return ""
+}
+
+// snapshot is Server.Calls.
+func (l *CallLog) Snapshot() []Call {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.ring) < l.size || l.size == 0 {
+		return slices.Clone(l.ring)
+	}
+	i := l.n % l.size
+	return append(slices.Clone(l.ring[i:]), l.ring[:i]...)
+}
+
+// countAll is Server.CallCounts.
+func (l *CallLog) CountAll() []CallCount {
+	l.mu.Lock()
+	out := make([]CallCount, 0, len(l.counts))
+	for k, n := range l.counts {
+		out = append(out, CallCount{Method: k.method, Tenant: k.tenant, Code: k.code, Count: n})
+	}
+	l.mu.Unlock()
+	slices.SortFunc(out, func(a, b CallCount) int {
+		if c := strings.Compare(a.Method, b.Method); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Tenant, b.Tenant); c != 0 {
+			return c
+		}
+		return int(a.Code) - int(b.Code)
+	})
+	return out
+}
+
+// reset is Server.ResetCalls.
+func (l *CallLog) Reset() {
+	l.mu.Lock()
+	clear(l.ring)
+	l.ring = l.ring[:0]
+	l.n = 0
+	clear(l.counts)
+	l.mu.Unlock()
 }

@@ -6,11 +6,11 @@ import (
 
 // roleOf returns the role of the request whose authorization value is
 // auth, and whether the server knows its token.
-func (s *Server) roleOf(auth string) (Role, bool) {
+func (s *Server) RoleOf(auth string) (Role, bool) {
 	scheme, tok, ok := strings.Cut(strings.TrimSpace(auth), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return 0, false
 	}
-	r, ok := s.creds[strings.TrimSpace(tok)]
+	r, ok := s.Creds[strings.TrimSpace(tok)]
 	return r, ok
 }

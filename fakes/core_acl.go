@@ -10,7 +10,7 @@ import (
 
 // aclResource is the JSON API's bucketAccessControl and
 // objectAccessControl resources.
-type aclResource struct {
+type ACLResource struct {
 	Kind        string       `json:"kind"`
 	ID          string       `json:"id"`
 	SelfLink    string       `json:"selfLink"`
@@ -32,7 +32,7 @@ type projectTeam struct {
 
 // describe fills in what the entity of r says: its email, domain or
 // project team.
-func (r *aclResource) describe() *aclResource {
+func (r *ACLResource) Describe() *ACLResource {
 	e := r.Entity
 	switch {
 	case strings.HasPrefix(e, "user-"), strings.HasPrefix(e, "group-") && strings.Contains(e, "@"):
@@ -48,7 +48,7 @@ func (r *aclResource) describe() *aclResource {
 }
 
 // objectACL returns a copy of the ACL of the attributes a.
-func objectACL(a *store.Attrs) []store.ACLEntry {
+func ObjectACL(a *store.Attrs) []store.ACLEntry {
 	if a.Extra == nil {
 		return nil
 	}
@@ -57,7 +57,7 @@ func objectACL(a *store.Attrs) []store.ACLEntry {
 
 // setObjectACL sets the ACL of the attributes a, on a copy of their Extra
 // (which the store never changes once it holds it).
-func setObjectACL(a *store.Attrs, acl []store.ACLEntry) {
+func SetObjectACL(a *store.Attrs, acl []store.ACLEntry) {
 	editExtra(a, func(x *store.Extra) { x.ACL = acl })
 }
 
@@ -81,15 +81,15 @@ func editExtra(a *store.Attrs, edit func(*store.Extra)) {
 
 // applyPredefinedACL sets the ACL of the attributes a to the predefined
 // object ACL named p, if p is not "".
-func applyPredefinedACL(a *store.Attrs, p string) error {
+func ApplyPredefinedACL(a *store.Attrs, p string) error {
 	if p == "" {
 		return nil
 	}
-	acl, ok := predefinedObjectACLs[p]
+	acl, ok := PredefinedObjectACLs[p]
 	if !ok {
 		return store.Errorf(store.KindInvalid, "predefinedAcl %q is not a predefined object ACL", p)
 	}
-	setObjectACL(a, slices.Clone(acl))
+	SetObjectACL(a, slices.Clone(acl))
 	return nil
 }
 
@@ -112,7 +112,7 @@ var predefinedBucketACLs = func() map[string][]store.ACLEntry {
 
 // checkEntry checks an ACL entry: an entity, and a role a bucket's ACL
 // (READER, WRITER, OWNER) or an object's (READER, OWNER) takes.
-func checkEntry(e store.ACLEntry, bucket bool) error {
+func CheckEntry(e store.ACLEntry, bucket bool) error {
 	switch {
 	case e.Entity == "":
 		return store.Errorf(store.KindInvalid, "an ACL entry needs an entity")
@@ -127,7 +127,7 @@ func checkEntry(e store.ACLEntry, bucket bool) error {
 // parseACL reads a field holding a list of ACL entries (null: none), for a
 // bucket or an object.
 func parseACL(raw json.RawMessage, field string, bucket bool) ([]store.ACLEntry, error) {
-	if isNull(raw) {
+	if IsNull(raw) {
 		return nil, nil
 	}
 	var in []struct{ Entity, Role string }
@@ -137,7 +137,7 @@ func parseACL(raw json.RawMessage, field string, bucket bool) ([]store.ACLEntry,
 	out := make([]store.ACLEntry, 0, len(in))
 	for _, e := range in {
 		entry := store.ACLEntry{Entity: e.Entity, Role: e.Role}
-		if err := checkEntry(entry, bucket); err != nil {
+		if err := CheckEntry(entry, bucket); err != nil {
 			return nil, err
 		}
 		out = slices.DeleteFunc(out, func(x store.ACLEntry) bool { return x.Entity == e.Entity })

@@ -43,12 +43,12 @@ import (
 
 // storeAppendable stores the empty, unfinalized object of the appendable
 // write up, if up's preconditions hold, and returns it. up.mu is held.
-func (up *upload) storeAppendable(tenant string) (*store.Object, error) {
-	stored, err := up.b.PutAppendable(up.object, up.attrs, up, up.cond, tenant)
+func (up *Upload) StoreAppendable(tenant string) (*store.Object, error) {
+	stored, err := up.Bucket.PutAppendable(up.Object, up.Attrs, up, up.Cond, tenant)
 	if err != nil {
 		return nil, err
 	}
-	up.app.Name, up.app.Gen = up.object, stored.Generation()
+	up.App.Name, up.App.Gen = up.Object, stored.Generation()
 	return stored, nil
 }
 
@@ -57,15 +57,15 @@ func (up *upload) storeAppendable(tenant string) (*store.Object, error) {
 // persists every byte received. It fails with codes.NotFound once the
 // object is no longer the live generation of its name, which ends the
 // write: up is marked gone. up.mu is held.
-func (up *upload) grow(final bool) (*store.Object, error) {
-	c, ok := up.b.ReplaceAppendable(up.object, up.app.Gen, up, up.content(nil), final)
+func (up *Upload) grow(final bool) (*store.Object, error) {
+	c, ok := up.Bucket.ReplaceAppendable(up.Object, up.App.Gen, up, up.content(nil), final)
 	if !ok {
-		up.gone = true
-		return nil, up.errGone()
+		up.Gone = true
+		return nil, up.ErrGone()
 	}
-	up.app.Persist(&up.State)
+	up.App.Persist(&up.State)
 	up.persistedN = len(up.chunks)
-	if up.b.OnDisk() {
+	if up.Bucket.OnDisk() {
 		// The bytes persisted are in the object's file: keep only those
 		// to come (ReplaceAppendable takes the content's tail).
 		clear(up.chunks)
@@ -76,8 +76,8 @@ func (up *upload) grow(final bool) (*store.Object, error) {
 
 // persist persists the bytes of the appendable write up that are pending,
 // if any. up.mu is held.
-func (up *upload) persist() error {
-	if !up.app.Pending(&up.State) {
+func (up *Upload) Persist() error {
+	if !up.App.Pending(&up.State) {
 		return nil
 	}
 	_, err := up.grow(false)
@@ -86,16 +86,16 @@ func (up *upload) persist() error {
 
 // dropPending forgets the bytes of the appendable write up that are not
 // persisted: the write goes on from the persisted size. up.mu is held.
-func (up *upload) dropPending() {
+func (up *Upload) DropPending() {
 	clear(up.chunks[up.persistedN:])
 	up.chunks = up.chunks[:up.persistedN]
-	up.app.Drop(&up.State)
+	up.App.Drop(&up.State)
 }
 
 // errGone is the error for a write to the appendable object of up once it
 // is no longer the live generation of its name.
-func (up *upload) errGone() error {
-	return status.Errorf(codes.NotFound, "appendable object %q generation %d is no longer the live object", up.object, up.app.Gen)
+func (up *Upload) ErrGone() error {
+	return status.Errorf(codes.NotFound, "appendable object %q generation %d is no longer the live object", up.Object, up.App.Gen)
 }
 
 // finalizeAppendable verifies the declared checksums of the appendable
@@ -104,7 +104,7 @@ func (up *upload) errGone() error {
 // unfinalized, to be finalized by a later stream. The finalize waits
 // the commit delay of c first; ctx is the request's (see commits.commit).
 // up.mu is held.
-func (up *upload) finalizeAppendable(ctx context.Context, c *commits) (*wire.Object, error) {
+func (up *Upload) FinalizeAppendable(ctx context.Context, c *Commits) (*wire.Object, error) {
 	want := up.Sums
 	up.Sums = nil // they applied to this finish_write only
 	if err := up.CheckSize(); err != nil {
@@ -117,38 +117,38 @@ func (up *upload) finalizeAppendable(ctx context.Context, c *commits) (*wire.Obj
 		if want.Crc32C != nil && *want.Crc32C != up.CRC {
 			// finish_write persists what was sent, even when it
 			// cannot finalize.
-			if err := up.persist(); err != nil {
+			if err := up.Persist(); err != nil {
 				return nil, err
 			}
 			return nil, status.Errorf(codes.InvalidArgument, "object CRC32C mismatch: sent %#08x, computed %#08x over %d bytes; the object stays unfinalized", *want.Crc32C, up.CRC, up.Size)
 		}
 	}
-	if err := c.commit(ctx); err != nil {
+	if err := c.Commit(ctx); err != nil {
 		return nil, err
 	}
 	o, err := up.grow(true)
 	if err != nil {
 		return nil, err
 	}
-	up.stored, up.result, up.chunks = o, toObject(up.b, o), nil
-	return up.result, nil
+	up.Stored, up.Result, up.chunks = o, ToObject(up.Bucket, o), nil
+	return up.Result, nil
 }
 
 // restoredAppendable returns the writer state of the appendable object o,
 // stored before the server restarted: the bytes persisted are o's, the
 // epoch that of the write handle of spec if it names o (the epoch is not
 // kept across restarts), and o's result if it is finalized.
-func restoredAppendable(b *store.Bucket, o *store.Object, spec *wire.AppendObjectSpec) *upload {
-	up := newUpload(b, o.Name(), o.Attrs(), nil, nil)
-	up.appendable, up.MD5 = true, nil
-	up.app.Name, up.app.Gen, up.app.Epoch = o.Name(), o.Generation(), 1
+func RestoredAppendable(b *store.Bucket, o *store.Object, spec *wire.AppendObjectSpec) *Upload {
+	up := NewUpload(b, o.Name(), o.Attrs(), nil, nil)
+	up.Appendable, up.MD5 = true, nil
+	up.App.Name, up.App.Gen, up.App.Epoch = o.Name(), o.Generation(), 1
 	if gen, epoch, ok := writes.ParseHandle(spec.GetWriteHandle().GetHandle()); ok && gen == o.Generation() {
-		up.app.Epoch = epoch
+		up.App.Epoch = epoch
 	}
 	up.Size, up.CRC = o.Size(), o.CRC32C()
-	up.app.Persist(&up.State)
+	up.App.Persist(&up.State)
 	if o.FinalizeTime() != 0 {
-		up.stored, up.result = o, toObject(b, o)
+		up.Stored, up.Result = o, ToObject(b, o)
 	}
 	return up
 }

@@ -9,11 +9,11 @@ import (
 	"github.com/objup/objup/fakes/internal/store"
 )
 
-type versioning struct {
+type Versioning struct {
 	Enabled bool `json:"enabled"`
 }
 
-type retentionPolicy struct {
+type RetentionPolicy struct {
 	RetentionPeriod string `json:"retentionPeriod"`
 	EffectiveTime   string `json:"effectiveTime,omitempty"`
 	IsLocked        bool   `json:"isLocked,omitempty"`
@@ -21,7 +21,7 @@ type retentionPolicy struct {
 
 // bucketMetadata is a bucket resource as a client sends it: absent fields
 // are nil, null ones "null".
-type bucketMetadata map[string]json.RawMessage
+type BucketMetadata map[string]json.RawMessage
 
 // bucketOutputFields are the bucket fields a client cannot set: they are
 // ignored in a request, as GCS does (location and the others fixed at
@@ -40,9 +40,9 @@ var bucketOutputFields = map[string]bool{
 // value removes its label); without, absent fields are cleared, but for
 // the ACLs, which are kept. Then the predefinedAcl and
 // predefinedDefaultObjectAcl parameters of q replace the ACLs.
-func (m bucketMetadata) apply(a *store.BucketAttrs, q url.Values, patch bool) error {
-	om := objectMetadata(m)
-	if v, present, _, err := om.str("storageClass"); err != nil {
+func (m BucketMetadata) Apply(a *store.BucketAttrs, q url.Values, patch bool) error {
+	om := ObjectMetadata(m)
+	if v, present, _, err := om.Str("storageClass"); err != nil {
 		return err
 	} else if present || !patch {
 		a.StorageClass = v
@@ -51,8 +51,8 @@ func (m bucketMetadata) apply(a *store.BucketAttrs, q url.Values, patch bool) er
 		}
 	}
 	if raw, present := m["versioning"]; present || !patch {
-		var v versioning
-		if !isNull(raw) {
+		var v Versioning
+		if !IsNull(raw) {
 			if err := json.Unmarshal(raw, &v); err != nil {
 				return store.Errorf(store.KindInvalid, "field versioning: %v", err)
 			}
@@ -61,7 +61,7 @@ func (m bucketMetadata) apply(a *store.BucketAttrs, q url.Values, patch bool) er
 	}
 	if raw, present := m["defaultEventBasedHold"]; present || !patch {
 		var v bool
-		if !isNull(raw) {
+		if !IsNull(raw) {
 			if err := json.Unmarshal(raw, &v); err != nil {
 				return store.Errorf(store.KindInvalid, "field defaultEventBasedHold: %v", err)
 			}
@@ -96,7 +96,7 @@ func (m bucketMetadata) apply(a *store.BucketAttrs, q url.Values, patch bool) er
 		if bucketOutputFields[k] || knownBucketFields[k] {
 			continue
 		}
-		if isNull(raw) {
+		if IsNull(raw) {
 			delete(a.Other, k)
 			continue
 		}
@@ -120,7 +120,7 @@ func (m bucketMetadata) apply(a *store.BucketAttrs, q url.Values, patch bool) er
 		a.ACL = slices.Clone(acl)
 	}
 	if p := q.Get("predefinedDefaultObjectAcl"); p != "" {
-		acl, ok := predefinedObjectACLs[p]
+		acl, ok := PredefinedObjectACLs[p]
 		if !ok {
 			return store.Errorf(store.KindInvalid, "predefinedDefaultObjectAcl %q is not a predefined object ACL", p)
 		}
@@ -136,12 +136,12 @@ var knownBucketFields = map[string]bool{
 }
 
 // applyLabels sets a's labels from m's.
-func (m bucketMetadata) applyLabels(a *store.BucketAttrs, patch bool) error {
+func (m BucketMetadata) applyLabels(a *store.BucketAttrs, patch bool) error {
 	raw, present := m["labels"]
 	switch {
 	case !present && patch:
 		return nil
-	case !present || isNull(raw):
+	case !present || IsNull(raw):
 		a.Labels = nil
 		return nil
 	}
@@ -171,12 +171,12 @@ func (m bucketMetadata) applyLabels(a *store.BucketAttrs, patch bool) error {
 // applyRetention sets a's retention policy from m's retentionPolicy: a
 // period in seconds (a string or a number), which takes effect now. A
 // locked policy can be lengthened, not shortened nor removed: 403.
-func (m bucketMetadata) applyRetention(a *store.BucketAttrs, patch bool) error {
+func (m BucketMetadata) applyRetention(a *store.BucketAttrs, patch bool) error {
 	raw, present := m["retentionPolicy"]
 	if !present && patch {
 		return nil
 	}
-	if !present || isNull(raw) {
+	if !present || IsNull(raw) {
 		if a.Retention != nil && a.Retention.Locked {
 			return store.Errorf(store.KindForbidden, "the bucket's retention policy is locked: it cannot be removed")
 		}
@@ -189,7 +189,7 @@ func (m bucketMetadata) applyRetention(a *store.BucketAttrs, patch bool) error {
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return store.Errorf(store.KindInvalid, "field retentionPolicy: %v", err)
 	}
-	period, err := jsonInt(in.RetentionPeriod, "retentionPolicy.retentionPeriod")
+	period, err := JSONInt(in.RetentionPeriod, "retentionPolicy.retentionPeriod")
 	if err != nil {
 		return err
 	}

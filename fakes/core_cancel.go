@@ -28,14 +28,14 @@ package fakes
 // reports whether it was. A cancelled session stores nothing, drops its
 // content and stays known as cancelled among the finalized sessions the
 // server remembers. up.mu is held.
-func (s *Server) cancelSession(up *upload) (finalized bool) {
-	if up.stored != nil {
+func (s *Server) CancelSession(up *Upload) (finalized bool) {
+	if up.Stored != nil {
 		return true
 	}
-	if !up.cancelled {
-		up.gone, up.cancelled, up.chunks = true, true, nil
+	if !up.Cancelled {
+		up.Gone, up.Cancelled, up.chunks = true, true, nil
 		s.saveSessionState(up)
-		s.sessions.Retire(up.id, keepFinalized)
+		s.Resumables.Retire(up.ID, keepFinalized)
 	}
 	return false
 }

@@ -32,21 +32,21 @@ import (
 // late one, for experiments only: it is assumed, not shown.
 
 // commits draws and waits the commit delay of each write.
-type commits struct {
-	fixed time.Duration         // WithCommitDelay
+type Commits struct {
+	Fixed time.Duration         // WithCommitDelay
 	mu    sync.Mutex            // serializes draw
-	draw  func() time.Duration  // WithCommitDelays; nil: fixed
-	drop  bool                  // WithDeadlineDrop
-	wait  func(context.Context) // a test's hook, after the delay (WithCommitWait)
+	Draw  func() time.Duration  // WithCommitDelays; nil: fixed
+	Drop  bool                  // WithDeadlineDrop
+	Wait  func(context.Context) // a test's hook, after the delay (WithCommitWait)
 }
 
 // delay returns the commit delay of one write.
-func (c *commits) delay() time.Duration {
-	if c.draw == nil {
-		return c.fixed
+func (c *Commits) delay() time.Duration {
+	if c.Draw == nil {
+		return c.Fixed
 	}
 	c.mu.Lock()
-	d := c.draw()
+	d := c.Draw()
 	c.mu.Unlock()
 	if d < 0 {
 		panic(fmt.Sprintf("fakes: the commit delay draw returned %v, a negative delay", d))
@@ -60,14 +60,14 @@ func (c *commits) delay() time.Duration {
 // store nothing. A ctx that is only cancelled (the client went away) does
 // not stop the write. ctx is the request's; nil, or one without a
 // deadline (the JSON API's), is never late.
-func (c *commits) commit(ctx context.Context) error {
+func (c *Commits) Commit(ctx context.Context) error {
 	if d := c.delay(); d > 0 {
 		time.Sleep(d) // a slow commit, not cut short by the client's leaving
 	}
-	if c.wait != nil && ctx != nil {
-		c.wait(ctx)
+	if c.Wait != nil && ctx != nil {
+		c.Wait(ctx)
 	}
-	if !c.drop || ctx == nil {
+	if !c.Drop || ctx == nil {
 		return nil
 	}
 	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {

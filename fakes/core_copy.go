@@ -47,48 +47,48 @@ func parseRewriteToken(s string, want rewriteToken) (rewriteToken, error) {
 }
 
 // copyRequest is a copy or a rewrite, as either API asks for it.
-type copyRequest struct {
-	srcBucket, srcName string
-	srcGen             int64 // 0: the live object
-	srcCond, dstCond   *store.Conditions
-	dstBucket, dstName string
-	rewrite            bool
-	token              string // the rewrite's token, "" on its first call
-	step               int64  // maxBytesRewrittenPerCall; 0: one call
-	predefined         string // destinationPredefinedAcl
-	tenant             string
-	ctx                context.Context // the request's, for its commit (commits.commit)
+type CopyRequest struct {
+	SrcBucket, SrcName string
+	SrcGen             int64 // 0: the live object
+	SrcCond, DstCond   *store.Conditions
+	DstBucket, DstName string
+	Rewrite            bool
+	Token              string // the rewrite's token, "" on its first call
+	Step               int64  // maxBytesRewrittenPerCall; 0: one call
+	Predefined         string // destinationPredefinedAcl
+	Tenant             string
+	Ctx                context.Context // the request's, for its commit (commits.commit)
 	// edit sets the destination's attributes from the request, once the
 	// source's were copied; dst is the destination bucket.
-	edit func(a *store.Attrs, dst *store.Bucket) error
+	Edit func(a *store.Attrs, dst *store.Bucket) error
 }
 
 // copyResult is what one call of a copy or rewrite did: the object stored
 // when it is done, else the token of the next call.
 type copyResult struct {
-	bucket     *store.Bucket // the destination's
-	stored     *store.Object // nil until done
-	done, size int64         // bytes rewritten so far, of size
-	token      string        // for the next call, if not done
+	Bucket     *store.Bucket // the destination's
+	Stored     *store.Object // nil until done
+	Done, Size int64         // bytes rewritten so far, of size
+	Token      string        // for the next call, if not done
 }
 
 // copy carries out one call of a copy or rewrite: see copyObject.
-func (s *Server) copy(req *copyRequest) (*copyResult, error) {
-	for _, n := range []string{req.srcName, req.dstName} {
+func (s *Server) Copy(req *CopyRequest) (*copyResult, error) {
+	for _, n := range []string{req.SrcName, req.DstName} {
 		if err := api.CheckObjectName(n); err != nil {
 			return nil, err
 		}
 	}
-	if req.token == "" {
-		if err := s.admit(req.dstBucket, req.dstName, req.tenant); err != nil {
+	if req.Token == "" {
+		if err := s.Admit(req.DstBucket, req.DstName, req.Tenant); err != nil {
 			return nil, err
 		}
 	}
-	tok := rewriteToken{SrcBucket: req.srcBucket, SrcObject: req.srcName, DstBucket: req.dstBucket, DstObject: req.dstName}
-	srcGen, step := req.srcGen, req.step
-	if req.rewrite {
-		if req.token != "" {
-			got, err := parseRewriteToken(req.token, tok)
+	tok := rewriteToken{SrcBucket: req.SrcBucket, SrcObject: req.SrcName, DstBucket: req.DstBucket, DstObject: req.DstName}
+	srcGen, step := req.SrcGen, req.Step
+	if req.Rewrite {
+		if req.Token != "" {
+			got, err := parseRewriteToken(req.Token, tok)
 			if err != nil {
 				return nil, err
 			}
@@ -101,37 +101,37 @@ func (s *Server) copy(req *copyRequest) (*copyResult, error) {
 			return nil, store.Errorf(store.KindInvalid, "maxBytesRewrittenPerCall %d is not a multiple of %d", step, rewriteStep)
 		}
 	}
-	srcB, err := s.store.Bucket(req.srcBucket)
+	srcB, err := s.Store.Bucket(req.SrcBucket)
 	if err != nil {
 		return nil, err
 	}
-	o, err := srcB.Get(req.srcName, srcGen)
+	o, err := srcB.Get(req.SrcName, srcGen)
 	if err != nil {
 		return nil, err
 	}
-	if err := req.srcCond.Check(o); err != nil {
+	if err := req.SrcCond.Check(o); err != nil {
 		return nil, err
 	}
 	if o.FinalizeTime() == 0 {
-		return nil, store.Errorf(store.KindInvalid, "object %q is not finalized: it cannot be copied", req.srcName)
+		return nil, store.Errorf(store.KindInvalid, "object %q is not finalized: it cannot be copied", req.SrcName)
 	}
-	dstB, err := s.store.Bucket(req.dstBucket)
+	dstB, err := s.Store.Bucket(req.DstBucket)
 	if err != nil {
 		return nil, err
 	}
-	live, _ := dstB.Get(req.dstName, 0)
-	if err := req.dstCond.Check(live); err != nil {
+	live, _ := dstB.Get(req.DstName, 0)
+	if err := req.DstCond.Check(live); err != nil {
 		return nil, err
 	}
-	res := &copyResult{bucket: dstB, size: o.Size(), done: o.Size()}
-	if req.rewrite {
+	res := &copyResult{Bucket: dstB, Size: o.Size(), Done: o.Size()}
+	if req.Rewrite {
 		tok.SrcGen = o.Generation()
 		if step == 0 {
 			step = o.Size()
 		}
 		tok.Done = min(tok.Done+step, o.Size())
-		if res.done = tok.Done; tok.Done < o.Size() {
-			res.token = tok.String()
+		if res.Done = tok.Done; tok.Done < o.Size() {
+			res.Token = tok.String()
 			return res, nil
 		}
 	}
@@ -141,20 +141,20 @@ func (s *Server) copy(req *copyRequest) (*copyResult, error) {
 		x.ACL, x.TemporaryHold, x.EventBasedHold = nil, false, nil
 		x.RetentionMode, x.RetainUntil = 0, 0
 	})
-	if err := req.edit(&a, dstB); err != nil {
+	if err := req.Edit(&a, dstB); err != nil {
 		return nil, err
 	}
 	if len(a.Metadata) == 0 {
 		a.Metadata = nil
 	}
-	if err := applyPredefinedACL(&a, req.predefined); err != nil {
+	if err := ApplyPredefinedACL(&a, req.Predefined); err != nil {
 		return nil, err
 	}
 	c := o.Content()
-	if err := s.commits.commit(req.ctx); err != nil {
+	if err := s.Commits.Commit(req.Ctx); err != nil {
 		return nil, err
 	}
-	if res.stored, err = dstB.Put(req.dstName, a, c, overwriteCond(req.ctx, req.dstCond), req.tenant); err != nil {
+	if res.Stored, err = dstB.Put(req.DstName, a, c, OverwriteCond(req.Ctx, req.DstCond), req.Tenant); err != nil {
 		return nil, err
 	}
 	return res, nil

@@ -34,7 +34,7 @@ func setExtra(x *store.Extra, w *wire.Object) {
 // predefinedObjectACLs are the object ACLs the predefined ACL names
 // (predefined_acl, predefinedAcl, predefinedDefaultObjectAcl) stand for,
 // with the fake's project number 0 and no object owner entity.
-var predefinedObjectACLs = map[string][]store.ACLEntry{
+var PredefinedObjectACLs = map[string][]store.ACLEntry{
 	"authenticatedRead":      {{Entity: "allAuthenticatedUsers", Role: "READER"}},
 	"bucketOwnerFullControl": {{Entity: "project-owners-0", Role: "OWNER"}},
 	"bucketOwnerRead":        {{Entity: "project-owners-0", Role: "READER"}},

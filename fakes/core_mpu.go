@@ -6,10 +6,10 @@ import (
 
 // openMultipart opens the registry of multipart uploads: on disk, in the
 // store's directory, with the uploads it holds, else in memory.
-func (s *Server) openMultipart() error {
-	dir, err := s.store.Dir("multipart")
+func (s *Server) OpenMultipart() error {
+	dir, err := s.Store.Dir("multipart")
 	if err == nil {
-		s.mpu, err = mpu.Open(dir, s.storedSince)
+		s.MPU, err = mpu.Open(dir, s.storedSince)
 	}
 	if err != nil {
 		return err
@@ -22,7 +22,7 @@ func (s *Server) openMultipart() error {
 // microseconds): a multipart upload's complete that the store applied
 // before the fake was killed (see mpu.Stored).
 func (s *Server) storedSince(bucket, name string, size int64, crc uint32, since int64) bool {
-	b, err := s.store.Bucket(bucket)
+	b, err := s.Store.Bucket(bucket)
 	if err != nil {
 		return false
 	}

@@ -13,12 +13,12 @@ import (
 
 // maxChunk is the service's limit on the content of one message, both ways
 // (MAX_WRITE_CHUNK_BYTES and MAX_READ_CHUNK_BYTES).
-const maxChunk = writes.MaxMessage
+const MaxChunk = writes.MaxMessage
 
 // toObject converts a stored object into the API's Object. The Object shares
 // o's metadata map, which is never written once stored: the caller may
 // marshal it but must not change it.
-func toObject(b *store.Bucket, o *store.Object) *wire.Object {
+func ToObject(b *store.Bucket, o *store.Object) *wire.Object {
 	crc := o.CRC32C()
 	w := &wire.Object{
 		Name:                   o.Name(),

@@ -11,20 +11,20 @@ import (
 // objectMetadata is an object resource as a client sends it, to insert an
 // object (absent fields are empty) or to patch one (absent fields are nil,
 // null ones hold "null").
-type objectMetadata map[string]json.RawMessage
+type ObjectMetadata map[string]json.RawMessage
 
 // isNull reports whether a field's value is JSON null (which json.Unmarshal
 // stores as an empty RawMessage).
-func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
+func IsNull(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
 
 // str returns the string field key: its value, whether it was present, and
 // whether it was null.
-func (m objectMetadata) str(key string) (v string, present, null bool, err error) {
+func (m ObjectMetadata) Str(key string) (v string, present, null bool, err error) {
 	raw, ok := m[key]
 	if !ok {
 		return "", false, false, nil
 	}
-	if isNull(raw) {
+	if IsNull(raw) {
 		return "", true, true, nil
 	}
 	if err := json.Unmarshal(raw, &v); err != nil {
@@ -37,9 +37,9 @@ func (m objectMetadata) str(key string) (v string, present, null bool, err error
 // their values, null ones are cleared, and metadata keys merge (a null value
 // removes its key); without, as for objects.update and inserts, absent
 // fields are cleared, but for the ACL, which an absent acl keeps.
-func (m objectMetadata) apply(a *store.Attrs, patch bool) error {
+func (m ObjectMetadata) Apply(a *store.Attrs, patch bool) error {
 	for _, f := range unsupportedFields {
-		if raw, ok := m[f]; ok && !isNull(raw) && string(raw) != "false" {
+		if raw, ok := m[f]; ok && !IsNull(raw) && string(raw) != "false" {
 			return store.Errorf(store.KindUnimplemented, "fakes: setting %s is not implemented by the fake", f)
 		}
 	}
@@ -47,7 +47,7 @@ func (m objectMetadata) apply(a *store.Attrs, patch bool) error {
 		return err
 	}
 	for _, f := range writableFields {
-		v, present, _, err := m.str(f.json)
+		v, present, _, err := m.Str(f.json)
 		if err != nil {
 			return err
 		}
@@ -55,7 +55,7 @@ func (m objectMetadata) apply(a *store.Attrs, patch bool) error {
 			*f.dst(a) = v
 		}
 	}
-	if v, present, null, err := m.str("customTime"); err != nil {
+	if v, present, null, err := m.Str("customTime"); err != nil {
 		return err
 	} else if present && !null {
 		t, err := time.Parse(time.RFC3339Nano, v)
@@ -64,7 +64,7 @@ func (m objectMetadata) apply(a *store.Attrs, patch bool) error {
 		}
 		us := t.UnixMicro()
 		if a.CustomTime != 0 && us < a.CustomTime {
-			return store.Errorf(store.KindInvalid, "customTime can't be moved earlier than its current value %s", formatTime(a.CustomTime))
+			return store.Errorf(store.KindInvalid, "customTime can't be moved earlier than its current value %s", FormatTime(a.CustomTime))
 		}
 		a.CustomTime = us
 	} else if (present || !patch) && a.CustomTime != 0 {
@@ -73,7 +73,7 @@ func (m objectMetadata) apply(a *store.Attrs, patch bool) error {
 	raw, present := m["metadata"]
 	switch {
 	case !present && patch:
-	case !present || isNull(raw):
+	case !present || IsNull(raw):
 		a.Metadata = nil
 	default:
 		var kv map[string]*string
@@ -102,7 +102,7 @@ func (m objectMetadata) apply(a *store.Attrs, patch bool) error {
 
 // applyExtra sets the acl, temporaryHold and eventBasedHold of a from m,
 // as apply does. A request that names none of them costs nothing more.
-func (m objectMetadata) applyExtra(a *store.Attrs, patch bool) error {
+func (m ObjectMetadata) applyExtra(a *store.Attrs, patch bool) error {
 	rawACL, setACL := m["acl"]
 	rawTemp, setTemp := m["temporaryHold"]
 	rawEvent, setEvent := m["eventBasedHold"]
@@ -146,7 +146,7 @@ func (m objectMetadata) applyExtra(a *store.Attrs, patch bool) error {
 
 // jsonInt reads an int64 the JSON API sends as a string or a number; an
 // absent one is 0.
-func jsonInt(raw json.RawMessage, what string) (int64, error) {
+func JSONInt(raw json.RawMessage, what string) (int64, error) {
 	if len(raw) == 0 {
 		return 0, nil
 	}
@@ -165,7 +165,7 @@ func jsonInt(raw json.RawMessage, what string) (int64, error) {
 	return n, nil
 }
 
-func formatTime(us int64) string {
+func FormatTime(us int64) string {
 	if us == 0 {
 		return ""
 	}
@@ -192,7 +192,7 @@ var unsupportedFields = []string{"retention", "kmsKeyName", "contexts"}
 // jsonBool reads a boolean field; absent or null is false.
 func jsonBool(raw json.RawMessage, field string) (bool, error) {
 	var v bool
-	if isNull(raw) {
+	if IsNull(raw) {
 		return false, nil
 	}
 	if err := json.Unmarshal(raw, &v); err != nil {

@@ -75,24 +75,24 @@ const (
 )
 
 // perm is a set of storage permissions.
-type perm uint16
+type Perm uint16
 
 // permMPU is storage.multipartUploads.*.
-const permMPU = permMPUCreate | permMPUAbort | permMPUListParts | permMPUList
+const permMPU = PermMPUCreate | PermMPUAbort | PermMPUListParts | PermMPUList
 
 const (
-	permGet          perm = 1 << iota // storage.objects.get
-	permList                          // storage.objects.list
-	permCreate                        // storage.objects.create
-	permDelete                        // storage.objects.delete
-	permUpdate                        // storage.objects.update
-	permGetIAM                        // storage.objects.getIamPolicy
-	permSetIAM                        // storage.objects.setIamPolicy
-	permBucket                        // the bucket and project permissions: no object role grants them
-	permMPUCreate                     // storage.multipartUploads.create
-	permMPUAbort                      // storage.multipartUploads.abort
-	permMPUListParts                  // storage.multipartUploads.listParts
-	permMPUList                       // storage.multipartUploads.list
+	PermGet          Perm = 1 << iota // storage.objects.get
+	PermList                          // storage.objects.list
+	PermCreate                        // storage.objects.create
+	PermDelete                        // storage.objects.delete
+	PermUpdate                        // storage.objects.update
+	PermGetIAM                        // storage.objects.getIamPolicy
+	PermSetIAM                        // storage.objects.setIamPolicy
+	PermBucket                        // the bucket and project permissions: no object role grants them
+	PermMPUCreate                     // storage.multipartUploads.create
+	PermMPUAbort                      // storage.multipartUploads.abort
+	PermMPUListParts                  // storage.multipartUploads.listParts
+	PermMPUList                       // storage.multipartUploads.list
 )
 
 // permNames names each permission, in the order of the bits.
@@ -121,25 +121,25 @@ var roleNames = [...]string{
 // String returns the role's IAM name, such as
 // "roles/storage.objectCreator".
 func (r Role) String() string {
-	if r.valid() {
+	if r.Valid() {
 		return roleNames[r]
 	}
 	return fmt.Sprintf("Role(%d)", int(r))
 }
 
-func (r Role) valid() bool { return r >= RoleObjectViewer && r <= RoleObjectAdmin }
+func (r Role) Valid() bool { return r >= RoleObjectViewer && r <= RoleObjectAdmin }
 
 // perms returns the permissions r grants.
-func (r Role) perms() perm {
+func (r Role) perms() Perm {
 	switch r {
 	case RoleObjectViewer:
-		return permGet | permList
+		return PermGet | PermList
 	case RoleObjectCreator:
-		return permCreate | permMPUCreate | permMPUAbort | permMPUListParts
+		return PermCreate | PermMPUCreate | PermMPUAbort | PermMPUListParts
 	case RoleObjectUser:
-		return permGet | permList | permCreate | permDelete | permUpdate | permMPU
+		return PermGet | PermList | PermCreate | PermDelete | PermUpdate | permMPU
 	case RoleObjectAdmin:
-		return permGet | permList | permCreate | permDelete | permUpdate | permGetIAM | permSetIAM | permMPU
+		return PermGet | PermList | PermCreate | PermDelete | PermUpdate | PermGetIAM | PermSetIAM | permMPU
 	}
 	return 0
 }
@@ -168,20 +168,20 @@ func ParseRole(s string) (Role, error) {
 	return 0, fmt.Errorf("fakes: unknown role %q (want objectViewer, objectCreator, objectUser or objectAdmin)", s)
 }
 
-type roleKey struct{}
+type RoleKey struct{}
 
 // roleFrom returns the role the request of ctx is held to, if any.
 func roleFrom(ctx context.Context) (Role, bool) {
 	if ctx == nil {
 		return 0, false
 	}
-	r, ok := ctx.Value(roleKey{}).(Role)
+	r, ok := ctx.Value(RoleKey{}).(Role)
 	return r, ok
 }
 
 // need returns GCS's refusal if the request of ctx is held to a role
 // without every permission of p, else nil.
-func need(ctx context.Context, p perm) error {
+func Need(ctx context.Context, p Perm) error {
 	r, ok := roleFrom(ctx)
 	if !ok {
 		return nil
@@ -199,7 +199,7 @@ func need(ctx context.Context, p perm) error {
 // granted returns the permissions of asked that the request of ctx holds:
 // all of them without a role, else those its role grants, as
 // testIamPermissions answers a caller.
-func granted(ctx context.Context, asked []string) []string {
+func Granted(ctx context.Context, asked []string) []string {
 	r, ok := roleFrom(ctx)
 	if !ok {
 		return asked
@@ -218,16 +218,16 @@ func granted(ctx context.Context, asked []string) []string {
 // objects: the check of a write stream's first message that opens an
 // object (write_object_spec, append_object_spec), and of
 // StartResumableWrite.
-func checkWrite(ctx context.Context) error { return need(ctx, permCreate) }
+func CheckWrite(ctx context.Context) error { return Need(ctx, PermCreate) }
 
 // overwriteCond returns the conditions of a write by the request of ctx:
 // cond, and, if its role lacks storage.objects.delete, the condition that
 // it replaces no live object (checked after the others, so a write with
 // ifGenerationMatch=0 to an existing name fails that precondition first:
 // HTTP 412, codes.FailedPrecondition). cond is not modified.
-func overwriteCond(ctx context.Context, cond *store.Conditions) *store.Conditions {
+func OverwriteCond(ctx context.Context, cond *store.Conditions) *store.Conditions {
 	r, ok := roleFrom(ctx)
-	if !ok || r.perms()&permDelete != 0 {
+	if !ok || r.perms()&PermDelete != 0 {
 		return cond
 	}
 	c := store.Conditions{NoOverwrite: true}

@@ -40,14 +40,14 @@ type sessionRec struct {
 
 // record returns up's session record. up.mu is held, or up is not shared
 // yet.
-func (up *upload) record() *sessionRec {
-	r := &sessionRec{Bucket: up.b.Name(), Object: up.object, Attrs: up.attrs, Cond: up.cond,
-		Limit: up.Limit, MD5: up.MD5 != nil || up.stored != nil && up.stored.HasMD5(), Cancelled: up.cancelled}
+func (up *Upload) record() *sessionRec {
+	r := &sessionRec{Bucket: up.Bucket.Name(), Object: up.Object, Attrs: up.Attrs, Cond: up.Cond,
+		Limit: up.Limit, MD5: up.MD5 != nil || up.Stored != nil && up.Stored.HasMD5(), Cancelled: up.Cancelled}
 	if up.Sums != nil {
 		r.SumCRC, r.SumMD5 = up.Sums.Crc32C, up.Sums.Md5Hash
 	}
-	if up.stored != nil {
-		r.Gen = up.stored.Generation()
+	if up.Stored != nil {
+		r.Gen = up.Stored.Generation()
 	}
 	return r
 }
@@ -62,16 +62,16 @@ func (r *sessionRec) encode() []byte {
 
 // sessionPath is the file of session id's bytes; "" on a store in memory.
 func (s *Server) sessionPath(id string) string {
-	if s.sessionDir == "" {
+	if s.SessionDir == "" {
 		return ""
 	}
-	return filepath.Join(s.sessionDir, id)
+	return filepath.Join(s.SessionDir, id)
 }
 
 // saveSession saves the record and creates the file of the new session up,
 // on disk.
-func (s *Server) saveSession(up *upload) error {
-	p := s.sessionPath(up.id)
+func (s *Server) saveSession(up *Upload) error {
+	p := s.sessionPath(up.ID)
 	if p == "" {
 		return nil
 	}
@@ -80,10 +80,10 @@ func (s *Server) saveSession(up *upload) error {
 		return store.Errorf(store.KindInternal, "fake store on disk: %v", err)
 	}
 	f.Close()
-	if err := syncDir(s.sessionDir); err != nil {
+	if err := syncDir(s.SessionDir); err != nil {
 		return store.Errorf(store.KindInternal, "fake store on disk: %v", err)
 	}
-	if err := s.store.SaveSession(up.id, up.record().encode()); err != nil {
+	if err := s.Store.SaveSession(up.ID, up.record().encode()); err != nil {
 		return err
 	}
 	up.spath = p
@@ -101,7 +101,7 @@ func syncDir(dir string) error {
 
 // appendSession appends content to the file of the session up, synced.
 // A failed write ends the session (Drop). up.mu is held.
-func (up *upload) appendSession(content []byte) {
+func (up *Upload) appendSession(content []byte) {
 	f, err := os.OpenFile(up.spath, os.O_WRONLY|os.O_APPEND, 0)
 	if err == nil {
 		_, err = f.Write(content)
@@ -113,19 +113,19 @@ func (up *upload) appendSession(content []byte) {
 		}
 	}
 	if err != nil {
-		log.Printf("fakes: session %s: %v: the session ends", up.id, err)
+		log.Printf("fakes: session %s: %v: the session ends", up.ID, err)
 		up.Drop()
 	}
 }
 
 // saveSessionState writes the record of the session up as it stands
 // (cancelled) and removes its file. up.mu is held.
-func (s *Server) saveSessionState(up *upload) {
+func (s *Server) saveSessionState(up *Upload) {
 	if up.spath == "" {
 		return
 	}
-	if err := s.store.SaveSession(up.id, up.record().encode()); err != nil {
-		log.Printf("fakes: session %s: %v", up.id, err)
+	if err := s.Store.SaveSession(up.ID, up.record().encode()); err != nil {
+		log.Printf("fakes: session %s: %v", up.ID, err)
 	}
 	os.Remove(up.spath)
 	up.spath = ""
@@ -133,12 +133,12 @@ func (s *Server) saveSessionState(up *upload) {
 
 // putSession stores the object of the session up, and on disk makes its
 // record a finalized one in the same write. up.mu is held.
-func (s *Server) putSession(up *upload, c store.Content, tenant string) (*store.Object, error) {
-	if up.spath == "" || up.id == "" {
-		return up.b.Put(up.object, up.attrs, c, up.cond, tenant)
+func (s *Server) putSession(up *Upload, c store.Content, tenant string) (*store.Object, error) {
+	if up.spath == "" || up.ID == "" {
+		return up.Bucket.Put(up.Object, up.Attrs, c, up.Cond, tenant)
 	}
 	r := up.record()
-	o, err := up.b.PutSession(up.object, up.attrs, c, up.cond, tenant, up.id, func(gen int64) []byte {
+	o, err := up.Bucket.PutSession(up.Object, up.Attrs, c, up.Cond, tenant, up.ID, func(gen int64) []byte {
 		r.Gen = gen
 		return r.encode()
 	})
@@ -151,19 +151,19 @@ func (s *Server) putSession(up *upload, c store.Content, tenant string) (*store.
 
 // restoreSessions loads the resumable sessions of a store on disk, and
 // makes the registry forget their records with them.
-func (s *Server) restoreSessions() error {
-	dir, err := s.store.SessionDir()
+func (s *Server) RestoreSessions() error {
+	dir, err := s.Store.SessionDir()
 	if err != nil || dir == "" {
 		return err
 	}
-	s.sessionDir = dir
+	s.SessionDir = dir
 	type saved struct {
 		id  string
 		rec sessionRec
 	}
 	var all []saved
 	var drop []string
-	err = s.store.SavedSessions(func(id string, v []byte) {
+	err = s.Store.SavedSessions(func(id string, v []byte) {
 		var r sessionRec
 		if json.Unmarshal(v, &r) != nil {
 			drop = append(drop, id)
@@ -183,33 +183,33 @@ func (s *Server) restoreSessions() error {
 			drop = append(drop, sv.id)
 			continue
 		}
-		s.sessions.Add(sv.id, up)
-		if up.stored != nil || up.cancelled {
-			s.sessions.Retire(sv.id, keepFinalized)
+		s.Resumables.Add(sv.id, up)
+		if up.Stored != nil || up.Cancelled {
+			s.Resumables.Retire(sv.id, keepFinalized)
 		}
 	}
 	for _, id := range drop {
 		s.forgetSession(id)
 	}
-	s.sessions.OnForget(s.forgetSession)
+	s.Resumables.OnForget(s.forgetSession)
 	return nil
 }
 
 // forgetSession removes the record and the file of session id.
 func (s *Server) forgetSession(id string) {
-	s.store.DeleteSession(id)
+	s.Store.DeleteSession(id)
 	os.Remove(s.sessionPath(id))
 }
 
 // restoreSession returns the session id of record r, with the bytes of
 // its file; nil if its bucket is gone.
-func (s *Server) restoreSession(id string, r *sessionRec) (*upload, error) {
-	b, err := s.store.Bucket(r.Bucket)
+func (s *Server) restoreSession(id string, r *sessionRec) (*Upload, error) {
+	b, err := s.Store.Bucket(r.Bucket)
 	if err != nil {
 		return nil, nil
 	}
-	up := newUpload(b, r.Object, r.Attrs, r.Cond, r.Limit)
-	up.id, up.sessions = id, &s.sessions
+	up := NewUpload(b, r.Object, r.Attrs, r.Cond, r.Limit)
+	up.ID, up.sessions = id, &s.Resumables
 	if !r.MD5 {
 		up.MD5 = nil
 	}
@@ -222,10 +222,10 @@ func (s *Server) restoreSession(id string, r *sessionRec) (*upload, error) {
 		if err != nil {
 			return nil, nil // the object is gone: so is the session
 		}
-		up.stored, up.result, up.MD5 = o, toObject(b, o), nil
+		up.Stored, up.Result, up.MD5 = o, ToObject(b, o), nil
 		return up, nil
 	case r.Cancelled:
-		up.gone, up.cancelled = true, true
+		up.Gone, up.Cancelled = true, true
 		return up, nil
 	}
 	p := s.sessionPath(id)
@@ -238,7 +238,7 @@ func (s *Server) restoreSession(id string, r *sessionRec) (*upload, error) {
 		buf := make([]byte, 2<<20)
 		n, err := io.ReadFull(f, buf)
 		if n > 0 {
-			up.addUnchecked(buf[:n:n])
+			up.AddUnchecked(buf[:n:n])
 		}
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			break

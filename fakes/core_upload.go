@@ -22,34 +22,34 @@ import (
 // were finalized after it, or an appendable object (appendable set), which
 // its stored object points to until it is finalized or replaced (see
 // append.go).
-type upload struct {
-	id         string
-	b          *store.Bucket
-	object     string
-	attrs      store.Attrs       // the attributes the object gets
-	cond       *store.Conditions // checked when the object is stored
-	appendable bool
+type Upload struct {
+	ID         string
+	Bucket          *store.Bucket
+	Object     string
+	Attrs      store.Attrs       // the attributes the object gets
+	Cond       *store.Conditions // checked when the object is stored
+	Appendable bool
 
-	mu           sync.Mutex
+	Mu           sync.Mutex
 	writes.State                          // size and checksums; MD5 is nil for appendable objects, which have none
 	chunks       [][]byte                 // the content of each accepted message, as received
-	stored       *store.Object            // set once finalized
-	result       *wire.Object             // stored, for gRPC
-	gone         bool                     // resumable session removed after a final failure, or cancelled; appendable object replaced
-	cancelled    bool                     // resumable session cancelled (gone too)
-	sessions     *store.Sessions[*upload] // a resumable session's registry
+	Stored       *store.Object            // set once finalized
+	Result       *wire.Object             // stored, for gRPC
+	Gone         bool                     // resumable session removed after a final failure, or cancelled; appendable object replaced
+	Cancelled    bool                     // resumable session cancelled (gone too)
+	sessions     *store.Sessions[*Upload] // a resumable session's registry
 
 	// Appendable objects (see append.go): the writer state, and how many
 	// of chunks the stored object holds.
-	app        writes.Appendable
+	App        writes.Appendable
 	persistedN int
 
 	spath string // on disk: the file of the session's bytes (see session_disk.go); "" if none
 }
 
 // lookupSession returns the resumable session id, or NotFound.
-func (s *Server) lookupSession(id string) (*upload, error) {
-	up, ok := s.sessions.Get(id)
+func (s *Server) LookupSession(id string) (*Upload, error) {
+	up, ok := s.Resumables.Get(id)
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "upload %q not found", id)
 	}
@@ -58,12 +58,12 @@ func (s *Server) lookupSession(id string) (*upload, error) {
 
 // startSession makes up a resumable session, with a new id; on disk, its
 // record is saved first.
-func (s *Server) startSession(up *upload) error {
-	up.id, up.sessions = rand.Text(), &s.sessions
+func (s *Server) StartSession(up *Upload) error {
+	up.ID, up.sessions = rand.Text(), &s.Resumables
 	if err := s.saveSession(up); err != nil {
 		return err
 	}
-	s.sessions.Add(up.id, up)
+	s.Resumables.Add(up.ID, up)
 	return nil
 }
 
@@ -74,83 +74,83 @@ var keepFinalized = 4096
 
 // Lock, Unlock, Written, Session, Appending, Done and Drop implement
 // writes.Upload.
-func (up *upload) Lock()                  { up.mu.Lock() }
-func (up *upload) Unlock()                { up.mu.Unlock() }
-func (up *upload) Written() *writes.State { return &up.State }
-func (up *upload) Session() string        { return up.id }
-func (up *upload) Done() (*wire.Object, bool) {
-	return up.result, up.gone
+func (up *Upload) Lock()                  { up.Mu.Lock() }
+func (up *Upload) Unlock()                { up.Mu.Unlock() }
+func (up *Upload) Written() *writes.State { return &up.State }
+func (up *Upload) Session() string        { return up.ID }
+func (up *Upload) Done() (*wire.Object, bool) {
+	return up.Result, up.Gone
 }
 
-func (up *upload) Appending() *writes.Appendable {
-	if !up.appendable {
+func (up *Upload) Appending() *writes.Appendable {
+	if !up.Appendable {
 		return nil
 	}
-	return &up.app
+	return &up.App
 }
 
 // Drop removes a resumable session after a failure it cannot recover
 // from. up.mu must be held.
-func (up *upload) Drop() {
-	if up.id == "" {
+func (up *Upload) Drop() {
+	if up.ID == "" {
 		return
 	}
-	up.gone = true
+	up.Gone = true
 	up.chunks = nil
-	up.sessions.Remove(up.id)
+	up.sessions.Remove(up.ID)
 }
 
 // newUpload returns an upload of the object name with the attributes a to
 // bucket b.
-func newUpload(b *store.Bucket, name string, a store.Attrs, cond *store.Conditions, limit *int64) *upload {
-	return &upload{b: b, object: name, attrs: a, cond: cond, State: writes.State{Limit: limit, MD5: md5.New()}}
+func NewUpload(b *store.Bucket, name string, a store.Attrs, cond *store.Conditions, limit *int64) *Upload {
+	return &Upload{Bucket: b, Object: name, Attrs: a, Cond: cond, State: writes.State{Limit: limit, MD5: md5.New()}}
 }
 
 // add appends content, whose CRC32C is crc, to the upload. up.mu is held.
 // The upload keeps content: the caller must not change it afterwards.
-func (up *upload) add(content []byte, crc uint32) {
+func (up *Upload) Add(content []byte, crc uint32) {
 	if up.MD5 != nil {
 		up.MD5.Write(content)
 	}
 	if up.spath != "" {
 		up.appendSession(content)
-		if up.gone {
+		if up.Gone {
 			return
 		}
 	}
 	up.chunks = append(up.chunks, content)
-	up.Add(int64(len(content)), crc)
+	up.State.Add(int64(len(content)), crc)
 }
 
 // addUnchecked is add for content whose CRC32C is not known yet.
-func (up *upload) addUnchecked(content []byte) {
-	up.add(content, crc32.Checksum(content, crc32c.Table))
+func (up *Upload) AddUnchecked(content []byte) {
+	up.Add(content, crc32.Checksum(content, crc32c.Table))
 }
 
 // finalize verifies a complete upload and stores it as written by tenant
 // (writes.Finalize), once its commit delay passed; ctx is the request's
 // (see commits.commit). up.mu is held.
-func (s *Server) finalize(ctx context.Context, up *upload, tenant string) (*wire.Object, error) {
+func (s *Server) Finalize(ctx context.Context, up *Upload, tenant string) (*wire.Object, error) {
 	var buf [store.MD5Len]byte
 	return writes.Finalize(up, buf[:0], func(md5 []byte) (*wire.Object, error) {
-		if err := s.commits.commit(ctx); err != nil {
+		if err := s.Commits.Commit(ctx); err != nil {
 			return nil, err
 		}
 		o, err := s.putSession(up, up.content(md5), tenant)
 		if err != nil {
 			return nil, err
 		}
-		up.stored, up.result, up.chunks, up.MD5 = o, toObject(up.b, o), nil, nil
-		if up.id != "" {
-			s.sessions.Retire(up.id, keepFinalized)
+		up.Stored, up.Result, up.chunks, up.MD5 = o, ToObject(up.Bucket, o), nil, nil
+		if up.ID != "" {
+			s.Resumables.Retire(up.ID, keepFinalized)
 		}
-		return up.result, nil
+		return up.Result, nil
 	})
 }
 
 // content is what up holds, as received (not copied), with its checksums;
 // sum is its MD5, nil if none.
-func (up *upload) content(sum []byte) store.Content {
+func (up *Upload) content(sum []byte) store.Content {
 	c := store.Content{Parts: up.chunks, Size: up.Size, CRC32C: up.CRC}
 	c.HasMD5 = copy(c.MD5[:], sum) == store.MD5Len
 	return c

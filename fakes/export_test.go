@@ -16,7 +16,7 @@ func SetKeepFinalized(n int) (restore func()) {
 // SetClock makes the server's session registry read the time from now, for
 // a test of session expiry.
 func SetClock(s *Server, now func() time.Time) {
-	s.sessions.SetClock(now)
+	s.Resumables.SetClock(now)
 }
 
 // WithCommitWait makes every write that stores an object call wait with
@@ -36,7 +36,7 @@ func WithCapacityClock(now func() time.Time) Option {
 // DataDir returns the directory of the server's store on disk, "" for a
 // store in memory.
 func DataDir(s *Server) string {
-	if !s.store.OnDisk() {
+	if !s.Store.OnDisk() {
 		return ""
 	}
 	if s.tmpDir != "" {

@@ -35,8 +35,8 @@ func (c *config) newLimiter() (*capacity.Limiter, error) {
 // limit, and each bucket's rate as autoscaling left it. It is nil for a
 // server without [WithCapacity] or [WithBucketCapacity].
 func (s *Server) CapacityStats() []capacity.BucketStats {
-	if s.limiter == nil {
+	if s.Limiter == nil {
 		return nil
 	}
-	return s.limiter.Stats()
+	return s.Limiter.Stats()
 }

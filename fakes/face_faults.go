@@ -24,12 +24,8 @@ func (s *Server) FailCall(method string, nth int, code codes.Code) {
 	if nth < 1 {
 		panic(fmt.Sprintf("fakes: FailCall: nth is %d; calls count from 1", nth))
 	}
-	mustCode("FailCall", code)
-	f := &s.faults
-	f.lock()
-	f.fail = append(f.fail, &failRule{method: m, nth: nth, code: code})
-	f.armed.Store(true)
-	f.mu.Unlock()
+	MustCode("FailCall", code)
+	s.Faults.AddFail(m, nth, code)
 }
 
 // BreakStream makes the next stream of method (WriteObject or
@@ -53,12 +49,8 @@ func (s *Server) BreakStream(method string, afterBytes int64, code codes.Code) {
 	if afterBytes < 0 {
 		panic(fmt.Sprintf("fakes: BreakStream: afterBytes is %d", afterBytes))
 	}
-	mustCode("BreakStream", code)
-	f := &s.faults
-	f.lock()
-	f.brk[m] = append(f.brk[m], breakRule{after: afterBytes, code: code})
-	f.armed.Store(true)
-	f.mu.Unlock()
+	MustCode("BreakStream", code)
+	s.Faults.AddBreak(m, afterBytes, code)
 }
 
 // CorruptNext flips one byte of the next non-empty data message that a
@@ -73,11 +65,7 @@ func (s *Server) BreakStream(method string, afterBytes int64, code codes.Code) {
 // CorruptNext panics if method is not a write stream.
 func (s *Server) CorruptNext(method string) {
 	m := mustMethod("CorruptNext", method, true)
-	f := &s.faults
-	f.lock()
-	f.corrupt[m]++
-	f.armed.Store(true)
-	f.mu.Unlock()
+	s.Faults.AddCorrupt(m)
 }
 
 // Delay makes every call of method wait d before the server handles it, until
@@ -91,15 +79,7 @@ func (s *Server) Delay(method string, d time.Duration) {
 	if d < 0 {
 		panic(fmt.Sprintf("fakes: Delay: negative duration %v", d))
 	}
-	f := &s.faults
-	f.lock()
-	if d == 0 {
-		delete(f.delay, m)
-	} else {
-		f.delay[m] = d
-		f.armed.Store(true)
-	}
-	f.mu.Unlock()
+	s.Faults.SetDelay(m, d)
 }
 
 // LoseAnswer makes the next write of method (WriteObject or
@@ -112,11 +92,7 @@ func (s *Server) Delay(method string, d time.Duration) {
 // LoseAnswer panics if method is not a write stream.
 func (s *Server) LoseAnswer(method string) {
 	m := mustMethod("LoseAnswer", method, true)
-	f := &s.faults
-	f.lock()
-	f.lose[m]++
-	f.armed.Store(true)
-	f.mu.Unlock()
+	s.Faults.AddLose(m)
 }
 
 // RedirectAppend redirects the next appendable write stream that opens
@@ -145,29 +121,21 @@ func (s *Server) RedirectAppend(afterBytes int64, token string) {
 	if token == "" {
 		panic("fakes: RedirectAppend: empty routing token")
 	}
-	f := &s.faults
-	f.lock()
-	f.redir = append(f.redir, redirectRule{after: afterBytes, token: token})
-	f.armed.Store(true)
-	f.mu.Unlock()
+	s.Faults.AddRedirect(afterBytes, token)
 }
 
 // ClearFaults removes every fault rule, spent or not. Calls already past a
 // rule are not affected.
 func (s *Server) ClearFaults() {
-	f := &s.faults
-	f.mu.Lock()
-	f.armed.Store(false)
-	f.fail, f.brk, f.corrupt, f.delay, f.lose, f.redir = nil, nil, nil, nil, nil, nil
-	f.mu.Unlock()
+	s.Faults.Clear()
 }
 
 // faultMethods are the names the fault rules take, for mustMethod's message.
 func faultMethods() []string {
 	var out []string
-	for _, r := range rpcs {
-		if r.faults {
-			out = append(out, r.name)
+	for _, r := range RPCs {
+		if r.Faults {
+			out = append(out, r.Name)
 		}
 	}
 	return append(out, xmlFaultMethods("")...)
@@ -177,8 +145,8 @@ func faultMethods() []string {
 // ("" for FailCall and Delay, which take them all), sorted.
 func xmlFaultMethods(op string) []string {
 	var out []string
-	for m, x := range xmlMethods {
-		if strings.Contains(x.ops, op) {
+	for m, x := range XMLMethods {
+		if strings.Contains(x.Ops, op) {
 			out = append(out, m)
 		}
 	}
@@ -189,9 +157,9 @@ func xmlFaultMethods(op string) []string {
 // mustMethod returns the short name of method (short or full), and panics if
 // it is not one the fault rules take, or not a write stream when writeOnly.
 func mustMethod(op, method string, writeOnly bool) string {
-	m := shortMethod(method)
-	if x, ok := xmlMethods[m]; ok {
-		if writeOnly && !strings.Contains(x.ops, op) {
+	m := ShortMethod(method)
+	if x, ok := XMLMethods[m]; ok {
+		if writeOnly && !strings.Contains(x.Ops, op) {
 			panic(fmt.Sprintf("fakes: %s: method %q does not take it; the XML API methods that do: %s", op, method, strings.Join(xmlFaultMethods(op), ", ")))
 		}
 		return m
@@ -202,7 +170,7 @@ func mustMethod(op, method string, writeOnly bool) string {
 		}
 		return m
 	}
-	if r := rpcNamed[m]; r == nil || !r.faults {
+	if r := RPCNamed[m]; r == nil || !r.Faults {
 		panic(fmt.Sprintf("fakes: %s: unknown method %q; want one of %s", op, method, strings.Join(faultMethods(), ", ")))
 	}
 	return m

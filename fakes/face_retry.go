@@ -19,9 +19,9 @@ import (
 // newRetryTests returns the server's retry test registry.
 func newRetryTests(s *Server) *retrytest.Tests {
 	var grpcNames []string
-	for _, r := range rpcs {
-		if r.retry != "" && !slices.Contains(grpcNames, r.retry) {
-			grpcNames = append(grpcNames, r.retry)
+	for _, r := range RPCs {
+		if r.Retry != "" && !slices.Contains(grpcNames, r.Retry) {
+			grpcNames = append(grpcNames, r.Retry)
 		}
 	}
 	return retrytest.New(retryHost{s}, grpcNames)
@@ -30,11 +30,11 @@ func newRetryTests(s *Server) *retrytest.Tests {
 // retryHost is the Server as the retry test API sees it.
 type retryHost struct{ s *Server }
 
-func (h retryHost) WriteError(w http.ResponseWriter, err error) { writeError(w, &httpRoute{}, err) }
+func (h retryHost) WriteError(w http.ResponseWriter, err error) { WriteError(w, &HTTPRoute{}, err) }
 
-func (h retryHost) WriteJSON(w http.ResponseWriter, st int, v any) { writeJSON(w, st, v) }
+func (h retryHost) WriteJSON(w http.ResponseWriter, st int, v any) { WriteJSON(w, st, v) }
 
-func (h retryHost) Stopping() <-chan struct{} { return h.s.faults.stop }
+func (h retryHost) Stopping() <-chan struct{} { return h.s.Faults.Stop }
 
 func (h retryHost) Redirect(msg, token string, handle []byte, gen int64) error {
 	return writes.Redirect(msg, token, handle, gen)
@@ -45,18 +45,18 @@ func (h retryHost) HasRoutingToken(ctx context.Context, token string) bool {
 }
 
 func (h retryHost) Chunk(r *http.Request, uploadID string) (retrytest.Chunk, bool) {
-	cr, err := parseContentRange(r.Header.Get("Content-Range"), r.ContentLength)
-	if err != nil || cr.first < 0 {
+	cr, err := ParseContentRange(r.Header.Get("Content-Range"), r.ContentLength)
+	if err != nil || cr.First < 0 {
 		return retrytest.Chunk{}, false
 	}
-	up, err := h.s.jsonSession(uploadID)
+	up, err := h.s.JSONSession(uploadID)
 	if err != nil {
 		return retrytest.Chunk{}, false
 	}
-	up.mu.Lock()
-	persisted, done := up.Size, up.stored != nil || up.gone
-	up.mu.Unlock()
-	return retrytest.Chunk{First: cr.first, Last: cr.last, Open: cr.open, Persisted: persisted, Done: done}, true
+	up.Mu.Lock()
+	persisted, done := up.Size, up.Stored != nil || up.Gone
+	up.Mu.Unlock()
+	return retrytest.Chunk{First: cr.First, Last: cr.Last, Open: cr.Open, Persisted: persisted, Done: done}, true
 }
 
 // NoteTarget records the bucket and object that a stream's first message
@@ -64,22 +64,22 @@ func (h retryHost) Chunk(r *http.Request, uploadID string) (retrytest.Chunk, boo
 func (h retryHost) NoteTarget(ctx context.Context, m any) {
 	switch r := m.(type) {
 	case *emptypb.Empty: // BidiReadObject
-		if spec, _, err := parseBidiRead(r.ProtoReflect().GetUnknown()); err == nil && spec != nil {
-			if b, err := api.ParseBucket(spec.bucket); err == nil {
-				noteTarget(ctx, b, spec.object)
+		if spec, _, err := ParseBidiRead(r.ProtoReflect().GetUnknown()); err == nil && spec != nil {
+			if b, err := api.ParseBucket(spec.Bucket); err == nil {
+				NoteTarget(ctx, b, spec.Object)
 			}
 		}
 	case interface{ GetUploadId() string }:
 		if id := r.GetUploadId(); id != "" {
-			h.s.session(ctx, id) // notes the session's object
+			h.s.Session(ctx, id) // notes the session's object
 			return
 		}
-		if b, o := targetOf(m); b != "" {
-			noteTarget(ctx, b, o)
+		if b, o := TargetOf(m); b != "" {
+			NoteTarget(ctx, b, o)
 		}
 	default:
-		if b, o := targetOf(m); b != "" {
-			noteTarget(ctx, b, o)
+		if b, o := TargetOf(m); b != "" {
+			NoteTarget(ctx, b, o)
 		}
 	}
 }

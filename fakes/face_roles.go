@@ -29,7 +29,7 @@ func (c *config) validateCreds() []string {
 		if tok == "" {
 			errs = append(errs, "credential: empty token")
 		}
-		if !r.valid() {
+		if !r.Valid() {
 			errs = append(errs, fmt.Sprintf("credential %q: invalid role %v", tok, r))
 		}
 	}

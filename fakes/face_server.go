@@ -25,10 +25,10 @@ import (
 // server over HTTP on one object store. Create it with [New] or [NewTest];
 // the zero value is not usable. All methods are safe for concurrent use.
 type Server struct {
-	store      *store.Store
+	Store      *store.Store
 	tmpDir     string // the store's directory, to remove at Close (DataEnv); "" if none
 	dataDir    string // WithDataDir
-	sessionDir string // on disk: the directory of the sessions' files (see session_disk.go)
+	SessionDir string // on disk: the directory of the sessions' files (see session_disk.go)
 	grpc       *grpc.Server
 	http       *http.Server
 	grpcAddr   string
@@ -37,20 +37,20 @@ type Server struct {
 	certPEM    []byte // the HTTPS certificate; nil without
 
 	mu       sync.Mutex
-	sessions store.Sessions[*upload] // resumable sessions, of both APIs
-	mpu      *mpu.Registry           // the XML API's multipart uploads in progress
+	Resumables store.Sessions[*Upload] // resumable sessions, of both APIs
+	MPU      *mpu.Registry           // the XML API's multipart uploads in progress
 
-	faults faults
-	calls  callLog
-	conns  conns
-	retry  *retrytest.Tests
-	svc    service // the handlers of rpcs
+	Faults Faults
+	Log  CallLog
+	conns  Conns
+	Retry  *retrytest.Tests
+	svc    Service // the handlers of rpcs
 
 	httpConns atomic.Int64 // TCP connections the JSON API ports accepted
-	commits   commits      // WithCommitDelay, WithCommitDelays, WithDeadlineDrop
+	Commits   Commits      // WithCommitDelay, WithCommitDelays, WithDeadlineDrop
 
-	limiter *capacity.Limiter // the buckets' write capacity; nil: none (see admit.go)
-	creds   map[string]Role   // WithCredential: the role of each bearer token; nil: none (see roles.go)
+	Limiter *capacity.Limiter // the buckets' write capacity; nil: none (see admit.go)
+	Creds   map[string]Role   // WithCredential: the role of each bearer token; nil: none (see roles.go)
 
 	serving   sync.WaitGroup
 	serveErr  error // first unexpected error of a Serve loop; guarded by mu
@@ -91,7 +91,7 @@ func New(opts ...Option) (*Server, error) {
 		return fail(fmt.Errorf("fakes: HTTP listener: %w", err))
 	}
 	s := &Server{
-		store:    st,
+		Store:    st,
 		tmpDir:   tmpDir,
 		dataDir:  cfg.dataDir,
 		grpcAddr: api.DialAddr(grpcLis.Addr()),
@@ -105,15 +105,15 @@ func New(opts ...Option) (*Server, error) {
 			return fail(err)
 		}
 	}
-	s.commits.fixed, s.commits.draw, s.commits.drop = cfg.commitDelay, cfg.commitDraw, cfg.deadlineDrop
-	s.commits.wait = cfg.commitWait
-	s.limiter = limiter
-	s.creds = cfg.creds
-	s.calls.init(cfg.callLog)
-	s.sessions.Init(cfg.sessionExpiry, cfg.maxSessions)
-	err = s.restoreSessions()
+	s.Commits.Fixed, s.Commits.Draw, s.Commits.Drop = cfg.commitDelay, cfg.commitDraw, cfg.deadlineDrop
+	s.Commits.Wait = cfg.commitWait
+	s.Limiter = limiter
+	s.Creds = cfg.creds
+	s.Log.Init(cfg.callLog)
+	s.Resumables.Init(cfg.sessionExpiry, cfg.maxSessions)
+	err = s.RestoreSessions()
 	if err == nil {
-		err = s.openMultipart()
+		err = s.OpenMultipart()
 	}
 	if err != nil {
 		grpcLis.Close()
@@ -124,25 +124,25 @@ func New(opts ...Option) (*Server, error) {
 		return fail(err)
 	}
 	for _, b := range cfg.buckets {
-		s.store.CreateBucket(b, false, true) // names were validated
+		s.Store.CreateBucket(b, false, true) // names were validated
 	}
 	for _, b := range cfg.zonal {
-		s.store.CreateZonalBucket(b, true) // names were validated, none is also plain
+		s.Store.CreateZonalBucket(b, true) // names were validated, none is also plain
 	}
-	s.faults.stop = make(chan struct{})
-	s.retry = newRetryTests(s)
+	s.Faults.Stop = make(chan struct{})
+	s.Retry = newRetryTests(s)
 	s.grpc = grpc.NewServer(append([]grpc.ServerOption{
 		// Above any sane message, so that an oversized one gets the
 		// fake's clear InvalidArgument rather than gRPC's
 		// ResourceExhausted, which clients retry.
 		grpc.MaxRecvMsgSize(64 << 20),
-		grpc.ChainUnaryInterceptor(s.unaryInterceptor),
-		grpc.ChainStreamInterceptor(s.streamInterceptor),
-		grpc.UnknownServiceHandler(s.serveUnknown),
-	}, s.conns.serverOptions(cfg.maxStreams, cfg.link)...)...)
-	s.svc.s = s
-	s.grpc.RegisterService(&serviceDesc, s)
-	s.http = &http.Server{Handler: http.HandlerFunc(s.serveHTTP), ReadHeaderTimeout: 30 * time.Second,
+		grpc.ChainUnaryInterceptor(s.UnaryInterceptor),
+		grpc.ChainStreamInterceptor(s.StreamInterceptor),
+		grpc.UnknownServiceHandler(s.ServeUnknown),
+	}, s.conns.ServerOptions(cfg.maxStreams, cfg.link)...)...)
+	s.svc.S = s
+	s.grpc.RegisterService(&ServiceDesc, s)
+	s.http = &http.Server{Handler: http.HandlerFunc(s.ServeHTTP), ReadHeaderTimeout: 30 * time.Second,
 		ConnState: func(_ net.Conn, st http.ConnState) {
 			if st == http.StateNew {
 				s.httpConns.Add(1)
@@ -224,7 +224,7 @@ func (s *Server) HTTPURL() string { return s.httpURL }
 // idempotent: later calls return the first call's result.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
-		close(s.faults.stop)
+		close(s.Faults.Stop)
 		done := make(chan struct{})
 		go func() {
 			s.grpc.GracefulStop()
@@ -246,11 +246,11 @@ func (s *Server) Close() error {
 		cancel()
 		s.serving.Wait()
 
-		s.sessions.Reset()
+		s.Resumables.Reset()
 		s.mu.Lock()
 		s.closeErr = s.serveErr
 		s.mu.Unlock()
-		if err := s.store.Close(); err != nil && s.closeErr == nil {
+		if err := s.Store.Close(); err != nil && s.closeErr == nil {
 			s.closeErr = err
 		}
 		if s.tmpDir != "" {

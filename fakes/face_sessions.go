@@ -41,6 +41,6 @@ type SessionStats struct {
 // Sessions reports the server's resumable sessions: how many it keeps, and
 // how many expired.
 func (s *Server) Sessions() SessionStats {
-	open, expired := s.sessions.Stats()
+	open, expired := s.Resumables.Stats()
 	return SessionStats{Open: open, Expired: expired}
 }

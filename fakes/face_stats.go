@@ -65,7 +65,7 @@ type callStats struct {
 // logged.
 func (s *Server) serveStats(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		writeError(w, &httpRoute{}, store.Errorf(store.KindUnimplemented, "fakes: %s %s is not implemented; use GET", r.Method, statsPath))
+		WriteError(w, &HTTPRoute{}, store.Errorf(store.KindUnimplemented, "fakes: %s %s is not implemented; use GET", r.Method, statsPath))
 		return
 	}
 	body := statsBody{Tenants: []tenantStats{}, Calls: []callStats{}, Sessions: s.Sessions()}
@@ -83,5 +83,5 @@ func (s *Server) serveStats(w http.ResponseWriter, r *http.Request) {
 		}
 		body.Capacity = append(body.Capacity, cs)
 	}
-	writeJSON(w, http.StatusOK, &body)
+	WriteJSON(w, http.StatusOK, &body)
 }

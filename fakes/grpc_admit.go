@@ -8,8 +8,8 @@ import (
 // against the bucket's capacity, and returns the error to answer if it is
 // refused. Without a capacity it returns nil at once.
 func (s *Server) admitGRPC(ctx context.Context, bucket, object string) error {
-	if s.limiter == nil {
+	if s.Limiter == nil {
 		return nil
 	}
-	return s.admit(bucket, object, tenantOf(ctx))
+	return s.Admit(bucket, object, TenantOf(ctx))
 }

@@ -17,13 +17,13 @@ import (
 // finished has none left.
 func (w *writeStream) abandon() {
 	up := w.up
-	if up == nil || !up.appendable {
+	if up == nil || !up.Appendable {
 		return
 	}
-	up.mu.Lock()
-	defer up.mu.Unlock()
-	if up.app.Abandon(w, true, &up.State) && up.result == nil && !up.gone {
-		up.dropPending()
+	up.Mu.Lock()
+	defer up.Mu.Unlock()
+	if up.App.Abandon(w, true, &up.State) && up.Result == nil && !up.Gone {
+		up.DropPending()
 	}
 }
 
@@ -37,14 +37,14 @@ func (w *writeStream) openAppendable(m *api.WriteMsg) error {
 	if err != nil {
 		return err
 	}
-	up.appendable, up.MD5, up.app.Epoch = true, nil, 1
-	up.mu.Lock()
-	defer up.mu.Unlock()
-	if _, err := up.storeAppendable(tenantOf(w.ctx)); err != nil {
+	up.Appendable, up.MD5, up.App.Epoch = true, nil, 1
+	up.Mu.Lock()
+	defer up.Mu.Unlock()
+	if _, err := up.StoreAppendable(TenantOf(w.ctx)); err != nil {
 		return err
 	}
-	w.up, w.epoch, w.sendResource = up, up.app.Epoch, true
-	up.app.Writer = w
+	w.up, w.epoch, w.sendResource = up, up.App.Epoch, true
+	up.App.Writer = w
 	return nil
 }
 
@@ -64,7 +64,7 @@ func (w *writeStream) openAppend(m *api.WriteMsg) error {
 	if err != nil {
 		return err
 	}
-	if err := checkWrite(w.ctx); err != nil {
+	if err := CheckWrite(w.ctx); err != nil {
 		return err
 	}
 	o, err := b.Get(spec.GetObject(), spec.GetGeneration())
@@ -75,7 +75,7 @@ func (w *writeStream) openAppend(m *api.WriteMsg) error {
 	if ok && owner == nil {
 		// Stored before the server restarted (on disk): its writer state
 		// is built again from the object.
-		if owner = b.AdoptAppendable(o.Name(), o.Generation(), restoredAppendable(b, o, spec)); owner == nil {
+		if owner = b.AdoptAppendable(o.Name(), o.Generation(), RestoredAppendable(b, o, spec)); owner == nil {
 			return status.Errorf(codes.NotFound, "appendable object %q generation %d is no longer the live object", o.Name(), o.Generation())
 		}
 	}
@@ -85,22 +85,22 @@ func (w *writeStream) openAppend(m *api.WriteMsg) error {
 	case !o.Live():
 		return status.Errorf(codes.FailedPrecondition, "object %q generation %d is noncurrent: only the live generation can be appended to", o.Name(), o.Generation())
 	}
-	up := owner.(*upload)
-	up.mu.Lock()
-	defer up.mu.Unlock()
-	if up.gone {
-		return up.errGone()
+	up := owner.(*Upload)
+	up.Mu.Lock()
+	defer up.Mu.Unlock()
+	if up.Gone {
+		return up.ErrGone()
 	}
-	takeover, err := up.app.Reopen(w.ctx, w, spec, up.result != nil, &up.State, func() error {
+	takeover, err := up.App.Reopen(w.ctx, w, spec, up.Result != nil, &up.State, func() error {
 		return api.ReadConditions(nil, nil, spec.IfMetagenerationMatch, spec.IfMetagenerationNotMatch).Check(o)
 	})
 	if err != nil {
 		return err
 	}
-	if up.result == nil {
-		up.dropPending() // the stream before loses what it did not persist
+	if up.Result == nil {
+		up.DropPending() // the stream before loses what it did not persist
 	}
-	w.up, w.epoch, w.sendResource = up, up.app.Epoch, takeover
+	w.up, w.epoch, w.sendResource = up, up.App.Epoch, takeover
 	return nil
 }
 
@@ -112,12 +112,12 @@ func (w *writeStream) openAppend(m *api.WriteMsg) error {
 // response with the writer's handle.
 func (w *writeStream) appendResponse(first bool) *wire.BidiWriteObjectResponse {
 	up := w.up
-	up.mu.Lock()
-	resp := up.app.Response(w.epoch)
-	up.mu.Unlock()
+	up.Mu.Lock()
+	resp := up.App.Response(w.epoch)
+	up.Mu.Unlock()
 	if first && w.sendResource {
-		if o, err := up.b.Get(up.object, up.app.Gen); err == nil && o.Size() == resp.GetPersistedSize() {
-			resp.WriteStatus, resp.PersistedDataChecksums = &wire.BidiWriteObjectResponse_Resource{Resource: toObject(up.b, o)}, nil
+		if o, err := up.Bucket.Get(up.Object, up.App.Gen); err == nil && o.Size() == resp.GetPersistedSize() {
+			resp.WriteStatus, resp.PersistedDataChecksums = &wire.BidiWriteObjectResponse_Resource{Resource: ToObject(up.Bucket, o)}, nil
 		}
 	}
 	return resp
@@ -128,5 +128,5 @@ func (w *writeStream) appendResponse(first bool) *wire.BidiWriteObjectResponse {
 // and w fails with the redirect (its pending bytes are lost when the
 // stream ends). up.mu is held.
 func (w *writeStream) redirected() error {
-	return w.up.app.Redirected(fmt.Sprintf("fakes: injected redirect of appendable object %q after %d bytes on the stream", w.up.object, w.received), w.redir.token)
+	return w.up.App.Redirected(fmt.Sprintf("fakes: injected redirect of appendable object %q after %d bytes on the stream", w.up.Object, w.received), w.redir.Token)
 }

@@ -24,7 +24,7 @@ import (
 // bidiReadSpec is a BidiReadObjectSpec: the object a BidiReadObject stream
 // reads.
 type bidiReadSpec struct {
-	bucket, object string
+	Bucket, Object string
 	generation     int64
 	genMatch       *int64
 	genNotMatch    *int64
@@ -40,7 +40,7 @@ type readRange struct{ offset, length, id int64 }
 
 // parseBidiRead decodes a BidiReadObjectRequest: read_object_spec (1) and
 // read_ranges (8).
-func parseBidiRead(b []byte) (spec *bidiReadSpec, ranges []readRange, err error) {
+func ParseBidiRead(b []byte) (spec *bidiReadSpec, ranges []readRange, err error) {
 	err = eachField(b, func(f field) error {
 		switch {
 		case f.num == 1 && f.typ == protowire.BytesType:
@@ -75,9 +75,9 @@ func parseBidiReadSpec(b []byte, spec *bidiReadSpec) error {
 	return eachField(b, func(f field) error {
 		switch {
 		case f.typ == protowire.BytesType && f.num == 1:
-			spec.bucket = string(f.b)
+			spec.Bucket = string(f.b)
 		case f.typ == protowire.BytesType && f.num == 2:
-			spec.object = string(f.b)
+			spec.Object = string(f.b)
 		case f.typ == protowire.VarintType && f.num == 3:
 			spec.generation = int64(f.v)
 		case f.typ == protowire.VarintType && f.num == 4:
@@ -136,14 +136,14 @@ func (s *Server) bidiReadObject(ss grpc.ServerStream) error {
 	if err != nil {
 		return err
 	}
-	spec, ranges, err := parseBidiRead(msg)
+	spec, ranges, err := ParseBidiRead(msg)
 	if err != nil {
 		return err
 	}
 	if spec == nil {
 		return status.Error(codes.InvalidArgument, "fakes: the first BidiReadObjectRequest must set read_object_spec")
 	}
-	b, err := s.objectRef(ctx, spec.bucket, spec.object)
+	b, err := s.objectRef(ctx, spec.Bucket, spec.Object)
 	if err != nil {
 		return err
 	}
@@ -154,14 +154,14 @@ func (s *Server) bidiReadObject(ss grpc.ServerStream) error {
 	if h, ok := strings.CutPrefix(string(spec.handle), readHandlePrefix); ok && gen == 0 {
 		gen, _ = strconv.ParseInt(h, 10, 64)
 	}
-	obj, err := b.Get(spec.object, gen)
+	obj, err := b.Get(spec.Object, gen)
 	if err != nil {
 		return err
 	}
 	if err := api.ReadConditions(spec.genMatch, spec.genNotMatch, spec.metaMatch, spec.metaNotMatch).Check(obj); err != nil {
 		return err
 	}
-	meta, err := proto.Marshal(toObject(b, obj))
+	meta, err := proto.Marshal(ToObject(b, obj))
 	if err != nil {
 		return status.Errorf(codes.Internal, "fakes: marshaling the object: %v", err)
 	}
@@ -190,7 +190,7 @@ func (s *Server) bidiReadObject(ss grpc.ServerStream) error {
 		if err != nil {
 			return err
 		}
-		if spec, ranges, err = parseBidiRead(msg); err != nil {
+		if spec, ranges, err = ParseBidiRead(msg); err != nil {
 			return err
 		}
 		if spec != nil {
@@ -214,7 +214,7 @@ func (r *bidiReader) serve(rr readRange) error {
 		end = min(size, start+rr.length)
 	}
 	for off := start; ; {
-		n := min(maxChunk, end-off)
+		n := min(MaxChunk, end-off)
 		last := off+n == end
 		if r.rc != nil && r.sent+n >= r.rc.BrokenAfter() {
 			if cut := r.rc.BrokenAfter() - r.sent; cut < n {

@@ -56,8 +56,8 @@ func (s *Server) bucketNamed(ctx context.Context, res string) (*store.Bucket, er
 	if err != nil {
 		return nil, err
 	}
-	noteTarget(ctx, name, "")
-	return s.store.Bucket(name)
+	NoteTarget(ctx, name, "")
+	return s.Store.Bucket(name)
 }
 
 // bucketConds reads the metageneration preconditions of a bucket request,
@@ -142,7 +142,7 @@ func (s *Server) grpcCreateBucket(ss grpc.ServerStream) error {
 	if !strings.HasPrefix(parent, "projects/") {
 		return status.Errorf(codes.InvalidArgument, "fakes: CreateBucketRequest.parent %q is not projects/PROJECT", parent)
 	}
-	noteTarget(ss.Context(), id, "")
+	NoteTarget(ss.Context(), id, "")
 	a := store.BucketAttrs{ACL: store.DefaultBucketACL(), DefaultObjectACL: store.DefaultObjectACL()}
 	paths := []string{"storage_class", "versioning", "labels", "default_event_based_hold"}
 	if pb.retention != nil {
@@ -157,7 +157,7 @@ func (s *Server) grpcCreateBucket(ss grpc.ServerStream) error {
 	if err := pb.apply(&a, paths, q); err != nil {
 		return err
 	}
-	b, err := s.store.CreateBucketAttrs(id, a, false)
+	b, err := s.Store.CreateBucketAttrs(id, a, false)
 	if err != nil {
 		if e, ok := err.(*store.Error); ok && e.Kind == store.KindConflict {
 			return status.Error(codes.AlreadyExists, e.Msg)
@@ -174,7 +174,7 @@ func (s *Server) grpcDeleteBucket(ss grpc.ServerStream) error {
 	if err != nil {
 		return err
 	}
-	if err := s.store.DeleteBucket(b.Name()); err != nil {
+	if err := s.Store.DeleteBucket(b.Name()); err != nil {
 		return err
 	}
 	return sendRaw(ss, nil)
@@ -204,8 +204,8 @@ func (s *Server) grpcListBuckets(ss grpc.ServerStream) error {
 	if !strings.HasPrefix(parent, "projects/") {
 		return status.Errorf(codes.InvalidArgument, "fakes: ListBucketsRequest.parent %q is not projects/PROJECT", parent)
 	}
-	if size <= 0 || size > maxPageSize {
-		size = maxPageSize
+	if size <= 0 || size > MaxPageSize {
+		size = MaxPageSize
 	}
 	after := ""
 	if token != "" {
@@ -215,7 +215,7 @@ func (s *Server) grpcListBuckets(ss grpc.ServerStream) error {
 		}
 		after = name
 	}
-	bs, more := s.store.ListBuckets(prefix, after, int(size))
+	bs, more := s.Store.ListBuckets(prefix, after, int(size))
 	var out []byte
 	for _, b := range bs {
 		out = protowire.AppendTag(out, 1, protowire.BytesType)
@@ -416,7 +416,7 @@ func (s *Server) grpcTestIamPermissions(ss grpc.ServerStream) error {
 		return err
 	}
 	var out []byte
-	for _, p := range granted(ss.Context(), perms) {
+	for _, p := range Granted(ss.Context(), perms) {
 		out = appendBytesField(out, 1, []byte(p))
 	}
 	return sendRaw(ss, out)
@@ -521,7 +521,7 @@ var bucketUpdatable = []string{"storage_class", "versioning", "labels", "retenti
 // sets) from pb, then the predefined ACLs of q, through the JSON API's
 // rules (bucketMetadata.apply), so that both APIs check them alike.
 func (pb *protoBucket) apply(a *store.BucketAttrs, paths []string, q map[string]string) error {
-	m := bucketMetadata{}
+	m := BucketMetadata{}
 	set := func(key string, v any) {
 		raw, _ := json.Marshal(v)
 		m[key] = raw
@@ -548,7 +548,7 @@ func (pb *protoBucket) apply(a *store.BucketAttrs, paths []string, q map[string]
 		case "storage_class":
 			set("storageClass", pb.storageClass)
 		case "versioning":
-			set("versioning", versioning{Enabled: pb.versioning})
+			set("versioning", Versioning{Enabled: pb.versioning})
 		case "labels":
 			a.Labels = nil // the whole map is replaced
 			for k, v := range pb.labels {
@@ -581,7 +581,7 @@ func (pb *protoBucket) apply(a *store.BucketAttrs, paths []string, q map[string]
 			vals[k] = []string{v}
 		}
 	}
-	return m.apply(a, vals, true)
+	return m.Apply(a, vals, true)
 }
 
 // aclEntries is acl as the JSON API's list of entries, never null.
@@ -653,7 +653,7 @@ func appendBucket(out []byte, b *store.Bucket, a *store.BucketAttrs) []byte {
 // BucketAccessControl or ObjectAccessControl (same fields): role 1, id 2,
 // entity 3, email 5, domain 6, project_team 7, etag 8.
 func appendACLEntry(out []byte, id string, e store.ACLEntry, meta int64) []byte {
-	r := (&aclResource{Entity: e.Entity}).describe()
+	r := (&ACLResource{Entity: e.Entity}).Describe()
 	out = appendBytesField(out, 1, []byte(e.Role))
 	out = appendBytesField(out, 2, []byte(id))
 	out = appendBytesField(out, 3, []byte(e.Entity))

@@ -31,20 +31,20 @@ const (
 
 func newCall(ctx context.Context, fullMethod string) (*Call, context.Context) {
 	c := &Call{
-		Method: shortMethod(fullMethod),
+		Method: ShortMethod(fullMethod),
 		// One key, read with metadata.ValueFromIncomingContext without
 		// copying the rest of the incoming metadata.
 		Tenant: header.FromIncoming(ctx, header.TenantKey),
 	}
-	return c, context.WithValue(ctx, callKey{}, c)
+	return c, context.WithValue(ctx, CallKey{}, c)
 }
 
-func (s *Server) unaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+func (s *Server) UnaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	c, ctx := newCall(ctx, info.FullMethod)
 	var resp any
 	ctx, err := s.authorizeGRPC(ctx, c.Method)
 	if err == nil {
-		err = s.faults.before(ctx, c.Method)
+		err = s.Faults.Before(ctx, c.Method)
 	}
 	if err == nil {
 		_, err = s.retryGRPC(ctx, c.Method, false)
@@ -52,18 +52,18 @@ func (s *Server) unaryInterceptor(ctx context.Context, req any, info *grpc.Unary
 	if err == nil {
 		resp, err = handler(ctx, req)
 	} else {
-		c.Bucket, c.Object = targetOf(req)
+		c.Bucket, c.Object = TargetOf(req)
 	}
 	c.Code = status.Code(err)
-	s.calls.add(c)
+	s.Log.Add(c)
 	return resp, err
 }
 
-func (s *Server) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+func (s *Server) StreamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	c, ctx := newCall(ss.Context(), info.FullMethod)
 	ctx, err := s.authorizeGRPC(ctx, c.Method)
 	if err == nil {
-		err = s.faults.before(ctx, c.Method)
+		err = s.Faults.Before(ctx, c.Method)
 	}
 	var rc *retrytest.Call
 	if err == nil {
@@ -73,13 +73,13 @@ func (s *Server) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.Str
 		err = handler(srv, retrytest.Wrap(&callStream{ServerStream: ss, ctx: ctx}, rc))
 	}
 	c.Code = status.Code(err)
-	s.calls.add(c)
+	s.Log.Add(c)
 	return err
 }
 
 // targetOf returns the bucket and object a unary request names, for calls
 // that fail before their handler runs.
-func targetOf(req any) (bucket, object string) {
+func TargetOf(req any) (bucket, object string) {
 	switch r := req.(type) {
 	case interface {
 		GetBucket() string

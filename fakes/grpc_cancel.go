@@ -18,16 +18,16 @@ func (s *Server) grpcCancelResumableWrite(ss grpc.ServerStream) error {
 	}); err != nil {
 		return err
 	}
-	up, err := s.session(ss.Context(), id)
+	up, err := s.Session(ss.Context(), id)
 	if err != nil {
 		return err
 	}
-	up.mu.Lock()
-	if up.gone {
-		up.mu.Unlock()
+	up.Mu.Lock()
+	if up.Gone {
+		up.Mu.Unlock()
 		return status.Errorf(codes.NotFound, "upload %q not found", id)
 	}
-	s.cancelSession(up)
-	up.mu.Unlock()
+	s.CancelSession(up)
+	up.Mu.Unlock()
 	return sendRaw(ss, nil) // CancelResumableWriteResponse: empty
 }

@@ -10,13 +10,13 @@ import (
 
 // ComposeObject implements storage v2's compose: the destination resource
 // names the bucket and the object, and gives its attributes.
-func (v *service) ComposeObject(ctx context.Context, req *wire.ComposeObjectRequest) (*wire.Object, error) {
+func (v *Service) ComposeObject(ctx context.Context, req *wire.ComposeObjectRequest) (*wire.Object, error) {
 	dst := req.GetDestination()
-	b, err := v.s.objectRef(ctx, dst.GetBucket(), dst.GetName())
+	b, err := v.S.objectRef(ctx, dst.GetBucket(), dst.GetName())
 	if err != nil {
 		return nil, err
 	}
-	if err := v.s.admitGRPC(ctx, b.Name(), dst.GetName()); err != nil {
+	if err := v.S.admitGRPC(ctx, b.Name(), dst.GetName()); err != nil {
 		return nil, err
 	}
 	if err := api.CheckCommon(req.GetCommonObjectRequestParams()); err != nil {
@@ -31,13 +31,13 @@ func (v *service) ComposeObject(ctx context.Context, req *wire.ComposeObjectRequ
 			srcs[i].IfMatch = &m
 		}
 	}
-	cond := overwriteCond(ctx, api.ReadConditions(req.IfGenerationMatch, nil, req.IfMetagenerationMatch, nil))
-	if err := v.s.commits.commit(ctx); err != nil {
+	cond := OverwriteCond(ctx, api.ReadConditions(req.IfGenerationMatch, nil, req.IfMetagenerationMatch, nil))
+	if err := v.S.Commits.Commit(ctx); err != nil {
 		return nil, err
 	}
-	stored, err := b.Compose(dst.GetName(), a, srcs, cond, tenantOf(ctx))
+	stored, err := b.Compose(dst.GetName(), a, srcs, cond, TenantOf(ctx))
 	if err != nil {
 		return nil, err
 	}
-	return toObject(b, stored), nil
+	return ToObject(b, stored), nil
 }

@@ -13,7 +13,7 @@ import (
 
 // conns counts the calls of each gRPC connection, through a stats handler:
 // an increment and a decrement per call, nothing else on its path.
-type conns struct {
+type Conns struct {
 	mu  sync.Mutex
 	all []*connCount // every connection since the server started, in order
 }
@@ -26,7 +26,7 @@ type connCount struct {
 
 type connKey struct{}
 
-func (c *conns) TagConn(ctx context.Context, info *stats.ConnTagInfo) context.Context {
+func (c *Conns) TagConn(ctx context.Context, info *stats.ConnTagInfo) context.Context {
 	cc := &connCount{}
 	if info.RemoteAddr != nil {
 		cc.remote = info.RemoteAddr.String()
@@ -37,7 +37,7 @@ func (c *conns) TagConn(ctx context.Context, info *stats.ConnTagInfo) context.Co
 	return context.WithValue(ctx, connKey{}, cc)
 }
 
-func (c *conns) HandleConn(ctx context.Context, s stats.ConnStats) {
+func (c *Conns) HandleConn(ctx context.Context, s stats.ConnStats) {
 	if _, ok := s.(*stats.ConnEnd); ok {
 		if cc, _ := ctx.Value(connKey{}).(*connCount); cc != nil {
 			cc.closed.Store(true)
@@ -45,9 +45,9 @@ func (c *conns) HandleConn(ctx context.Context, s stats.ConnStats) {
 	}
 }
 
-func (c *conns) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
+func (c *Conns) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
 
-func (c *conns) HandleRPC(ctx context.Context, s stats.RPCStats) {
+func (c *Conns) HandleRPC(ctx context.Context, s stats.RPCStats) {
 	cc, _ := ctx.Value(connKey{}).(*connCount)
 	if cc == nil {
 		return
@@ -67,10 +67,33 @@ func (c *conns) HandleRPC(ctx context.Context, s stats.RPCStats) {
 // connection counting, which come together: a stats handler makes gRPC
 // allocate a record per message, a cost a server without a cap does not
 // pay.
-func (c *conns) serverOptions(maxStreams int, l link.Config) []grpc.ServerOption {
+func (c *Conns) ServerOptions(maxStreams int, l link.Config) []grpc.ServerOption {
 	opts := link.ServerWindows(l)
 	if maxStreams <= 0 {
 		return opts
 	}
 	return append(opts, grpc.StatsHandler(c), grpc.MaxConcurrentStreams(uint32(maxStreams)))
+}
+
+// stats reports the calls of every connection, in the order they were
+// accepted.
+func (c *Conns) Stats() []ConnStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]ConnStats, len(c.all))
+	for i, cc := range c.all {
+		out[i] = ConnStats{Remote: cc.remote, Active: cc.active.Load(), Peak: cc.peak.Load(), Calls: cc.calls.Load(), Open: !cc.closed.Load()}
+	}
+	return out
+}
+
+// ConnStats is one gRPC connection's calls, as [Server.Conns] reports them.
+type ConnStats struct {
+	// Remote is the client's address.
+	Remote string
+	// Active counts the calls in flight; Peak the most at once; Calls
+	// every call.
+	Active, Peak, Calls int64
+	// Open says whether the connection is still open.
+	Open bool
 }

@@ -21,7 +21,7 @@ func specExtra(spec *wire.WriteObjectSpec) (*store.Extra, error) {
 		EventBasedHold: res.EventBasedHold,
 	}
 	if p := spec.GetPredefinedAcl(); p != "" {
-		acl, ok := predefinedObjectACLs[p]
+		acl, ok := PredefinedObjectACLs[p]
 		if !ok {
 			return nil, status.Errorf(codes.InvalidArgument, "predefined_acl %q is not a predefined ACL", p)
 		}

@@ -22,19 +22,19 @@ func (s *Server) objectRef(ctx context.Context, bucketRes, name string) (*store.
 	if err != nil {
 		return nil, err
 	}
-	noteTarget(ctx, bucket, name)
+	NoteTarget(ctx, bucket, name)
 	if err := api.CheckObjectName(name); err != nil {
 		return nil, err
 	}
-	return s.store.Bucket(bucket)
+	return s.Store.Bucket(bucket)
 }
 
 // ReadObject streams an object's content, or a range of it, in messages of at
 // most 2 MiB, each with its CRC32C. The first message also carries the
 // object's metadata, its checksums and the content range. A message whose
 // bytes lie in one stored part is sent from the store without a copy.
-func (v *service) ReadObject(req *wire.ReadObjectRequest, stream grpc.ServerStreamingServer[wire.ReadObjectResponse]) error {
-	s := v.s
+func (v *Service) ReadObject(req *wire.ReadObjectRequest, stream grpc.ServerStreamingServer[wire.ReadObjectResponse]) error {
+	s := v.S
 	ctx := stream.Context()
 	b, err := s.objectRef(ctx, req.GetBucket(), req.GetObject())
 	if err != nil {
@@ -66,7 +66,7 @@ func (v *service) ReadObject(req *wire.ReadObjectRequest, stream grpc.ServerStre
 	if limit > 0 && limit < size-start {
 		end = start + limit
 	}
-	meta := toObject(b, obj)
+	meta := ToObject(b, obj)
 	msg := &wire.ReadObjectResponse{
 		Metadata:        meta,
 		ObjectChecksums: meta.Checksums,
@@ -79,12 +79,12 @@ func (v *service) ReadObject(req *wire.ReadObjectRequest, stream grpc.ServerStre
 	var buf []byte // for messages that span stored parts
 	data := &wire.ChecksummedData{}
 	for off := start; off < end; {
-		n := min(maxChunk, end-off)
+		n := min(MaxChunk, end-off)
 		c := obj.Part(off, n)
 		if c == nil {
 			if buf == nil {
-				p := readBufs.Get().(*[]byte)
-				defer readBufs.Put(p)
+				p := ReadBufs.Get().(*[]byte)
+				defer ReadBufs.Put(p)
 				buf = *p
 			}
 			c = buf[:n]
@@ -105,8 +105,8 @@ func (v *service) ReadObject(req *wire.ReadObjectRequest, stream grpc.ServerStre
 }
 
 // GetObject returns an object's metadata.
-func (v *service) GetObject(ctx context.Context, req *wire.GetObjectRequest) (*wire.Object, error) {
-	b, err := v.s.objectRef(ctx, req.GetBucket(), req.GetObject())
+func (v *Service) GetObject(ctx context.Context, req *wire.GetObjectRequest) (*wire.Object, error) {
+	b, err := v.S.objectRef(ctx, req.GetBucket(), req.GetObject())
 	if err != nil {
 		return nil, err
 	}
@@ -121,17 +121,17 @@ func (v *service) GetObject(ctx context.Context, req *wire.GetObjectRequest) (*w
 	if err := cond.Check(obj); err != nil {
 		return nil, err
 	}
-	return toObject(b, obj), nil
+	return ToObject(b, obj), nil
 }
 
 // DeleteObject deletes the live object, or the given generation, checking
 // its preconditions atomically with the delete.
-func (v *service) DeleteObject(ctx context.Context, req *wire.DeleteObjectRequest) (*emptypb.Empty, error) {
-	b, err := v.s.objectRef(ctx, req.GetBucket(), req.GetObject())
+func (v *Service) DeleteObject(ctx context.Context, req *wire.DeleteObjectRequest) (*emptypb.Empty, error) {
+	b, err := v.S.objectRef(ctx, req.GetBucket(), req.GetObject())
 	if err != nil {
 		return nil, err
 	}
-	if err := v.s.admitGRPC(ctx, b.Name(), req.GetObject()); err != nil {
+	if err := v.S.admitGRPC(ctx, b.Name(), req.GetObject()); err != nil {
 		return nil, err
 	}
 	cond := api.ReadConditions(req.IfGenerationMatch, req.IfGenerationNotMatch, req.IfMetagenerationMatch, req.IfMetagenerationNotMatch)
@@ -145,12 +145,12 @@ func (v *service) DeleteObject(ctx context.Context, req *wire.DeleteObjectReques
 // delimiter (prefixes count towards the page size like objects),
 // include_trailing_delimiter, lexicographic_start/end, versions and
 // pagination. match_glob, filter and soft_deleted are not supported.
-func (v *service) ListObjects(ctx context.Context, req *wire.ListObjectsRequest) (*wire.ListObjectsResponse, error) {
+func (v *Service) ListObjects(ctx context.Context, req *wire.ListObjectsRequest) (*wire.ListObjectsResponse, error) {
 	bucket, err := api.ParseBucket(req.GetParent())
 	if err != nil {
 		return nil, err
 	}
-	noteTarget(ctx, bucket, "")
+	NoteTarget(ctx, bucket, "")
 	if req.GetMatchGlob() != "" || req.GetFilter() != "" || req.GetSoftDeleted() {
 		return nil, status.Error(codes.Unimplemented, "match_glob, filter and soft_deleted are not supported by the fake")
 	}
@@ -159,11 +159,11 @@ func (v *service) ListObjects(ctx context.Context, req *wire.ListObjectsRequest)
 	case pageSize < 0:
 		return nil, status.Errorf(codes.InvalidArgument, "page_size is %d", pageSize)
 	case pageSize == 0:
-		pageSize = defaultPageSize
-	case pageSize > maxPageSize:
-		pageSize = maxPageSize
+		pageSize = DefaultPageSize
+	case pageSize > MaxPageSize:
+		pageSize = MaxPageSize
 	}
-	b, err := v.s.store.Bucket(bucket)
+	b, err := v.S.Store.Bucket(bucket)
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +183,7 @@ func (v *service) ListObjects(ctx context.Context, req *wire.ListObjectsRequest)
 	resp := &wire.ListObjectsResponse{Prefixes: page.Prefixes, NextPageToken: page.Next}
 	resp.Objects = make([]*wire.Object, len(page.Objects))
 	for i, o := range page.Objects {
-		resp.Objects[i] = toObject(b, o)
+		resp.Objects[i] = ToObject(b, o)
 	}
 	return resp, nil
 }

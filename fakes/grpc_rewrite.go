@@ -24,7 +24,7 @@ import (
 // storage_class) replace the source's. Encryption keys (16, 21, 22, 27)
 // are codes.Unimplemented.
 func (s *Server) grpcRewriteObject(ss grpc.ServerStream) error {
-	req := &copyRequest{rewrite: true, tenant: tenantOf(ss.Context()), ctx: ss.Context()}
+	req := &CopyRequest{Rewrite: true, Tenant: TenantOf(ss.Context()), Ctx: ss.Context()}
 	var srcRes, dstRes string
 	var dst *wire.Object
 	var common *wire.CommonObjectRequestParams
@@ -35,9 +35,9 @@ func (s *Server) grpcRewriteObject(ss grpc.ServerStream) error {
 		case f.typ == protowire.VarintType && f.num >= 7 && f.num <= 14:
 			conds[f.num-7] = int64Ptr(f.v)
 		case f.typ == protowire.VarintType && f.num == 4:
-			req.srcGen = int64(f.v)
+			req.SrcGen = int64(f.v)
 		case f.typ == protowire.VarintType && f.num == 15:
-			req.step = int64(f.v)
+			req.Step = int64(f.v)
 		case f.typ != protowire.BytesType:
 		case f.num == 1:
 			dst = &wire.Object{}
@@ -45,18 +45,18 @@ func (s *Server) grpcRewriteObject(ss grpc.ServerStream) error {
 		case f.num == 2:
 			srcRes = string(f.b)
 		case f.num == 3:
-			req.srcName = string(f.b)
+			req.SrcName = string(f.b)
 		case f.num == 5:
-			req.token = string(f.b)
+			req.Token = string(f.b)
 		case f.num == 19:
 			common = &wire.CommonObjectRequestParams{}
 			return proto.Unmarshal(f.b, common)
 		case f.num == 24:
-			req.dstName = string(f.b)
+			req.DstName = string(f.b)
 		case f.num == 25:
 			dstRes = string(f.b)
 		case f.num == 28:
-			req.predefined = string(f.b)
+			req.Predefined = string(f.b)
 		case f.num == 16 || f.num == 21 || f.num == 22 || f.num == 27:
 			keys = keys || len(f.b) > 0
 		}
@@ -71,16 +71,16 @@ func (s *Server) grpcRewriteObject(ss grpc.ServerStream) error {
 		return err
 	}
 	var err error
-	if req.srcBucket, err = api.ParseBucket(srcRes); err != nil {
+	if req.SrcBucket, err = api.ParseBucket(srcRes); err != nil {
 		return err
 	}
-	if req.dstBucket, err = api.ParseBucket(dstRes); err != nil {
+	if req.DstBucket, err = api.ParseBucket(dstRes); err != nil {
 		return err
 	}
-	noteTarget(ss.Context(), req.dstBucket, req.dstName)
-	req.dstCond = api.ReadConditions(conds[0], conds[1], conds[2], conds[3])
-	req.srcCond = api.ReadConditions(conds[4], conds[5], conds[6], conds[7])
-	req.edit = func(a *store.Attrs, b *store.Bucket) error {
+	NoteTarget(ss.Context(), req.DstBucket, req.DstName)
+	req.DstCond = api.ReadConditions(conds[0], conds[1], conds[2], conds[3])
+	req.SrcCond = api.ReadConditions(conds[4], conds[5], conds[6], conds[7])
+	req.Edit = func(a *store.Attrs, b *store.Bucket) error {
 		a.StorageClass = b.Attrs().StorageClass
 		if dst == nil {
 			return nil
@@ -102,18 +102,18 @@ func (s *Server) grpcRewriteObject(ss grpc.ServerStream) error {
 		}
 		return nil
 	}
-	res, err := s.copy(req)
+	res, err := s.Copy(req)
 	if err != nil {
 		return err
 	}
 	var out []byte
-	out = appendVarintField(out, 1, uint64(res.done))
-	out = appendVarintField(out, 2, uint64(res.size))
-	if res.stored == nil {
-		return sendRaw(ss, appendBytesField(out, 4, []byte(res.token)))
+	out = appendVarintField(out, 1, uint64(res.Done))
+	out = appendVarintField(out, 2, uint64(res.Size))
+	if res.Stored == nil {
+		return sendRaw(ss, appendBytesField(out, 4, []byte(res.Token)))
 	}
 	out = appendVarintField(out, 3, 1)
-	obj, err := proto.Marshal(toObject(res.bucket, res.stored))
+	obj, err := proto.Marshal(ToObject(res.Bucket, res.Stored))
 	if err != nil {
 		return status.Errorf(codes.Internal, "fakes: encoding the object: %v", err)
 	}

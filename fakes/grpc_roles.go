@@ -9,15 +9,15 @@ import (
 // withRole returns ctx with the role of the gRPC request it carries, if
 // the server knows its token.
 func (s *Server) withRole(ctx context.Context) context.Context {
-	if s.creds == nil {
+	if s.Creds == nil {
 		return ctx
 	}
 	v := metadata.ValueFromIncomingContext(ctx, "authorization")
 	if len(v) == 0 {
 		return ctx
 	}
-	if r, ok := s.roleOf(v[len(v)-1]); ok {
-		return context.WithValue(ctx, roleKey{}, r)
+	if r, ok := s.RoleOf(v[len(v)-1]); ok {
+		return context.WithValue(ctx, RoleKey{}, r)
 	}
 	return ctx
 }
@@ -28,33 +28,33 @@ func (s *Server) withRole(ctx context.Context) context.Context {
 // an upload_id nothing: see checkWrite); QueryWriteStatus and
 // TestIamPermissions need nothing; a method not listed needs the bucket
 // permissions no object role grants.
-var grpcPerms = map[string]perm{
+var grpcPerms = map[string]Perm{
 	MethodWriteObject:          0,
 	MethodBidiWriteObject:      0,
 	MethodStartResumableWrite:  0,
 	MethodQueryWriteStatus:     0,
 	MethodCancelResumableWrite: 0,
-	MethodReadObject:           permGet,
-	MethodBidiReadObject:       permGet,
-	MethodGetObject:            permGet,
-	MethodListObjects:          permList,
-	MethodDeleteObject:         permDelete,
-	MethodUpdateObject:         permUpdate,
-	MethodComposeObject:        permCreate | permGet,
-	methodRewriteObject:        permCreate | permGet,
+	MethodReadObject:           PermGet,
+	MethodBidiReadObject:       PermGet,
+	MethodGetObject:            PermGet,
+	MethodListObjects:          PermList,
+	MethodDeleteObject:         PermDelete,
+	MethodUpdateObject:         PermUpdate,
+	MethodComposeObject:        PermCreate | PermGet,
+	methodRewriteObject:        PermCreate | PermGet,
 	methodTestIamPermissions:   0,
 }
 
 // authorizeGRPC returns ctx with the role of the gRPC call of method, and
 // GCS's refusal if the role does not allow the method.
 func (s *Server) authorizeGRPC(ctx context.Context, method string) (context.Context, error) {
-	if s.creds == nil {
+	if s.Creds == nil {
 		return ctx, nil
 	}
 	ctx = s.withRole(ctx)
 	p, ok := grpcPerms[method]
 	if !ok {
-		p = permBucket
+		p = PermBucket
 	}
-	return ctx, need(ctx, p)
+	return ctx, Need(ctx, p)
 }

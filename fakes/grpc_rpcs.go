@@ -18,13 +18,13 @@ import (
 type rpc struct {
 	// name is the method's name: its gRPC name under google.storage.v2.Storage,
 	// the name Call.Method records, and the name the fault rules take.
-	name string
+	Name string
 	// retry is the retry test API's method whose instructions the calls
 	// consume (see package retrytest), "" for none.
-	retry string
+	Retry string
 	// faults says the fault rules (FailCall, Delay, ...) take the method:
 	// those with an exported Method name.
-	faults bool
+	Faults bool
 
 	// Exactly one of unary and stream serves the method.
 	//
@@ -42,24 +42,24 @@ type rpc struct {
 
 // raw returns the rpc entry of a method served from its protobuf encoding.
 func raw(name, retry string, faults bool, serve func(*Server, grpc.ServerStream) error) rpc {
-	return rpc{name: name, retry: retry, faults: faults, stream: serve, clientStreams: true, serverStreams: true}
+	return rpc{Name: name, Retry: retry, Faults: faults, stream: serve, clientStreams: true, serverStreams: true}
 }
 
 // rpcs are the methods the fake serves, one entry each.
-var rpcs = []rpc{
-	{name: MethodWriteObject, retry: "storage.objects.insert", faults: true, clientStreams: true,
+var RPCs = []rpc{
+	{Name: MethodWriteObject, Retry: "storage.objects.insert", Faults: true, clientStreams: true,
 		stream: func(s *Server, ss grpc.ServerStream) error {
 			return s.svc.WriteObject(&grpc.GenericServerStream[wire.WriteObjectRequest, wire.WriteObjectResponse]{ServerStream: ss})
 		}},
-	{name: MethodBidiWriteObject, retry: "storage.objects.insert", faults: true, clientStreams: true, serverStreams: true,
+	{Name: MethodBidiWriteObject, Retry: "storage.objects.insert", Faults: true, clientStreams: true, serverStreams: true,
 		stream: func(s *Server, ss grpc.ServerStream) error {
 			return s.svc.BidiWriteObject(&grpc.GenericServerStream[wire.BidiWriteObjectRequest, wire.BidiWriteObjectResponse]{ServerStream: ss})
 		}},
-	{name: MethodStartResumableWrite, retry: "storage.objects.insert", faults: true,
-		unary: unaryRPC(MethodStartResumableWrite, (*service).StartResumableWrite)},
-	{name: MethodQueryWriteStatus, faults: true,
-		unary: unaryRPC(MethodQueryWriteStatus, (*service).QueryWriteStatus)},
-	{name: MethodReadObject, retry: "storage.objects.get", faults: true, serverStreams: true,
+	{Name: MethodStartResumableWrite, Retry: "storage.objects.insert", Faults: true,
+		unary: unaryRPC(MethodStartResumableWrite, (*Service).StartResumableWrite)},
+	{Name: MethodQueryWriteStatus, Faults: true,
+		unary: unaryRPC(MethodQueryWriteStatus, (*Service).QueryWriteStatus)},
+	{Name: MethodReadObject, Retry: "storage.objects.get", Faults: true, serverStreams: true,
 		stream: func(s *Server, ss grpc.ServerStream) error {
 			m := new(wire.ReadObjectRequest)
 			if err := ss.RecvMsg(m); err != nil {
@@ -68,15 +68,15 @@ var rpcs = []rpc{
 			return s.svc.ReadObject(m, &grpc.GenericServerStream[wire.ReadObjectRequest, wire.ReadObjectResponse]{ServerStream: ss})
 		}},
 	raw(MethodBidiReadObject, "storage.objects.get", true, (*Server).bidiReadObject),
-	{name: MethodGetObject, retry: "storage.objects.get", faults: true,
-		unary: unaryRPC(MethodGetObject, (*service).GetObject)},
-	{name: MethodListObjects, retry: "storage.objects.list", faults: true,
-		unary: unaryRPC(MethodListObjects, (*service).ListObjects)},
-	{name: MethodDeleteObject, retry: "storage.objects.delete", faults: true,
-		unary: unaryRPC(MethodDeleteObject, (*service).DeleteObject)},
+	{Name: MethodGetObject, Retry: "storage.objects.get", Faults: true,
+		unary: unaryRPC(MethodGetObject, (*Service).GetObject)},
+	{Name: MethodListObjects, Retry: "storage.objects.list", Faults: true,
+		unary: unaryRPC(MethodListObjects, (*Service).ListObjects)},
+	{Name: MethodDeleteObject, Retry: "storage.objects.delete", Faults: true,
+		unary: unaryRPC(MethodDeleteObject, (*Service).DeleteObject)},
 	raw(MethodUpdateObject, "storage.objects.patch", true, (*Server).grpcUpdateObject),
-	{name: MethodComposeObject, retry: "storage.objects.compose", faults: true,
-		unary: unaryRPC(MethodComposeObject, (*service).ComposeObject)},
+	{Name: MethodComposeObject, Retry: "storage.objects.compose", Faults: true,
+		unary: unaryRPC(MethodComposeObject, (*Service).ComposeObject)},
 	raw(MethodCancelResumableWrite, "", false, (*Server).grpcCancelResumableWrite),
 	raw(methodRewriteObject, "storage.objects.rewrite", false, (*Server).grpcRewriteObject),
 	raw(methodGetBucket, "storage.buckets.get", false, (*Server).grpcGetBucket),
@@ -91,34 +91,34 @@ var rpcs = []rpc{
 }
 
 // rpcNamed indexes rpcs by name.
-var rpcNamed = func() map[string]*rpc {
-	m := make(map[string]*rpc, len(rpcs))
-	for i := range rpcs {
-		r := &rpcs[i]
-		if m[r.name] != nil || (r.unary == nil) == (r.stream == nil) {
-			panic("fakes: rpcs: method " + r.name + " is listed twice, or has no handler or two")
+var RPCNamed = func() map[string]*rpc {
+	m := make(map[string]*rpc, len(RPCs))
+	for i := range RPCs {
+		r := &RPCs[i]
+		if m[r.Name] != nil || (r.unary == nil) == (r.stream == nil) {
+			panic("fakes: rpcs: method " + r.Name + " is listed twice, or has no handler or two")
 		}
-		m[r.name] = r
+		m[r.Name] = r
 	}
 	return m
 }()
 
 // serviceDesc is the service the gRPC server registers: every entry of
 // rpcs, served by the *Server it is registered with.
-var serviceDesc = func() grpc.ServiceDesc {
+var ServiceDesc = func() grpc.ServiceDesc {
 	d := grpc.ServiceDesc{
 		ServiceName: wire.ServiceName,
 		HandlerType: (*any)(nil),
 		Metadata:    "google/storage/v2/storage.proto",
 	}
-	for _, r := range rpcs {
+	for _, r := range RPCs {
 		if r.unary != nil {
-			d.Methods = append(d.Methods, grpc.MethodDesc{MethodName: r.name, Handler: r.unary})
+			d.Methods = append(d.Methods, grpc.MethodDesc{MethodName: r.Name, Handler: r.unary})
 			continue
 		}
 		serve := r.stream
 		d.Streams = append(d.Streams, grpc.StreamDesc{
-			StreamName:    r.name,
+			StreamName:    r.Name,
 			Handler:       func(srv any, ss grpc.ServerStream) error { return serve(srv.(*Server), ss) },
 			ClientStreams: r.clientStreams,
 			ServerStreams: r.serverStreams,
@@ -129,7 +129,7 @@ var serviceDesc = func() grpc.ServiceDesc {
 
 // unaryRPC returns the handler of unary method name, whose request and
 // response are internal/wire's messages, served by call.
-func unaryRPC[Req, Resp any](name string, call func(*service, context.Context, *Req) (*Resp, error)) grpc.MethodHandler {
+func unaryRPC[Req, Resp any](name string, call func(*Service, context.Context, *Req) (*Resp, error)) grpc.MethodHandler {
 	full := "/" + wire.ServiceName + "/" + name
 	return func(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
 		in := new(Req)
@@ -148,13 +148,13 @@ func unaryRPC[Req, Resp any](name string, call func(*service, context.Context, *
 }
 
 // serveUnknown is the gRPC server's handler of the methods not in rpcs.
-func (s *Server) serveUnknown(_ any, ss grpc.ServerStream) error {
+func (s *Server) ServeUnknown(_ any, ss grpc.ServerStream) error {
 	full, _ := grpc.MethodFromServerStream(ss)
 	return status.Errorf(codes.Unimplemented, "fakes: method %s is not implemented by the fake", full)
 }
 
 // shortMethod turns "/google.storage.v2.Storage/WriteObject" into
 // "WriteObject".
-func shortMethod(full string) string {
+func ShortMethod(full string) string {
 	return full[strings.LastIndexByte(full, '/')+1:]
 }

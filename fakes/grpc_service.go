@@ -2,6 +2,6 @@ package fakes
 
 // service holds the handlers of the RPCs on internal/wire's messages (see
 // rpcs), keeping them off the Server's public API.
-type service struct {
-	s *Server
+type Service struct {
+	S *Server
 }

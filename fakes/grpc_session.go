@@ -4,11 +4,11 @@ import "context"
 
 // session returns the resumable session id, and notes its bucket and
 // object in the call's log record.
-func (s *Server) session(ctx context.Context, id string) (*upload, error) {
-	up, err := s.lookupSession(id)
+func (s *Server) Session(ctx context.Context, id string) (*Upload, error) {
+	up, err := s.LookupSession(id)
 	if err != nil {
 		return nil, err
 	}
-	noteTarget(ctx, up.b.Name(), up.object)
+	NoteTarget(ctx, up.Bucket.Name(), up.Object)
 	return up, nil
 }

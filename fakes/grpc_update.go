@@ -126,7 +126,7 @@ func (s *Server) grpcUpdateObject(ss grpc.ServerStream) error {
 	if err != nil {
 		return err
 	}
-	return ss.SendMsg(toObject(b, o))
+	return ss.SendMsg(ToObject(b, o))
 }
 
 // updatable are the fields "*" stands for.

@@ -21,22 +21,22 @@ import (
 
 // newUpload validates a WriteObjectSpec that method received and returns
 // an upload for it.
-func (s *Server) newUpload(ctx context.Context, spec *wire.WriteObjectSpec, common *wire.CommonObjectRequestParams, method string) (*upload, error) {
+func (s *Server) newUpload(ctx context.Context, spec *wire.WriteObjectSpec, common *wire.CommonObjectRequestParams, method string) (*Upload, error) {
 	if spec.GetAppendable() && method != MethodBidiWriteObject {
 		return nil, status.Errorf(codes.InvalidArgument, "write_object_spec.appendable: appendable objects are written with BidiWriteObject, not %s", method)
 	}
 	bucket, err := writes.CheckSpec(spec, common)
 	if bucket != "" {
-		noteTarget(ctx, bucket, spec.GetResource().GetName())
+		NoteTarget(ctx, bucket, spec.GetResource().GetName())
 	}
 	if err != nil {
 		return nil, err
 	}
-	if err := checkWrite(ctx); err != nil {
+	if err := CheckWrite(ctx); err != nil {
 		return nil, err
 	}
 	res := spec.GetResource()
-	b, err := s.store.Bucket(bucket)
+	b, err := s.Store.Bucket(bucket)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +50,7 @@ func (s *Server) newUpload(ctx context.Context, spec *wire.WriteObjectSpec, comm
 	if a.Extra, err = specExtra(spec); err != nil {
 		return nil, err
 	}
-	return newUpload(b, spec.GetResource().GetName(), a, overwriteCond(ctx, api.SpecConditions(spec)), spec.ObjectSize), nil
+	return NewUpload(b, spec.GetResource().GetName(), a, OverwriteCond(ctx, api.SpecConditions(spec)), spec.ObjectSize), nil
 }
 
 // specAttrs returns the attributes a write's spec gives its object, but
@@ -79,10 +79,10 @@ type writeStream struct {
 	s      *Server
 	ctx    context.Context
 	method string
-	up     *upload
+	up     *Upload
 	eng    writes.Engine
 
-	brk      breakRule
+	brk      BreakRule
 	hasBrk   bool
 	received int64 // object bytes accepted on this stream
 
@@ -90,14 +90,14 @@ type writeStream struct {
 	rc           *retrytest.Call // the stream's retry test, for redirects
 	epoch        uint64          // the writer epoch the stream writes as
 	sendResource bool            // the first response carries the object: the stream created or took it over
-	redir        redirectRule    // a RedirectAppend fault, if hasRedir
+	redir        RedirectRule    // a RedirectAppend fault, if hasRedir
 	hasRedir     bool
 }
 
 func (s *Server) newWriteStream(ctx context.Context, method string) *writeStream {
 	w := &writeStream{s: s, ctx: ctx, method: method}
 	w.eng = writes.Engine{Stream: w, Bidi: method == MethodBidiWriteObject}
-	w.brk, w.hasBrk = s.faults.takeBreak(method)
+	w.brk, w.hasBrk = s.Faults.TakeBreak(method)
 	return w
 }
 
@@ -114,7 +114,7 @@ func (w *writeStream) NewUpload(m *api.WriteMsg) (writes.Upload, error) {
 
 // Resume implements writes.Stream.
 func (w *writeStream) Resume(id string) (writes.Upload, error) {
-	up, err := w.s.session(w.ctx, id)
+	up, err := w.s.Session(w.ctx, id)
 	return w.opened(up, err)
 }
 
@@ -133,18 +133,18 @@ func (w *writeStream) OpenAppend(m *api.WriteMsg) (writes.Upload, error) {
 // opened makes up the stream's upload, if err is nil. A stream that
 // writes an appendable object meets the redirects of its retry test and
 // of the RedirectAppend faults.
-func (w *writeStream) opened(up *upload, err error) (writes.Upload, error) {
+func (w *writeStream) opened(up *Upload, err error) (writes.Upload, error) {
 	if err != nil {
 		return nil, err
 	}
 	w.up = up
-	if up.appendable && w.rc != nil {
-		if err := w.rc.RedirectWrite(writes.Handle(up.app.Gen, w.epoch), up.app.Gen); err != nil {
+	if up.Appendable && w.rc != nil {
+		if err := w.rc.RedirectWrite(writes.Handle(up.App.Gen, w.epoch), up.App.Gen); err != nil {
 			return nil, err
 		}
 	}
-	if up.appendable && up.result == nil {
-		w.redir, w.hasRedir = w.s.faults.takeRedirect()
+	if up.Appendable && up.Result == nil {
+		w.redir, w.hasRedir = w.s.Faults.TakeRedirect()
 	}
 	return up, nil
 }
@@ -154,7 +154,7 @@ func (w *writeStream) Epoch() uint64 { return w.epoch }
 
 // Check implements writes.Stream: a stream past its injected break fails.
 func (w *writeStream) Check(*api.WriteMsg) error {
-	if w.hasBrk && w.received >= w.brk.after {
+	if w.hasBrk && w.received >= w.brk.After {
 		return w.broken()
 	}
 	return nil
@@ -168,10 +168,10 @@ func (w *writeStream) Accept(m *api.WriteMsg) error {
 	up := w.up
 	content := m.Data.GetContent()
 	n := int64(len(content))
-	if err := up.CheckMessage(m.Offset, n, up.appendable); err != nil {
+	if err := up.CheckMessage(m.Offset, n, up.Appendable); err != nil {
 		return err
 	}
-	if n > 0 && w.s.faults.takeCorrupt(w.method) {
+	if n > 0 && w.s.Faults.TakeCorrupt(w.method) {
 		content[n/2] ^= 0xff // the message is ours: grpc decoded it into new memory
 	}
 	var crc uint32
@@ -186,16 +186,16 @@ func (w *writeStream) Accept(m *api.WriteMsg) error {
 		skip = min(skip, n)
 		content, n, hasCRC = content[skip:], n-skip, false
 	}
-	if w.hasBrk && n > w.brk.after-w.received {
-		n = w.brk.after - w.received
+	if w.hasBrk && n > w.brk.After-w.received {
+		n = w.brk.After - w.received
 		content = content[:n]
 		hasCRC = false
 	}
 	if n > 0 {
 		if hasCRC {
-			up.add(content, crc)
+			up.Add(content, crc)
 		} else {
-			up.addUnchecked(content)
+			up.AddUnchecked(content)
 		}
 		w.received += n
 	}
@@ -205,32 +205,32 @@ func (w *writeStream) Accept(m *api.WriteMsg) error {
 // Checked implements writes.Stream: a stream past its injected redirect
 // is redirected.
 func (w *writeStream) Checked() error {
-	if w.hasRedir && w.received >= w.redir.after {
+	if w.hasRedir && w.received >= w.redir.After {
 		return w.redirected()
 	}
 	return nil
 }
 
 // Persist implements writes.Stream.
-func (w *writeStream) Persist() error { return w.up.persist() }
+func (w *writeStream) Persist() error { return w.up.Persist() }
 
 // Finalize implements writes.Stream: the object is stored.
 func (w *writeStream) Finalize() (*wire.Object, error) {
-	return w.s.finalize(w.ctx, w.up, tenantOf(w.ctx))
+	return w.s.Finalize(w.ctx, w.up, TenantOf(w.ctx))
 }
 
 // FinalizeAppendable implements writes.Stream.
 func (w *writeStream) FinalizeAppendable() (*wire.Object, error) {
-	return w.up.finalizeAppendable(w.ctx, &w.s.commits)
+	return w.up.FinalizeAppendable(w.ctx, &w.s.Commits)
 }
 
 func (w *writeStream) broken() error {
-	return status.Errorf(w.brk.code, "fakes: injected stream break after %d bytes", w.brk.after)
+	return status.Errorf(w.brk.Code, "fakes: injected stream break after %d bytes", w.brk.After)
 }
 
 // WriteObject implements the client-streaming write.
-func (v *service) WriteObject(stream grpc.ClientStreamingServer[wire.WriteObjectRequest, wire.WriteObjectResponse]) error {
-	w := v.s.newWriteStream(stream.Context(), MethodWriteObject)
+func (v *Service) WriteObject(stream grpc.ClientStreamingServer[wire.WriteObjectRequest, wire.WriteObjectResponse]) error {
+	w := v.S.newWriteStream(stream.Context(), MethodWriteObject)
 	for {
 		req, err := stream.Recv()
 		var (
@@ -242,7 +242,7 @@ func (v *service) WriteObject(stream grpc.ClientStreamingServer[wire.WriteObject
 			if err != nil {
 				return err
 			}
-			if err := v.s.faults.lost(MethodWriteObject); err != nil {
+			if err := v.S.Faults.Lost(MethodWriteObject); err != nil {
 				return err
 			}
 			return stream.SendAndClose(api.WriteResponse(obj, size))
@@ -256,7 +256,7 @@ func (v *service) WriteObject(stream grpc.ClientStreamingServer[wire.WriteObject
 			return err
 		}
 		if obj != nil {
-			if err := v.s.faults.lost(MethodWriteObject); err != nil {
+			if err := v.S.Faults.Lost(MethodWriteObject); err != nil {
 				return err
 			}
 			return stream.SendAndClose(api.WriteResponse(obj, 0))
@@ -268,8 +268,8 @@ func (v *service) WriteObject(stream grpc.ClientStreamingServer[wire.WriteObject
 // is answered after its first message too, and its responses carry what
 // appendResponse says. A stream that ends without a half-close or a
 // finish loses the appendable bytes it did not persist.
-func (v *service) BidiWriteObject(stream grpc.BidiStreamingServer[wire.BidiWriteObjectRequest, wire.BidiWriteObjectResponse]) error {
-	w := v.s.newWriteStream(stream.Context(), MethodBidiWriteObject)
+func (v *Service) BidiWriteObject(stream grpc.BidiStreamingServer[wire.BidiWriteObjectRequest, wire.BidiWriteObjectResponse]) error {
+	w := v.S.newWriteStream(stream.Context(), MethodBidiWriteObject)
 	defer w.abandon()
 	if g, ok := stream.(*grpc.GenericServerStream[wire.BidiWriteObjectRequest, wire.BidiWriteObjectResponse]); ok {
 		w.rc = retrytest.CallOf(g.ServerStream)
@@ -282,11 +282,11 @@ func (v *service) BidiWriteObject(stream grpc.BidiStreamingServer[wire.BidiWrite
 				return err
 			}
 			if obj != nil {
-				if err := v.s.faults.lost(MethodBidiWriteObject); err != nil {
+				if err := v.S.Faults.Lost(MethodBidiWriteObject); err != nil {
 					return err
 				}
 			}
-			if obj == nil && w.up.appendable {
+			if obj == nil && w.up.Appendable {
 				return stream.Send(w.appendResponse(false))
 			}
 			return stream.Send(api.BidiResponse(obj, size))
@@ -302,11 +302,11 @@ func (v *service) BidiWriteObject(stream grpc.BidiStreamingServer[wire.BidiWrite
 		var resp *wire.BidiWriteObjectResponse
 		switch {
 		case obj != nil:
-			if err := v.s.faults.lost(MethodBidiWriteObject); err != nil {
+			if err := v.S.Faults.Lost(MethodBidiWriteObject); err != nil {
 				return err
 			}
 			return stream.Send(api.BidiResponse(obj, 0))
-		case w.up.appendable && (first || m.Lookup):
+		case w.up.Appendable && (first || m.Lookup):
 			resp = w.appendResponse(first)
 		case m.Lookup:
 			resp = api.BidiResponse(nil, size)
@@ -320,23 +320,23 @@ func (v *service) BidiWriteObject(stream grpc.BidiStreamingServer[wire.BidiWrite
 }
 
 // StartResumableWrite opens a resumable session.
-func (v *service) StartResumableWrite(ctx context.Context, req *wire.StartResumableWriteRequest) (*wire.StartResumableWriteResponse, error) {
-	s := v.s
+func (v *Service) StartResumableWrite(ctx context.Context, req *wire.StartResumableWriteRequest) (*wire.StartResumableWriteResponse, error) {
+	s := v.S
 	up, err := s.newUpload(ctx, req.GetWriteObjectSpec(), req.GetCommonObjectRequestParams(), MethodStartResumableWrite)
 	if err != nil {
 		return nil, err
 	}
 	up.Declare(req.ObjectChecksums)
-	if err := s.startSession(up); err != nil {
+	if err := s.StartSession(up); err != nil {
 		return nil, err
 	}
-	return &wire.StartResumableWriteResponse{UploadId: up.id}, nil
+	return &wire.StartResumableWriteResponse{UploadId: up.ID}, nil
 }
 
 // QueryWriteStatus reports a session's persisted size, or its object once
 // finalized.
-func (v *service) QueryWriteStatus(ctx context.Context, req *wire.QueryWriteStatusRequest) (*wire.QueryWriteStatusResponse, error) {
-	up, err := v.s.session(ctx, req.GetUploadId())
+func (v *Service) QueryWriteStatus(ctx context.Context, req *wire.QueryWriteStatusRequest) (*wire.QueryWriteStatusResponse, error) {
+	up, err := v.S.Session(ctx, req.GetUploadId())
 	if err != nil {
 		return nil, err
 	}

@@ -8,8 +8,8 @@ import (
 
 // admitHTTP is admitGRPC for a JSON API request.
 func (s *Server) admitHTTP(r *http.Request, bucket, object string) error {
-	if s.limiter == nil {
+	if s.Limiter == nil {
 		return nil
 	}
-	return s.admit(bucket, object, lastValue(r.Header, header.TenantKey))
+	return s.Admit(bucket, object, lastValue(r.Header, header.TenantKey))
 }

@@ -17,16 +17,16 @@ var kindCancelled = store.Kind{Code: codes.Canceled, HTTP: 499, Reason: "clientC
 // cancelled or finalized (which keeps its object); an unknown session, or
 // one that ended in a failure, is 404.
 func (s *Server) cancelUpload(w http.ResponseWriter, id string) error {
-	up, err := s.jsonSession(id)
+	up, err := s.JSONSession(id)
 	if err != nil {
 		return err
 	}
-	up.mu.Lock()
-	defer up.mu.Unlock()
-	if up.gone && !up.cancelled {
+	up.Mu.Lock()
+	defer up.Mu.Unlock()
+	if up.Gone && !up.Cancelled {
 		return store.Errorf(store.KindNotFound, "no such upload session %q", id)
 	}
-	s.cancelSession(up)
+	s.CancelSession(up)
 	w.Header().Set("Content-Length", "0")
 	w.WriteHeader(499)
 	return nil
@@ -34,8 +34,8 @@ func (s *Server) cancelUpload(w http.ResponseWriter, id string) error {
 
 // errSessionGone is the JSON API's answer to a request to the session id
 // that is gone: 499 if it was cancelled, else 404. up.mu is held.
-func errSessionGone(up *upload, id string) error {
-	if up.cancelled {
+func errSessionGone(up *Upload, id string) error {
+	if up.Cancelled {
 		return store.Errorf(kindCancelled, "upload session %q was cancelled", id)
 	}
 	return store.Errorf(store.KindNotFound, "no such upload session %q", id)

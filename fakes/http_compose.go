@@ -18,7 +18,7 @@ type composeRequest struct {
 			IfGenerationMatch json.RawMessage `json:"ifGenerationMatch"`
 		} `json:"objectPreconditions"`
 	} `json:"sourceObjects"`
-	Destination objectMetadata `json:"destination"`
+	Destination ObjectMetadata `json:"destination"`
 }
 
 // composeObject serves objects.compose, POST .../o/DESTINATION/compose:
@@ -33,7 +33,7 @@ func (s *Server) composeObject(w http.ResponseWriter, r *http.Request, bkt, name
 		return store.Errorf(store.KindInvalid, "the request body is not a compose request: %v", err)
 	}
 	if req.Destination == nil {
-		req.Destination = objectMetadata{}
+		req.Destination = ObjectMetadata{}
 	}
 	q := r.URL.Query()
 	q.Set("name", name)
@@ -44,26 +44,26 @@ func (s *Server) composeObject(w http.ResponseWriter, r *http.Request, bkt, name
 	}
 	srcs := make([]store.Source, len(req.SourceObjects))
 	for i, src := range req.SourceObjects {
-		gen, err := jsonInt(src.Generation, "generation")
+		gen, err := JSONInt(src.Generation, "generation")
 		if err != nil {
 			return err
 		}
 		srcs[i] = store.Source{Name: src.Name, Gen: gen}
 		if p := src.ObjectPreconditions; p != nil && len(p.IfGenerationMatch) > 0 {
-			want, err := jsonInt(p.IfGenerationMatch, "ifGenerationMatch")
+			want, err := JSONInt(p.IfGenerationMatch, "ifGenerationMatch")
 			if err != nil {
 				return err
 			}
 			srcs[i].IfMatch = &want
 		}
 	}
-	if err := s.commits.commit(r.Context()); err != nil {
+	if err := s.Commits.Commit(r.Context()); err != nil {
 		return err
 	}
-	stored, err := up.b.Compose(up.object, up.attrs, srcs, up.cond, lastValue(r.Header, header.TenantKey))
+	stored, err := up.Bucket.Compose(up.Object, up.Attrs, srcs, up.Cond, lastValue(r.Header, header.TenantKey))
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, resource(up.b, stored, baseURL(r)))
+	WriteJSON(w, http.StatusOK, resource(up.Bucket, stored, baseURL(r)))
 	return nil
 }

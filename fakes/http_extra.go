@@ -41,7 +41,7 @@ func setJSON(x *store.Extra, r *objectResource, bucket, object string, gen, meta
 		if x.RetentionMode == wire.Object_Retention_LOCKED {
 			mode = "Locked"
 		}
-		r.Retention = &retentionResource{Mode: mode, RetainUntilTime: formatTime(x.RetainUntil)}
+		r.Retention = &retentionResource{Mode: mode, RetainUntilTime: FormatTime(x.RetainUntil)}
 	}
 	if len(x.Contexts) > 0 {
 		r.Contexts = &contextsResource{Custom: make(map[string]contextPayload, len(x.Contexts))}

@@ -22,38 +22,38 @@ import (
 // aclList is the JSON API's response to an ACL list.
 type aclList struct {
 	Kind  string         `json:"kind"`
-	Items []*aclResource `json:"items"`
+	Items []*ACLResource `json:"items"`
 }
 
 // bucketACLJSON is entry e of bucket b's ACL, as a bucketAccessControl.
-func bucketACLJSON(b *store.Bucket, a *store.BucketAttrs, e store.ACLEntry, base string) *aclResource {
-	return (&aclResource{
+func bucketACLJSON(b *store.Bucket, a *store.BucketAttrs, e store.ACLEntry, base string) *ACLResource {
+	return (&ACLResource{
 		Kind: "storage#bucketAccessControl", ID: b.Name() + "/" + e.Entity,
 		SelfLink: base + "/storage/v1/b/" + url.PathEscape(b.Name()) + "/acl/" + url.PathEscape(e.Entity),
 		Bucket:   b.Name(), Entity: e.Entity, Role: e.Role, Etag: store.MetaEtag(a.Metageneration),
-	}).describe()
+	}).Describe()
 }
 
 // defaultACLJSON is entry e of bucket b's default object ACL, as an
 // objectAccessControl.
-func defaultACLJSON(b *store.Bucket, a *store.BucketAttrs, e store.ACLEntry, base string) *aclResource {
-	return (&aclResource{
+func defaultACLJSON(b *store.Bucket, a *store.BucketAttrs, e store.ACLEntry, base string) *ACLResource {
+	return (&ACLResource{
 		Kind: "storage#objectAccessControl", ID: b.Name() + "/" + e.Entity,
 		SelfLink: base + "/storage/v1/b/" + url.PathEscape(b.Name()) + "/defaultObjectAcl/" + url.PathEscape(e.Entity),
 		Bucket:   b.Name(), Entity: e.Entity, Role: e.Role, Etag: store.MetaEtag(a.Metageneration),
-	}).describe()
+	}).Describe()
 }
 
 // objectACLJSON is entry e of the ACL of generation gen (metageneration
 // meta) of object in bucket, as an objectAccessControl.
-func objectACLJSON(bucket, object string, gen, meta int64, e store.ACLEntry, base string) *aclResource {
+func objectACLJSON(bucket, object string, gen, meta int64, e store.ACLEntry, base string) *ACLResource {
 	g := strconv.FormatInt(gen, 10)
-	return (&aclResource{
+	return (&ACLResource{
 		Kind: "storage#objectAccessControl", ID: bucket + "/" + object + "/" + g + "/" + e.Entity,
 		SelfLink: base + "/storage/v1/b/" + url.PathEscape(bucket) + "/o/" + url.PathEscape(object) + "/acl/" + url.PathEscape(e.Entity),
 		Bucket:   bucket, Object: object, Generation: g, Entity: e.Entity, Role: e.Role,
 		Etag: store.MetaEtag(meta),
-	}).describe()
+	}).Describe()
 }
 
 // aclRequest is the body of an ACL insert, update or patch.
@@ -128,7 +128,7 @@ func editACL(acl *[]store.ACLEntry, verb aclVerb, entity string, in aclRequest, 
 	case verb == verbPatch:
 		e.Role = (*acl)[i].Role
 	}
-	if err := checkEntry(e, bucket); err != nil {
+	if err := CheckEntry(e, bucket); err != nil {
 		return e, err
 	}
 	if i < 0 {
@@ -148,7 +148,7 @@ func aclEntity(p string) (string, bool) {
 // routeBucketACL routes a request to a bucket's ACL (def: its default
 // object ACL); entity is the escaped path after "acl" or
 // "defaultObjectAcl", hasEntity whether there is one.
-func (s *Server) routeBucketACL(r *http.Request, bkt string, def bool, entity string, hasEntity bool) *httpRoute {
+func (s *Server) routeBucketACL(r *http.Request, bkt string, def bool, entity string, hasEntity bool) *HTTPRoute {
 	resource := "bucketAccessControls"
 	if def {
 		resource = "defaultObjectAccessControls"
@@ -170,7 +170,7 @@ func (s *Server) routeBucketACL(r *http.Request, bkt string, def bool, entity st
 // metageneration preconditions.
 func (s *Server) bucketACL(w http.ResponseWriter, r *http.Request, bkt string, def bool, verb aclVerb, entity string) error {
 	base := baseURL(r)
-	entryJSON := func(b *store.Bucket, a *store.BucketAttrs, e store.ACLEntry) *aclResource {
+	entryJSON := func(b *store.Bucket, a *store.BucketAttrs, e store.ACLEntry) *ACLResource {
 		if def {
 			return defaultACLJSON(b, a, e, base)
 		}
@@ -193,17 +193,17 @@ func (s *Server) bucketACL(w http.ResponseWriter, r *http.Request, bkt string, d
 			if i < 0 {
 				return store.Errorf(store.KindNotFound, "no ACL entry for entity %q in bucket %q", entity, bkt)
 			}
-			writeJSON(w, http.StatusOK, entryJSON(b, a, (*acl(a))[i]))
+			WriteJSON(w, http.StatusOK, entryJSON(b, a, (*acl(a))[i]))
 			return nil
 		}
-		out := &aclList{Kind: "storage#bucketAccessControls", Items: []*aclResource{}}
+		out := &aclList{Kind: "storage#bucketAccessControls", Items: []*ACLResource{}}
 		if def {
 			out.Kind = "storage#objectAccessControls"
 		}
 		for _, e := range *acl(a) {
 			out.Items = append(out.Items, entryJSON(b, a, e))
 		}
-		writeJSON(w, http.StatusOK, out)
+		WriteJSON(w, http.StatusOK, out)
 		return nil
 	}
 	in, err := readACLRequest(r)
@@ -214,7 +214,7 @@ func (s *Server) bucketACL(w http.ResponseWriter, r *http.Request, bkt string, d
 	if err != nil {
 		return err
 	}
-	b, err := s.store.Bucket(bkt)
+	b, err := s.Store.Bucket(bkt)
 	if err != nil {
 		return err
 	}
@@ -231,13 +231,13 @@ func (s *Server) bucketACL(w http.ResponseWriter, r *http.Request, bkt string, d
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
-	writeJSON(w, http.StatusOK, entryJSON(b, a, entry))
+	WriteJSON(w, http.StatusOK, entryJSON(b, a, entry))
 	return nil
 }
 
 // routeObjectACL routes a request to an object's ACL; entity is the
 // escaped path after "acl/", "" for the ACL itself.
-func (s *Server) routeObjectACL(r *http.Request, bkt, name, entity string) *httpRoute {
+func (s *Server) routeObjectACL(r *http.Request, bkt, name, entity string) *HTTPRoute {
 	verb, ok := aclVerbOf(r.Method, entity != "")
 	e, okEntity := aclEntity(entity)
 	if !ok || entity != "" && !okEntity {
@@ -269,14 +269,14 @@ func (s *Server) objectACL(w http.ResponseWriter, r *http.Request, bkt, name str
 			if i < 0 {
 				return store.Errorf(store.KindNotFound, "no ACL entry for entity %q on object %q", entity, name)
 			}
-			writeJSON(w, http.StatusOK, objectACLJSON(b.Name(), name, o.Generation(), o.Metageneration(), acl[i], base))
+			WriteJSON(w, http.StatusOK, objectACLJSON(b.Name(), name, o.Generation(), o.Metageneration(), acl[i], base))
 			return nil
 		}
-		out := &aclList{Kind: "storage#objectAccessControls", Items: []*aclResource{}}
+		out := &aclList{Kind: "storage#objectAccessControls", Items: []*ACLResource{}}
 		for _, e := range acl {
 			out.Items = append(out.Items, objectACLJSON(b.Name(), name, o.Generation(), o.Metageneration(), e, base))
 		}
-		writeJSON(w, http.StatusOK, out)
+		WriteJSON(w, http.StatusOK, out)
 		return nil
 	}
 	in, err := readACLRequest(r)
@@ -285,10 +285,10 @@ func (s *Server) objectACL(w http.ResponseWriter, r *http.Request, bkt, name str
 	}
 	var entry store.ACLEntry
 	b, o, err := s.editObject(r, bkt, name, func(a *store.Attrs) error {
-		acl := objectACL(a)
+		acl := ObjectACL(a)
 		var err error
 		entry, err = editACL(&acl, verb, entity, in, false)
-		setObjectACL(a, acl)
+		SetObjectACL(a, acl)
 		return err
 	})
 	if err != nil {
@@ -298,6 +298,6 @@ func (s *Server) objectACL(w http.ResponseWriter, r *http.Request, bkt, name str
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
-	writeJSON(w, http.StatusOK, objectACLJSON(b.Name(), name, o.Generation(), o.Metageneration(), entry, base))
+	WriteJSON(w, http.StatusOK, objectACLJSON(b.Name(), name, o.Generation(), o.Metageneration(), entry, base))
 	return nil
 }

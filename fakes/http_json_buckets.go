@@ -27,8 +27,8 @@ func (s *Server) listBuckets(w http.ResponseWriter, r *http.Request) error {
 		return err
 	case size < 0:
 		return store.Errorf(store.KindInvalid, "maxResults is %d", size)
-	case size == 0 || size > maxPageSize:
-		size = maxPageSize
+	case size == 0 || size > MaxPageSize:
+		size = MaxPageSize
 	}
 	after := ""
 	if t := q.Get("pageToken"); t != "" {
@@ -38,7 +38,7 @@ func (s *Server) listBuckets(w http.ResponseWriter, r *http.Request) error {
 		}
 		after = name
 	}
-	bs, more := s.store.ListBuckets(q.Get("prefix"), after, int(size))
+	bs, more := s.Store.ListBuckets(q.Get("prefix"), after, int(size))
 	out := &bucketList{Kind: "storage#buckets"}
 	base := baseURL(r)
 	for _, b := range bs {
@@ -47,7 +47,7 @@ func (s *Server) listBuckets(w http.ResponseWriter, r *http.Request) error {
 	if more {
 		out.NextPageToken = store.PageToken(bs[len(bs)-1].Name(), 0)
 	}
-	writeJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -64,19 +64,19 @@ func (s *Server) insertBucket(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	name, _, _, err := objectMetadata(m).str("name")
+	name, _, _, err := ObjectMetadata(m).Str("name")
 	if err != nil {
 		return err
 	}
 	a := store.BucketAttrs{ACL: store.DefaultBucketACL(), DefaultObjectACL: store.DefaultObjectACL()}
-	if err := m.apply(&a, q, true); err != nil {
+	if err := m.Apply(&a, q, true); err != nil {
 		return err
 	}
-	b, err := s.store.CreateBucketAttrs(name, a, false)
+	b, err := s.Store.CreateBucketAttrs(name, a, false)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, bucketJSON(b, b.Attrs(), baseURL(r)))
+	WriteJSON(w, http.StatusOK, bucketJSON(b, b.Attrs(), baseURL(r)))
 	return nil
 }
 
@@ -87,7 +87,7 @@ func (s *Server) bucketAttrs(r *http.Request, name string) (*store.Bucket, *stor
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := s.store.Bucket(name)
+	b, err := s.Store.Bucket(name)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -104,7 +104,7 @@ func (s *Server) getBucket(w http.ResponseWriter, r *http.Request, name string) 
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, bucketJSON(b, a, baseURL(r)))
+	WriteJSON(w, http.StatusOK, bucketJSON(b, a, baseURL(r)))
 	return nil
 }
 
@@ -125,7 +125,7 @@ type storageLayout struct {
 // bucket was created or updated with, when enabled). Its prefix parameter
 // only scopes the permission check on GCS, which the fake does not make.
 func (s *Server) getStorageLayout(w http.ResponseWriter, r *http.Request, name string) error {
-	b, err := s.store.Bucket(name)
+	b, err := s.Store.Bucket(name)
 	if err != nil {
 		return err
 	}
@@ -143,7 +143,7 @@ func (s *Server) getStorageLayout(w http.ResponseWriter, r *http.Request, name s
 			l.HierarchicalNamespace = json.RawMessage(`{"enabled":true}`)
 		}
 	}
-	writeJSON(w, http.StatusOK, l)
+	WriteJSON(w, http.StatusOK, l)
 	return nil
 }
 
@@ -152,10 +152,10 @@ func (s *Server) getStorageLayout(w http.ResponseWriter, r *http.Request, name s
 // empty, as a new bucket's is on GCS. gcloud storage lists them before it
 // deletes a bucket.
 func (s *Server) listManagedFolders(w http.ResponseWriter, r *http.Request, name string) error {
-	if _, err := s.store.Bucket(name); err != nil {
+	if _, err := s.Store.Bucket(name); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"kind": "storage#managedFolders"})
+	WriteJSON(w, http.StatusOK, map[string]string{"kind": "storage#managedFolders"})
 	return nil
 }
 
@@ -164,7 +164,7 @@ func (s *Server) deleteBucket(w http.ResponseWriter, r *http.Request, name strin
 	if _, _, err := s.bucketAttrs(r, name); err != nil {
 		return err
 	}
-	if err := s.store.DeleteBucket(name); err != nil {
+	if err := s.Store.DeleteBucket(name); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -186,15 +186,15 @@ func (s *Server) updateBucket(w http.ResponseWriter, r *http.Request, name strin
 	if err != nil {
 		return err
 	}
-	b, err := s.store.Bucket(name)
+	b, err := s.Store.Bucket(name)
 	if err != nil {
 		return err
 	}
-	a, err := b.UpdateAttrs(cond, func(a *store.BucketAttrs) error { return m.apply(a, q, patch) })
+	a, err := b.UpdateAttrs(cond, func(a *store.BucketAttrs) error { return m.Apply(a, q, patch) })
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, bucketJSON(b, a, baseURL(r)))
+	WriteJSON(w, http.StatusOK, bucketJSON(b, a, baseURL(r)))
 	return nil
 }
 
@@ -225,7 +225,7 @@ func (s *Server) lockRetention(w http.ResponseWriter, r *http.Request, name stri
 			return err
 		}
 	}
-	writeJSON(w, http.StatusOK, bucketJSON(b, a, baseURL(r)))
+	WriteJSON(w, http.StatusOK, bucketJSON(b, a, baseURL(r)))
 	return nil
 }
 
@@ -245,12 +245,12 @@ type bucketResource struct {
 	TimeCreated           string            `json:"timeCreated"`
 	Updated               string            `json:"updated"`
 	Owner                 *aclOwner         `json:"owner,omitempty"`
-	Versioning            *versioning       `json:"versioning,omitempty"`
+	Versioning            *Versioning       `json:"versioning,omitempty"`
 	Labels                map[string]string `json:"labels,omitempty"`
 	DefaultEventBasedHold bool              `json:"defaultEventBasedHold,omitempty"`
-	RetentionPolicy       *retentionPolicy  `json:"retentionPolicy,omitempty"`
-	ACL                   []*aclResource    `json:"acl,omitempty"`
-	DefaultObjectACL      []*aclResource    `json:"defaultObjectAcl,omitempty"`
+	RetentionPolicy       *RetentionPolicy  `json:"retentionPolicy,omitempty"`
+	ACL                   []*ACLResource    `json:"acl,omitempty"`
+	DefaultObjectACL      []*ACLResource    `json:"defaultObjectAcl,omitempty"`
 	Other                 map[string]string `json:"-"`
 }
 
@@ -292,18 +292,18 @@ func bucketJSON(b *store.Bucket, a *store.BucketAttrs, base string) *bucketResou
 		LocationType:          locType,
 		StorageClass:          a.StorageClass,
 		Etag:                  store.MetaEtag(a.Metageneration),
-		TimeCreated:           formatTime(b.Created()),
-		Updated:               formatTime(a.Updated),
+		TimeCreated:           FormatTime(b.Created()),
+		Updated:               FormatTime(a.Updated),
 		Owner:                 &aclOwner{Entity: "project-owners-" + store.ProjectNumber},
 		Labels:                a.Labels,
 		DefaultEventBasedHold: a.DefaultEventBasedHold,
 		Other:                 a.Other,
 	}
 	if a.Versioning {
-		r.Versioning = &versioning{Enabled: true}
+		r.Versioning = &Versioning{Enabled: true}
 	}
 	if p := a.Retention; p != nil {
-		r.RetentionPolicy = &retentionPolicy{RetentionPeriod: strconv.FormatInt(p.Period, 10), EffectiveTime: formatTime(p.Effective), IsLocked: p.Locked}
+		r.RetentionPolicy = &RetentionPolicy{RetentionPeriod: strconv.FormatInt(p.Period, 10), EffectiveTime: FormatTime(p.Effective), IsLocked: p.Locked}
 	}
 	for _, e := range a.ACL {
 		r.ACL = append(r.ACL, bucketACLJSON(b, a, e, base))
@@ -323,8 +323,8 @@ type bucketList struct {
 
 // readBucketMetadata reads a request's bucket resource; an empty body is
 // an empty resource.
-func readBucketMetadata(r *http.Request) (bucketMetadata, error) {
-	var m bucketMetadata
+func readBucketMetadata(r *http.Request) (BucketMetadata, error) {
+	var m BucketMetadata
 	if err := json.NewDecoder(io.LimitReader(r.Body, maxMetadataBody)).Decode(&m); err != nil && !errors.Is(err, io.EOF) {
 		return nil, store.Errorf(store.KindInvalid, "the request body is not a JSON bucket resource: %v", err)
 	}

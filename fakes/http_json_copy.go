@@ -68,32 +68,32 @@ func (s *Server) copyObject(w http.ResponseWriter, r *http.Request, srcBkt, srcN
 		return err
 	}
 	q := r.URL.Query()
-	req := &copyRequest{srcBucket: srcBkt, srcName: srcName, dstBucket: dstBkt, dstName: dstName,
-		rewrite: rewrite, predefined: q.Get("destinationPredefinedAcl"), tenant: lastValue(r.Header, header.TenantKey), ctx: r.Context()}
-	if req.srcGen, err = queryInt(q, "sourceGeneration"); err != nil {
+	req := &CopyRequest{SrcBucket: srcBkt, SrcName: srcName, DstBucket: dstBkt, DstName: dstName,
+		Rewrite: rewrite, Predefined: q.Get("destinationPredefinedAcl"), Tenant: lastValue(r.Header, header.TenantKey), Ctx: r.Context()}
+	if req.SrcGen, err = queryInt(q, "sourceGeneration"); err != nil {
 		return err
 	}
-	if req.srcCond, err = sourceConditions(q); err != nil {
+	if req.SrcCond, err = sourceConditions(q); err != nil {
 		return err
 	}
-	if req.dstCond, err = queryConditions(q); err != nil {
+	if req.DstCond, err = queryConditions(q); err != nil {
 		return err
 	}
 	if rewrite {
-		req.token = q.Get("rewriteToken")
-		if req.step, err = queryInt(q, "maxBytesRewrittenPerCall"); err != nil {
+		req.Token = q.Get("rewriteToken")
+		if req.Step, err = queryInt(q, "maxBytesRewrittenPerCall"); err != nil {
 			return err
 		}
 	}
-	var meta objectMetadata
+	var meta ObjectMetadata
 	if err := json.NewDecoder(io.LimitReader(r.Body, maxMetadataBody)).Decode(&meta); err != nil && !errors.Is(err, io.EOF) {
 		return store.Errorf(store.KindInvalid, "the request body is not a JSON object resource: %v", err)
 	}
-	req.edit = func(a *store.Attrs, dst *store.Bucket) error {
-		if err := meta.apply(a, true); err != nil {
+	req.Edit = func(a *store.Attrs, dst *store.Bucket) error {
+		if err := meta.Apply(a, true); err != nil {
 			return err
 		}
-		sc, present, _, err := meta.str("storageClass")
+		sc, present, _, err := meta.Str("storageClass")
 		if err != nil {
 			return err
 		}
@@ -103,21 +103,21 @@ func (s *Server) copyObject(w http.ResponseWriter, r *http.Request, srcBkt, srcN
 		}
 		return nil
 	}
-	res, err := s.copy(req)
+	res, err := s.Copy(req)
 	if err != nil {
 		return err
 	}
 	if !rewrite {
-		writeJSON(w, http.StatusOK, resource(res.bucket, res.stored, baseURL(r)))
+		WriteJSON(w, http.StatusOK, resource(res.Bucket, res.Stored, baseURL(r)))
 		return nil
 	}
 	out := &rewriteResponse{
-		Kind: "storage#rewriteResponse", TotalBytesRewritten: strconv.FormatInt(res.done, 10),
-		ObjectSize: strconv.FormatInt(res.size, 10), Done: res.stored != nil, RewriteToken: res.token,
+		Kind: "storage#rewriteResponse", TotalBytesRewritten: strconv.FormatInt(res.Done, 10),
+		ObjectSize: strconv.FormatInt(res.Size, 10), Done: res.Stored != nil, RewriteToken: res.Token,
 	}
-	if res.stored != nil {
-		out.Resource = resource(res.bucket, res.stored, baseURL(r))
+	if res.Stored != nil {
+		out.Resource = resource(res.Bucket, res.Stored, baseURL(r))
 	}
-	writeJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 	return nil
 }

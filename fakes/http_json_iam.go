@@ -45,7 +45,7 @@ func policyJSON(b *store.Bucket, p *store.Policy) *policyResource {
 
 // routeIAM routes a request under "b/BUCKET/iam"; sub is the path after
 // it.
-func (s *Server) routeIAM(r *http.Request, bkt, sub string, hasSub bool) *httpRoute {
+func (s *Server) routeIAM(r *http.Request, bkt, sub string, hasSub bool) *HTTPRoute {
 	switch {
 	case !hasSub && r.Method == http.MethodGet:
 		return to("buckets.getIamPolicy", bkt, "", func(w http.ResponseWriter, r *http.Request) error { return s.getIAMPolicy(w, r, bkt) })
@@ -64,7 +64,7 @@ func (s *Server) getIAMPolicy(w http.ResponseWriter, r *http.Request, bkt string
 	if _, err := queryInt(r.URL.Query(), "optionsRequestedPolicyVersion"); err != nil {
 		return err
 	}
-	b, err := s.store.Bucket(bkt)
+	b, err := s.Store.Bucket(bkt)
 	if err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func (s *Server) getIAMPolicy(w http.ResponseWriter, r *http.Request, bkt string
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, policyJSON(b, p))
+	WriteJSON(w, http.StatusOK, policyJSON(b, p))
 	return nil
 }
 
@@ -99,7 +99,7 @@ func (s *Server) setIAMPolicy(w http.ResponseWriter, r *http.Request, bkt string
 			continue // GCS drops bindings without members
 		}
 		bd := store.Binding{Role: x.Role, Members: x.Members}
-		if len(x.Condition) > 0 && !isNull(x.Condition) {
+		if len(x.Condition) > 0 && !IsNull(x.Condition) {
 			var c bytes.Buffer
 			if err := json.Compact(&c, x.Condition); err != nil {
 				return store.Errorf(store.KindInvalid, "binding condition: %v", err)
@@ -108,7 +108,7 @@ func (s *Server) setIAMPolicy(w http.ResponseWriter, r *http.Request, bkt string
 		}
 		p.Bindings = append(p.Bindings, bd)
 	}
-	b, err := s.store.Bucket(bkt)
+	b, err := s.Store.Bucket(bkt)
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func (s *Server) setIAMPolicy(w http.ResponseWriter, r *http.Request, bkt string
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, policyJSON(b, out))
+	WriteJSON(w, http.StatusOK, policyJSON(b, out))
 	return nil
 }
 
@@ -131,12 +131,12 @@ func (s *Server) testIAMPermissions(w http.ResponseWriter, r *http.Request, bkt 
 			return store.Errorf(store.KindInvalid, "permission %q is not a storage permission", p)
 		}
 	}
-	if _, err := s.store.Bucket(bkt); err != nil {
+	if _, err := s.Store.Bucket(bkt); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, struct {
+	WriteJSON(w, http.StatusOK, struct {
 		Kind        string   `json:"kind"`
 		Permissions []string `json:"permissions,omitempty"`
-	}{"storage#testIamPermissionsResponse", granted(r.Context(), perms)})
+	}{"storage#testIamPermissionsResponse", Granted(r.Context(), perms)})
 	return nil
 }

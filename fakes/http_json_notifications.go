@@ -41,7 +41,7 @@ func notificationJSON(b *store.Bucket, n *store.Notification, base string) *noti
 
 // routeNotifications routes a request under "b/BUCKET/notificationConfigs";
 // id is the path after it.
-func (s *Server) routeNotifications(r *http.Request, bkt, id string, hasID bool) *httpRoute {
+func (s *Server) routeNotifications(r *http.Request, bkt, id string, hasID bool) *HTTPRoute {
 	m := r.Method
 	switch {
 	case !hasID && m == http.MethodGet:
@@ -60,7 +60,7 @@ func (s *Server) routeNotifications(r *http.Request, bkt, id string, hasID bool)
 
 // listNotifications serves notifications.list.
 func (s *Server) listNotifications(w http.ResponseWriter, r *http.Request, bkt string) error {
-	b, err := s.store.Bucket(bkt)
+	b, err := s.Store.Bucket(bkt)
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func (s *Server) listNotifications(w http.ResponseWriter, r *http.Request, bkt s
 	for _, n := range ns {
 		out.Items = append(out.Items, notificationJSON(b, n, baseURL(r)))
 	}
-	writeJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -117,7 +117,7 @@ func (s *Server) insertNotification(w http.ResponseWriter, r *http.Request, bkt 
 			return store.Errorf(store.KindInvalid, "event type %q is not one of %v", e, eventTypes)
 		}
 	}
-	b, err := s.store.Bucket(bkt)
+	b, err := s.Store.Bucket(bkt)
 	if err != nil {
 		return err
 	}
@@ -128,13 +128,13 @@ func (s *Server) insertNotification(w http.ResponseWriter, r *http.Request, bkt 
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, notificationJSON(b, n, baseURL(r)))
+	WriteJSON(w, http.StatusOK, notificationJSON(b, n, baseURL(r)))
 	return nil
 }
 
 // getNotification serves notifications.get.
 func (s *Server) getNotification(w http.ResponseWriter, r *http.Request, bkt, id string) error {
-	b, err := s.store.Bucket(bkt)
+	b, err := s.Store.Bucket(bkt)
 	if err != nil {
 		return err
 	}
@@ -142,13 +142,13 @@ func (s *Server) getNotification(w http.ResponseWriter, r *http.Request, bkt, id
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, notificationJSON(b, n, baseURL(r)))
+	WriteJSON(w, http.StatusOK, notificationJSON(b, n, baseURL(r)))
 	return nil
 }
 
 // deleteNotification serves notifications.delete.
 func (s *Server) deleteNotification(w http.ResponseWriter, bkt, id string) error {
-	b, err := s.store.Bucket(bkt)
+	b, err := s.Store.Bucket(bkt)
 	if err != nil {
 		return err
 	}

@@ -30,7 +30,7 @@ func (s *Server) objectOf(r *http.Request, bkt, name string) (*store.Bucket, *st
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := s.store.Bucket(bkt)
+	b, err := s.Store.Bucket(bkt)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -65,7 +65,7 @@ func (s *Server) getObject(w http.ResponseWriter, r *http.Request, bkt, name str
 	if media {
 		return serveContent(w, r, o, false)
 	}
-	writeJSON(w, http.StatusOK, resource(b, o, baseURL(r)))
+	WriteJSON(w, http.StatusOK, resource(b, o, baseURL(r)))
 	return nil
 }
 
@@ -206,7 +206,7 @@ func (s *Server) deleteObject(w http.ResponseWriter, r *http.Request, bkt, name 
 	if err != nil {
 		return err
 	}
-	b, err := s.store.Bucket(bkt)
+	b, err := s.Store.Bucket(bkt)
 	if err != nil {
 		return err
 	}
@@ -224,21 +224,21 @@ func (s *Server) updateObject(w http.ResponseWriter, r *http.Request, bkt, name 
 	if err := s.admitHTTP(r, bkt, name); err != nil {
 		return err
 	}
-	var m objectMetadata
+	var m ObjectMetadata
 	if err := json.NewDecoder(io.LimitReader(r.Body, maxMetadataBody)).Decode(&m); err != nil {
 		return store.Errorf(store.KindInvalid, "the request body is not a JSON object resource: %v", err)
 	}
 	predefined := r.URL.Query().Get("predefinedAcl")
 	b, o, err := s.editObject(r, bkt, name, func(a *store.Attrs) error {
-		if err := m.apply(a, patch); err != nil {
+		if err := m.Apply(a, patch); err != nil {
 			return err
 		}
-		return applyPredefinedACL(a, predefined)
+		return ApplyPredefinedACL(a, predefined)
 	})
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, resource(b, o, baseURL(r)))
+	WriteJSON(w, http.StatusOK, resource(b, o, baseURL(r)))
 	return nil
 }
 
@@ -258,7 +258,7 @@ func (s *Server) editObject(r *http.Request, bkt, name string, edit func(*store.
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := s.store.Bucket(bkt)
+	b, err := s.Store.Bucket(bkt)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -291,7 +291,7 @@ func (s *Server) listObjects(w http.ResponseWriter, r *http.Request, bkt string)
 	case size < 0:
 		return store.Errorf(store.KindInvalid, "maxResults is %d", size)
 	case size == 0:
-		size = defaultPageSize
+		size = DefaultPageSize
 	}
 	versions, err := queryBool(q, "versions")
 	if err != nil {
@@ -301,7 +301,7 @@ func (s *Server) listObjects(w http.ResponseWriter, r *http.Request, bkt string)
 	if err != nil {
 		return err
 	}
-	b, err := s.store.Bucket(bkt)
+	b, err := s.Store.Bucket(bkt)
 	if err != nil {
 		return err
 	}
@@ -312,7 +312,7 @@ func (s *Server) listObjects(w http.ResponseWriter, r *http.Request, bkt string)
 		EndOffset:                q.Get("endOffset"),
 		IncludeTrailingDelimiter: trailing,
 		Versions:                 versions,
-		PageSize:                 int(min(size, maxPageSize)),
+		PageSize:                 int(min(size, MaxPageSize)),
 		Token:                    q.Get("pageToken"),
 	})
 	if err != nil {
@@ -324,6 +324,6 @@ func (s *Server) listObjects(w http.ResponseWriter, r *http.Request, bkt string)
 	for i, o := range page.Objects {
 		out.Items[i] = resource(b, o, base)
 	}
-	writeJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 	return nil
 }

@@ -39,13 +39,13 @@ func hmacKeyJSON(k *store.HMACKey, base string) *hmacKeyResource {
 		Kind: "storage#hmacKey", ID: k.ProjectID + "/" + k.AccessID,
 		SelfLink: base + "/storage/v1/projects/" + url.PathEscape(k.ProjectID) + "/hmacKeys/" + url.PathEscape(k.AccessID),
 		AccessID: k.AccessID, ProjectID: k.ProjectID, ServiceAccountEmail: k.ServiceAccount, State: k.State,
-		TimeCreated: formatTime(k.Created), Updated: formatTime(k.Updated), Etag: k.Etag,
+		TimeCreated: FormatTime(k.Created), Updated: FormatTime(k.Updated), Etag: k.Etag,
 	}
 }
 
 // routeProjects routes a request under "/storage/v1/projects/"; path
 // follows it.
-func (s *Server) routeProjects(r *http.Request, path string) *httpRoute {
+func (s *Server) routeProjects(r *http.Request, path string) *HTTPRoute {
 	m := r.Method
 	project, rest, ok := segment(path)
 	what, id, hasID := strings.Cut(rest, "/")
@@ -78,7 +78,7 @@ func (s *Server) routeProjects(r *http.Request, path string) *httpRoute {
 
 // getServiceAccount serves projects.serviceAccount.get.
 func (s *Server) getServiceAccount(w http.ResponseWriter, _ *http.Request) error {
-	writeJSON(w, http.StatusOK, map[string]string{"kind": "storage#serviceAccount", "email_address": serviceAccountEmail})
+	WriteJSON(w, http.StatusOK, map[string]string{"kind": "storage#serviceAccount", "email_address": serviceAccountEmail})
 	return nil
 }
 
@@ -86,11 +86,11 @@ func (s *Server) getServiceAccount(w http.ResponseWriter, _ *http.Request) error
 // service account serviceAccountEmail, with its secret, which no other
 // method gives out.
 func (s *Server) createHMACKey(w http.ResponseWriter, r *http.Request, project string) error {
-	k, err := s.store.CreateHMACKey(project, r.URL.Query().Get("serviceAccountEmail"))
+	k, err := s.Store.CreateHMACKey(project, r.URL.Query().Get("serviceAccountEmail"))
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"kind": "storage#hmacKey", "metadata": hmacKeyJSON(k, baseURL(r)), "secret": k.Secret})
+	WriteJSON(w, http.StatusOK, map[string]any{"kind": "storage#hmacKey", "metadata": hmacKeyJSON(k, baseURL(r)), "secret": k.Secret})
 	return nil
 }
 
@@ -105,8 +105,8 @@ func (s *Server) listHMACKeys(w http.ResponseWriter, r *http.Request) error {
 		return err
 	case size < 0:
 		return store.Errorf(store.KindInvalid, "maxResults is %d", size)
-	case size == 0 || size > maxPageSize:
-		size = maxPageSize
+	case size == 0 || size > MaxPageSize:
+		size = MaxPageSize
 	}
 	if _, err := queryBool(q, "showDeletedKeys"); err != nil {
 		return err
@@ -119,7 +119,7 @@ func (s *Server) listHMACKeys(w http.ResponseWriter, r *http.Request) error {
 		}
 		after = name
 	}
-	keys, more := s.store.HMACKeys(q.Get("serviceAccountEmail"), after, int(size))
+	keys, more := s.Store.HMACKeys(q.Get("serviceAccountEmail"), after, int(size))
 	out := struct {
 		Kind          string             `json:"kind"`
 		NextPageToken string             `json:"nextPageToken,omitempty"`
@@ -131,17 +131,17 @@ func (s *Server) listHMACKeys(w http.ResponseWriter, r *http.Request) error {
 	if more {
 		out.NextPageToken = store.PageToken(keys[len(keys)-1].AccessID, 0)
 	}
-	writeJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
 // getHMACKey serves projects.hmacKeys.get.
 func (s *Server) getHMACKey(w http.ResponseWriter, r *http.Request, id string) error {
-	k, err := s.store.HMACKey(id)
+	k, err := s.Store.HMACKey(id)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, hmacKeyJSON(k, baseURL(r)))
+	WriteJSON(w, http.StatusOK, hmacKeyJSON(k, baseURL(r)))
 	return nil
 }
 
@@ -152,18 +152,18 @@ func (s *Server) updateHMACKey(w http.ResponseWriter, r *http.Request, id string
 	if err := json.NewDecoder(io.LimitReader(r.Body, maxMetadataBody)).Decode(&in); err != nil && !errors.Is(err, io.EOF) {
 		return store.Errorf(store.KindInvalid, "the request body is not a JSON HMAC key resource: %v", err)
 	}
-	k, err := s.store.UpdateHMACKey(id, in.State, in.Etag)
+	k, err := s.Store.UpdateHMACKey(id, in.State, in.Etag)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, hmacKeyJSON(k, baseURL(r)))
+	WriteJSON(w, http.StatusOK, hmacKeyJSON(k, baseURL(r)))
 	return nil
 }
 
 // deleteHMACKey serves projects.hmacKeys.delete: only an inactive key can
 // go (400 otherwise).
 func (s *Server) deleteHMACKey(w http.ResponseWriter, id string) error {
-	if err := s.store.DeleteHMACKey(id); err != nil {
+	if err := s.Store.DeleteHMACKey(id); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -36,7 +36,7 @@ type objectResource struct {
 	TimeDeleted             string             `json:"timeDeleted,omitempty"`
 	CustomTime              string             `json:"customTime,omitempty"`
 	Metadata                map[string]string  `json:"metadata,omitempty"`
-	ACL                     []*aclResource     `json:"acl,omitempty"`
+	ACL                     []*ACLResource     `json:"acl,omitempty"`
 	KMSKeyName              string             `json:"kmsKeyName,omitempty"`
 	TemporaryHold           bool               `json:"temporaryHold,omitempty"`
 	EventBasedHold          *bool              `json:"eventBasedHold,omitempty"`
@@ -69,12 +69,12 @@ func resource(b *store.Bucket, o *store.Object, base string) *objectResource {
 		MD5Hash:                 md5Text(o),
 		CRC32C:                  encodeCRC32C(o.CRC32C()),
 		Etag:                    api.ObjectETag(o.Generation(), o.Metageneration()),
-		TimeCreated:             formatTime(o.Created()),
-		Updated:                 formatTime(o.Updated()),
-		TimeStorageClassUpdated: formatTime(o.Created()),
-		TimeFinalized:           formatTime(o.FinalizeTime()),
-		TimeDeleted:             formatTime(o.Deleted()),
-		CustomTime:              formatTime(o.Attrs().CustomTime),
+		TimeCreated:             FormatTime(o.Created()),
+		Updated:                 FormatTime(o.Updated()),
+		TimeStorageClassUpdated: FormatTime(o.Created()),
+		TimeFinalized:           FormatTime(o.FinalizeTime()),
+		TimeDeleted:             FormatTime(o.Deleted()),
+		CustomTime:              FormatTime(o.Attrs().CustomTime),
 		Metadata:                o.Attrs().Metadata,
 	}
 	setJSON(o.Attrs().Extra, r, b.Name(), o.Name(), o.Generation(), o.Metageneration(), base)

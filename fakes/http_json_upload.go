@@ -22,7 +22,7 @@ import (
 
 // routeUpload routes a request on the upload path; path follows
 // "/upload/storage/v1/". Every upload is objects.insert.
-func (s *Server) routeUpload(r *http.Request, path string) *httpRoute {
+func (s *Server) routeUpload(r *http.Request, path string) *HTTPRoute {
 	m := r.Method
 	whole := m + " " + r.URL.Path
 	first, rest, _ := strings.Cut(path, "/")
@@ -31,7 +31,7 @@ func (s *Server) routeUpload(r *http.Request, path string) *httpRoute {
 		return unimplemented(m+" upload", whole)
 	}
 	q := r.URL.Query()
-	rt := &httpRoute{method: "objects.insert", bucket: bkt, object: q.Get("name")}
+	rt := &HTTPRoute{method: "objects.insert", bucket: bkt, object: q.Get("name")}
 	if id := q.Get("upload_id"); id != "" {
 		switch m {
 		case http.MethodPut, http.MethodPost:
@@ -64,11 +64,11 @@ func (s *Server) routeUpload(r *http.Request, path string) *httpRoute {
 // newJSONUpload returns the upload an insert request describes: the object
 // name (query parameter name, else the metadata's), its attributes from the
 // metadata, its preconditions and the declared checksums.
-func (s *Server) newJSONUpload(r *http.Request, bkt string, meta objectMetadata) (*upload, error) {
+func (s *Server) newJSONUpload(r *http.Request, bkt string, meta ObjectMetadata) (*Upload, error) {
 	q := r.URL.Query()
 	name := q.Get("name")
 	if name == "" {
-		n, _, _, err := meta.str("name")
+		n, _, _, err := meta.Str("name")
 		if err != nil {
 			return nil, err
 		}
@@ -84,8 +84,8 @@ func (s *Server) newJSONUpload(r *http.Request, bkt string, meta objectMetadata)
 	if err != nil {
 		return nil, err
 	}
-	cond = overwriteCond(r.Context(), cond) // WithCredential
-	b, err := s.store.Bucket(bkt)
+	cond = OverwriteCond(r.Context(), cond) // WithCredential
+	b, err := s.Store.Bucket(bkt)
 	if err != nil {
 		return nil, err
 	}
@@ -93,10 +93,10 @@ func (s *Server) newJSONUpload(r *http.Request, bkt string, meta objectMetadata)
 		return nil, store.ErrZonal(bkt, "a JSON API upload")
 	}
 	var a store.Attrs
-	if err := meta.apply(&a, false); err != nil {
+	if err := meta.Apply(&a, false); err != nil {
 		return nil, err
 	}
-	sc, _, _, err := meta.str("storageClass")
+	sc, _, _, err := meta.Str("storageClass")
 	if err != nil {
 		return nil, err
 	}
@@ -104,9 +104,9 @@ func (s *Server) newJSONUpload(r *http.Request, bkt string, meta objectMetadata)
 	if ce := q.Get("contentEncoding"); ce != "" {
 		a.ContentEncoding = ce
 	}
-	up := newUpload(b, name, a, cond, nil)
+	up := NewUpload(b, name, a, cond, nil)
 	for _, f := range []string{"crc32c", "md5Hash"} {
-		v, _, _, err := meta.str(f)
+		v, _, _, err := meta.Str(f)
 		if err != nil || v == "" {
 			if err != nil {
 				return nil, err
@@ -122,7 +122,7 @@ func (s *Server) newJSONUpload(r *http.Request, bkt string, meta objectMetadata)
 
 // declare records a whole-object checksum the client declared: crc32c or
 // md5 (md5Hash), base64 as in the JSON API.
-func declare(up *upload, kind, v string) error {
+func declare(up *Upload, kind, v string) error {
 	if up.Sums == nil {
 		up.Sums = &wire.ObjectChecksums{}
 	}
@@ -145,7 +145,7 @@ func declare(up *upload, kind, v string) error {
 
 // declareHashHeader records the checksums of an X-Goog-Hash header,
 // "crc32c=B64,md5=B64" (in one header or several).
-func declareHashHeader(up *upload, h http.Header) error {
+func declareHashHeader(up *Upload, h http.Header) error {
 	for _, line := range h.Values("X-Goog-Hash") {
 		for _, kv := range strings.Split(line, ",") {
 			k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
@@ -167,10 +167,10 @@ func declareHashHeader(up *upload, h http.Header) error {
 // ends early (before n bytes, a chunked body cut off, a part without its
 // closing delimiter) is an error, and the caller stores nothing: GCS never
 // keeps a partial object. up.mu is held, or up is not shared yet.
-func readBody(r io.Reader, n int64, up *upload) error {
+func readBody(r io.Reader, n int64, up *Upload) error {
 	parts, err := readParts(r, n)
 	for _, p := range parts {
-		up.addUnchecked(p)
+		up.AddUnchecked(p)
 	}
 	if err != nil {
 		return store.Errorf(store.KindInvalid, "%v after %d bytes", err, up.Size)
@@ -185,7 +185,7 @@ func readParts(r io.Reader, n int64) ([][]byte, error) {
 	var parts [][]byte
 	if n >= 0 {
 		for n > 0 {
-			p := make([]byte, min(n, maxChunk))
+			p := make([]byte, min(n, MaxChunk))
 			k, err := io.ReadFull(r, p)
 			if err != nil {
 				if k > 0 {
@@ -198,8 +198,8 @@ func readParts(r io.Reader, n int64) ([][]byte, error) {
 		}
 		return parts, nil
 	}
-	bp := readBufs.Get().(*[]byte)
-	defer readBufs.Put(bp)
+	bp := ReadBufs.Get().(*[]byte)
+	defer ReadBufs.Put(bp)
 	buf := *bp
 	for {
 		// Fill the buffer, keeping the reader's own error: io.EOF is the
@@ -251,15 +251,15 @@ func bodyEnd(r io.Reader) error {
 
 // finish stores a JSON upload whose content is complete and answers with
 // its object resource. up.mu is held.
-func (s *Server) finish(w http.ResponseWriter, r *http.Request, up *upload) error {
+func (s *Server) finish(w http.ResponseWriter, r *http.Request, up *Upload) error {
 	if err := declareHashHeader(up, r.Header); err != nil {
 		up.Drop()
 		return err
 	}
-	if _, err := s.finalize(r.Context(), up, lastValue(r.Header, header.TenantKey)); err != nil {
+	if _, err := s.Finalize(r.Context(), up, lastValue(r.Header, header.TenantKey)); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, resource(up.b, up.stored, baseURL(r)))
+	WriteJSON(w, http.StatusOK, resource(up.Bucket, up.Stored, baseURL(r)))
 	return nil
 }
 
@@ -270,12 +270,12 @@ func (s *Server) insertMedia(w http.ResponseWriter, r *http.Request, bkt string)
 	if err != nil {
 		return err
 	}
-	if err := s.admitHTTP(r, bkt, up.object); err != nil {
+	if err := s.admitHTTP(r, bkt, up.Object); err != nil {
 		return err
 	}
-	up.attrs.ContentType = r.Header.Get("Content-Type")
-	up.mu.Lock()
-	defer up.mu.Unlock()
+	up.Attrs.ContentType = r.Header.Get("Content-Type")
+	up.Mu.Lock()
+	defer up.Mu.Unlock()
 	if err := readBody(r.Body, r.ContentLength, up); err != nil {
 		return err
 	}
@@ -285,7 +285,7 @@ func (s *Server) insertMedia(w http.ResponseWriter, r *http.Request, bkt string)
 // insertMultipart serves uploadType=multipart: a multipart/related body of
 // the object resource (JSON) and the content, whose part's Content-Type is
 // the content type unless the resource sets one.
-func (s *Server) insertMultipart(w http.ResponseWriter, r *http.Request, rt *httpRoute) error {
+func (s *Server) insertMultipart(w http.ResponseWriter, r *http.Request, rt *HTTPRoute) error {
 	body := bufio.NewReaderSize(r.Body, boundaryPeek)
 	boundary, ok := multipartBoundary(r.Header.Get("Content-Type"), body)
 	if !ok {
@@ -296,7 +296,7 @@ func (s *Server) insertMultipart(w http.ResponseWriter, r *http.Request, rt *htt
 	if err != nil {
 		return store.Errorf(store.KindInvalid, "multipart upload: reading the metadata part: %v", err)
 	}
-	var meta objectMetadata
+	var meta ObjectMetadata
 	if err := json.NewDecoder(io.LimitReader(part, maxMetadataBody)).Decode(&meta); err != nil {
 		return store.Errorf(store.KindInvalid, "multipart upload: the first part is not a JSON object resource: %v", err)
 	}
@@ -308,15 +308,15 @@ func (s *Server) insertMultipart(w http.ResponseWriter, r *http.Request, rt *htt
 	if err != nil {
 		return err
 	}
-	rt.call.Object = up.object
-	if err := s.admitHTTP(r, rt.bucket, up.object); err != nil {
+	rt.call.Object = up.Object
+	if err := s.admitHTTP(r, rt.bucket, up.Object); err != nil {
 		return err
 	}
 	if _, set := meta["contentType"]; !set {
-		up.attrs.ContentType = media.Header.Get("Content-Type")
+		up.Attrs.ContentType = media.Header.Get("Content-Type")
 	}
-	up.mu.Lock()
-	defer up.mu.Unlock()
+	up.Mu.Lock()
+	defer up.Mu.Unlock()
 	if err := readBody(media, -1, up); err != nil {
 		return err
 	}
@@ -344,9 +344,9 @@ func (s *Server) insertMultipart(w http.ResponseWriter, r *http.Request, rt *htt
 // resource; X-Upload-Content-Type and X-Upload-Content-Length give the
 // content type and the size. As on GCS, the preconditions are checked now,
 // and again when the object is stored.
-func (s *Server) startResumable(w http.ResponseWriter, r *http.Request, rt *httpRoute) error {
+func (s *Server) startResumable(w http.ResponseWriter, r *http.Request, rt *HTTPRoute) error {
 	bkt := rt.bucket
-	var meta objectMetadata
+	var meta ObjectMetadata
 	if err := json.NewDecoder(io.LimitReader(r.Body, maxMetadataBody)).Decode(&meta); err != nil && !errors.Is(err, io.EOF) {
 		return store.Errorf(store.KindInvalid, "the request body is not a JSON object resource: %v", err)
 	}
@@ -354,12 +354,12 @@ func (s *Server) startResumable(w http.ResponseWriter, r *http.Request, rt *http
 	if err != nil {
 		return err
 	}
-	rt.call.Object = up.object
-	if err := s.admitHTTP(r, rt.bucket, up.object); err != nil {
+	rt.call.Object = up.Object
+	if err := s.admitHTTP(r, rt.bucket, up.Object); err != nil {
 		return err
 	}
 	if _, set := meta["contentType"]; !set {
-		up.attrs.ContentType = r.Header.Get("X-Upload-Content-Type")
+		up.Attrs.ContentType = r.Header.Get("X-Upload-Content-Type")
 	}
 	if v := r.Header.Get("X-Upload-Content-Length"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -368,20 +368,20 @@ func (s *Server) startResumable(w http.ResponseWriter, r *http.Request, rt *http
 		}
 		up.Limit = &n
 	}
-	if up.cond != nil {
-		live, _ := up.b.Get(up.object, 0)
-		if err := up.cond.Check(live); err != nil {
+	if up.Cond != nil {
+		live, _ := up.Bucket.Get(up.Object, 0)
+		if err := up.Cond.Check(live); err != nil {
 			return err
 		}
 	}
-	if err := s.startSession(up); err != nil {
+	if err := s.StartSession(up); err != nil {
 		return err
 	}
 	loc := baseURL(r) + "/upload/storage/v1/b/" + url.PathEscape(bkt) + "/o?uploadType=resumable&name=" +
-		url.QueryEscape(up.object) + "&upload_id=" + up.id
+		url.QueryEscape(up.Object) + "&upload_id=" + up.ID
 	h := w.Header()
 	h.Set("Location", loc)
-	h.Set("X-GUploader-UploadID", up.id)
+	h.Set("X-GUploader-UploadID", up.ID)
 	h.Set("Content-Length", "0")
 	w.WriteHeader(http.StatusOK)
 	return nil
@@ -389,13 +389,13 @@ func (s *Server) startResumable(w http.ResponseWriter, r *http.Request, rt *http
 
 // contentRange is a resumable request's Content-Range.
 type contentRange struct {
-	first, last int64 // the bytes of this request; first < 0: none
+	First, Last int64 // the bytes of this request; first < 0: none
 	total       int64 // the object's size; < 0: not known yet
 	// open: "bytes A-*/T" or "bytes A-*/*", the request's bytes run from A
 	// to the end of its body (last is set once the body is read, or from
 	// Content-Length). With a total of "*" the body is the object's last
 	// bytes: the upload completes where it ends.
-	open bool
+	Open bool
 }
 
 // parseContentRange reads the Content-Range forms GCS accepts on a
@@ -406,12 +406,12 @@ type contentRange struct {
 // as the Node.js client sends a whole upload in one request). Without the
 // header, the body is the whole object. bodyLen is the request's
 // Content-Length, -1 if not known.
-func parseContentRange(h string, bodyLen int64) (contentRange, error) {
+func ParseContentRange(h string, bodyLen int64) (contentRange, error) {
 	if h == "" {
 		if bodyLen <= 0 {
-			return contentRange{first: -1, total: -1}, nil
+			return contentRange{First: -1, total: -1}, nil
 		}
-		return contentRange{first: 0, last: bodyLen - 1, total: bodyLen}, nil
+		return contentRange{First: 0, Last: bodyLen - 1, total: bodyLen}, nil
 	}
 	bad := store.Errorf(store.KindInvalid, "Content-Range %q is not bytes A-B/T, A-B/*, A-*/T, A-*/*, */T or */*", h)
 	spec, ok := strings.CutPrefix(h, "bytes ")
@@ -419,7 +419,7 @@ func parseContentRange(h string, bodyLen int64) (contentRange, error) {
 	if !ok || !ok2 {
 		return contentRange{}, bad
 	}
-	cr := contentRange{first: -1, total: -1}
+	cr := contentRange{First: -1, total: -1}
 	if tot != "*" {
 		n, err := strconv.ParseInt(tot, 10, 64)
 		if err != nil || n < 0 {
@@ -435,14 +435,14 @@ func parseContentRange(h string, bodyLen int64) (contentRange, error) {
 	if !ok || err1 != nil || first < 0 || cr.total >= 0 && first > cr.total {
 		return contentRange{}, bad
 	}
-	cr.first = first
+	cr.First = first
 	if b == "*" {
-		cr.open = true
-		cr.last = first - 1 // no bytes yet
+		cr.Open = true
+		cr.Last = first - 1 // no bytes yet
 		if bodyLen >= 0 {
-			cr.last = first + bodyLen - 1
+			cr.Last = first + bodyLen - 1
 		}
-		if cr.total >= 0 && cr.last >= cr.total {
+		if cr.total >= 0 && cr.Last >= cr.total {
 			return contentRange{}, bad
 		}
 		return cr, nil
@@ -451,13 +451,13 @@ func parseContentRange(h string, bodyLen int64) (contentRange, error) {
 	if err2 != nil || last < first || cr.total >= 0 && last >= cr.total {
 		return contentRange{}, bad
 	}
-	cr.last = last
+	cr.Last = last
 	return cr, nil
 }
 
 // session returns the JSON resumable session id.
-func (s *Server) jsonSession(id string) (*upload, error) {
-	up, ok := s.sessions.Get(id)
+func (s *Server) JSONSession(id string) (*Upload, error) {
+	up, ok := s.Resumables.Get(id)
 	if !ok {
 		return nil, store.Errorf(store.KindNotFound, "no such upload session %q", id)
 	}
@@ -481,11 +481,11 @@ const cutQuantum = 256 << 10
 // Incomplete" with the persisted range, or 200 with
 // X-Http-Status-Code-Override: 308 for clients that send X-GUploader-No-308.
 func (s *Server) uploadChunk(w http.ResponseWriter, r *http.Request, id string) error {
-	up, err := s.jsonSession(id)
+	up, err := s.JSONSession(id)
 	if err != nil {
 		return err
 	}
-	cr, err := parseContentRange(r.Header.Get("Content-Range"), r.ContentLength)
+	cr, err := ParseContentRange(r.Header.Get("Content-Range"), r.ContentLength)
 	if err != nil {
 		return err
 	}
@@ -496,10 +496,10 @@ func (s *Server) uploadChunk(w http.ResponseWriter, r *http.Request, id string) 
 		parts [][]byte
 		cut   error // the request ended early; parts holds what arrived
 	)
-	if cr.first >= 0 {
-		n := cr.last + 1 - cr.first
+	if cr.First >= 0 {
+		n := cr.Last + 1 - cr.First
 		switch {
-		case cr.open:
+		case cr.Open:
 			// To the end of the body: Content-Length bytes, or up to
 			// the clean end of a chunked body.
 			n = r.ContentLength
@@ -513,42 +513,42 @@ func (s *Server) uploadChunk(w http.ResponseWriter, r *http.Request, id string) 
 			return store.Errorf(store.KindInvalid, "%v %q", cut, r.Header.Get("Content-Range"))
 		}
 	}
-	up.mu.Lock()
-	defer up.mu.Unlock()
-	if up.gone {
+	up.Mu.Lock()
+	defer up.Mu.Unlock()
+	if up.Gone {
 		return errSessionGone(up, id)
 	}
-	if up.stored != nil {
-		writeJSON(w, http.StatusOK, resource(up.b, up.stored, baseURL(r)))
+	if up.Stored != nil {
+		WriteJSON(w, http.StatusOK, resource(up.Bucket, up.Stored, baseURL(r)))
 		return nil
 	}
 	if cut != nil {
 		// Cut short: the session keeps what arrived in whole units of
 		// 256 KiB, as GCS does, short of the object's end, for the
 		// client to resume from.
-		end := (cr.first + partsLen(parts)) / cutQuantum * cutQuantum
+		end := (cr.First + partsLen(parts)) / cutQuantum * cutQuantum
 		for _, size := range []*int64{&cr.total, up.Limit} {
 			if size != nil && *size >= 0 {
 				end = min(end, max(*size-1, 0)/cutQuantum*cutQuantum)
 			}
 		}
-		if cr.first <= up.Size {
-			addFrom(up, parts, cr.first, end)
+		if cr.First <= up.Size {
+			addFrom(up, parts, cr.First, end)
 		}
 		return store.Errorf(store.KindInvalid, "%v; the session has %d bytes", cut, up.Size)
 	}
-	if cr.open {
+	if cr.Open {
 		if err := cr.close(partsLen(parts), up); err != nil {
 			return err
 		}
 	}
-	if cr.first > up.Size {
-		return store.Errorf(store.KindInvalid, "the chunk starts at byte %d, but the session has %d bytes: a gap", cr.first, up.Size)
+	if cr.First > up.Size {
+		return store.Errorf(store.KindInvalid, "the chunk starts at byte %d, but the session has %d bytes: a gap", cr.First, up.Size)
 	}
-	if cr.first >= 0 && cr.last >= cr.first {
+	if cr.First >= 0 && cr.Last >= cr.First {
 		// A chunk that starts before the persisted bytes (a retry) has
 		// its overlap dropped.
-		addFrom(up, parts, cr.first, cr.last+1)
+		addFrom(up, parts, cr.First, cr.Last+1)
 		if up.Limit != nil && up.Size > *up.Limit {
 			return store.Errorf(store.KindInvalid, "the session has %d bytes, more than the %d declared", up.Size, *up.Limit)
 		}
@@ -586,16 +586,16 @@ func partsLen(parts [][]byte) int64 {
 // of got bytes is read. Its total, if "*", is where the body ends: the
 // size the session declared (X-Upload-Content-Length), else the body's
 // end, which makes the request the upload's last. up.mu is held.
-func (cr *contentRange) close(got int64, up *upload) error {
-	cr.last = cr.first + got - 1
+func (cr *contentRange) close(got int64, up *Upload) error {
+	cr.Last = cr.First + got - 1
 	if cr.total < 0 {
-		cr.total = cr.last + 1
+		cr.total = cr.Last + 1
 		if up.Limit != nil {
 			cr.total = *up.Limit
 		}
 	}
-	if cr.last >= cr.total {
-		return store.Errorf(store.KindInvalid, "the request has bytes %d to %d, past the total of %d", cr.first, cr.last, cr.total)
+	if cr.Last >= cr.total {
+		return store.Errorf(store.KindInvalid, "the request has bytes %d to %d, past the total of %d", cr.First, cr.Last, cr.total)
 	}
 	return nil
 }
@@ -604,7 +604,7 @@ func (cr *contentRange) close(got int64, up *upload) error {
 // of the object, from its persisted size up to byte end: the overlap with
 // the bytes it has is dropped. first must not be past up.size. up.mu is
 // held.
-func addFrom(up *upload, parts [][]byte, first, end int64) {
+func addFrom(up *Upload, parts [][]byte, first, end int64) {
 	skip, keep := up.Size-first, end-up.Size
 	for _, p := range parts {
 		if keep <= 0 {
@@ -619,7 +619,7 @@ func addFrom(up *upload, parts [][]byte, first, end int64) {
 		if int64(len(p)) > keep {
 			p = p[:keep]
 		}
-		up.addUnchecked(p)
+		up.AddUnchecked(p)
 		keep -= int64(len(p))
 	}
 }

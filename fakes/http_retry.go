@@ -33,7 +33,7 @@ func retryName(method string) string {
 // in the testbench) or an XML API route (xmlMethods). The registry
 // ignores a name it does not serve over HTTP.
 func retryMethodOf(r *http.Request, route string) string {
-	if x, ok := xmlMethods[route]; ok {
+	if x, ok := XMLMethods[route]; ok {
 		return x.retry
 	}
 	name := retryName(route)
@@ -44,9 +44,9 @@ func retryMethodOf(r *http.Request, route string) string {
 }
 
 // retryHTTP applies the retry test a JSON API request names to its route.
-func (s *Server) retryHTTP(r *http.Request, rt *httpRoute) {
-	if !s.retry.Active() {
+func (s *Server) retryHTTP(r *http.Request, rt *HTTPRoute) {
+	if !s.Retry.Active() {
 		return
 	}
-	rt.serve = s.retry.HTTP(r, retryMethodOf(r, rt.method), rt.serve)
+	rt.serve = s.Retry.HTTP(r, retryMethodOf(r, rt.method), rt.serve)
 }

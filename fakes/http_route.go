@@ -20,7 +20,7 @@ import (
 // names (for the log and for error messages), its bucket and object, and the
 // handler that serves it. Handlers return an error rather than writing it,
 // so errors are written and logged in one place.
-type httpRoute struct {
+type HTTPRoute struct {
 	method         string
 	bucket, object string
 	xml            bool // path-style (XML API) read: errors in XML
@@ -30,14 +30,14 @@ type httpRoute struct {
 
 // serveHTTP is the JSON API server: it routes the request, serves it, writes
 // the error if it failed, and records the call.
-func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.EscapedPath()
 	if path == statsPath {
 		s.serveStats(w, r)
 		return
 	}
 	if retrytest.IsPath(path) {
-		s.retry.ServeAPI(w, r, path)
+		s.Retry.ServeAPI(w, r, path)
 		return
 	}
 	if path == startGRPCPath {
@@ -58,17 +58,17 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if err, drop := f.dropped(err); drop {
 		c.Code = status.Code(err)
-		s.calls.add(c)
+		s.Log.Add(c)
 		dropConn(w)
 		return
 	}
 	if err != nil {
 		if !retrytest.IsConnClosed(err) {
-			writeError(w, rt, err)
+			WriteError(w, rt, err)
 		}
 		c.Code = status.Code(err)
 	}
-	s.calls.add(c)
+	s.Log.Add(c)
 }
 
 // lastValue returns the last value of the header key, or "".
@@ -82,19 +82,19 @@ func lastValue(h http.Header, key string) string {
 
 // unimplemented is the route of a request the fake does not serve: method
 // names it, what may say more.
-func unimplemented(method, what string) *httpRoute {
+func unimplemented(method, what string) *HTTPRoute {
 	msg := "fakes: " + method + " is not implemented by the fake"
 	if what != method {
 		msg += " (" + what + ")"
 	}
-	return &httpRoute{method: method, serve: func(http.ResponseWriter, *http.Request) error {
+	return &HTTPRoute{method: method, serve: func(http.ResponseWriter, *http.Request) error {
 		return store.Errorf(store.KindUnimplemented, "%s", msg)
 	}}
 }
 
 // route maps a request to its handler. path is the escaped path, so that an
 // object name's escaped slashes stay inside its segment.
-func (s *Server) route(r *http.Request, path string) *httpRoute {
+func (s *Server) route(r *http.Request, path string) *HTTPRoute {
 	m := r.Method
 	switch {
 	case strings.HasPrefix(path, "/storage/v1/"):
@@ -152,13 +152,13 @@ func whole(r *http.Request) string { return r.Method + " " + r.URL.Path }
 type handler = func(w http.ResponseWriter, r *http.Request) error
 
 // to returns the route of a request served by fn.
-func to(method, bucket, object string, fn handler) *httpRoute {
-	return &httpRoute{method: method, bucket: bucket, object: object, serve: fn}
+func to(method, bucket, object string, fn handler) *HTTPRoute {
+	return &HTTPRoute{method: method, bucket: bucket, object: object, serve: fn}
 }
 
 // routeJSON routes a JSON API request; path follows "/storage/v1/". With
 // download, only objects.get for content is served.
-func (s *Server) routeJSON(r *http.Request, path string, download bool) *httpRoute {
+func (s *Server) routeJSON(r *http.Request, path string, download bool) *HTTPRoute {
 	m := r.Method
 	first, rest, _ := strings.Cut(path, "/")
 	if first == "projects" && !download {
@@ -170,9 +170,9 @@ func (s *Server) routeJSON(r *http.Request, path string, download bool) *httpRou
 	if rest == "" && !strings.HasSuffix(path, "/") && !download {
 		switch m {
 		case http.MethodGet:
-			return &httpRoute{method: "buckets.list", serve: s.listBuckets}
+			return &HTTPRoute{method: "buckets.list", serve: s.listBuckets}
 		case http.MethodPost:
-			return &httpRoute{method: "buckets.insert", serve: s.insertBucket}
+			return &HTTPRoute{method: "buckets.insert", serve: s.insertBucket}
 		}
 		return unimplemented(m+" buckets", whole(r))
 	}
@@ -236,7 +236,7 @@ func (s *Server) routeJSON(r *http.Request, path string, download bool) *httpRou
 }
 
 // routeObjects routes a request under "b/BUCKET/o"; objPath follows it.
-func (s *Server) routeObjects(r *http.Request, bkt, objPath string, hasSub, download bool) *httpRoute {
+func (s *Server) routeObjects(r *http.Request, bkt, objPath string, hasSub, download bool) *HTTPRoute {
 	m := r.Method
 	if !hasSub && !download { // "b/BUCKET/o"
 		switch m {
@@ -258,7 +258,7 @@ func (s *Server) routeObjects(r *http.Request, bkt, objPath string, hasSub, down
 		return rt
 	}
 	name, action, rest := objectName(objPath)
-	rt := &httpRoute{bucket: bkt, object: name}
+	rt := &HTTPRoute{bucket: bkt, object: name}
 	if download {
 		if action != "" {
 			return unimplemented(m+" download", whole(r))
@@ -347,7 +347,7 @@ type jsonErrorItem struct {
 
 // writeError writes err in the format of the route's API: the GCS JSON
 // error body, or the XML API's Error document for path-style reads.
-func writeError(w http.ResponseWriter, rt *httpRoute, err error) {
+func WriteError(w http.ResponseWriter, rt *HTTPRoute, err error) {
 	st, reason := httpKindOf(err)
 	msg := err.Error()
 	if st == http.StatusNotModified {
@@ -362,14 +362,14 @@ func writeError(w http.ResponseWriter, rt *httpRoute, err error) {
 	if ae, ok := errors.AsType[*store.Error](err); ok && ae.Domain != "" {
 		domain = ae.Domain
 	}
-	writeJSON(w, st, &jsonError{Error: jsonErrorBody{
+	WriteJSON(w, st, &jsonError{Error: jsonErrorBody{
 		Code: st, Message: msg,
 		Errors: []jsonErrorItem{{Message: msg, Domain: domain, Reason: reason}},
 	}})
 }
 
 // writeJSON writes v as the JSON body of a response with status st.
-func writeJSON(w http.ResponseWriter, st int, v any) {
+func WriteJSON(w http.ResponseWriter, st int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		st = http.StatusInternalServerError

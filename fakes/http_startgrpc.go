@@ -17,10 +17,10 @@ const startGRPCPath = "/start_grpc"
 // request for another port is refused (400), as nothing will listen
 // there.
 func (s *Server) serveStartGRPC(w http.ResponseWriter, r *http.Request) {
-	rt := &httpRoute{}
+	rt := &HTTPRoute{}
 	_, port, _ := net.SplitHostPort(s.GRPCAddr())
 	if want := r.URL.Query().Get("port"); want != "" && want != port {
-		writeError(w, rt, store.Errorf(store.KindInvalid, "fakes: the gRPC server listens on %s, not on port %s: start the fake with that port (fakegcs -grpc 127.0.0.1:%s)", s.GRPCAddr(), want, want))
+		WriteError(w, rt, store.Errorf(store.KindInvalid, "fakes: the gRPC server listens on %s, not on port %s: start the fake with that port (fakegcs -grpc 127.0.0.1:%s)", s.GRPCAddr(), want, want))
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")

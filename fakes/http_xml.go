@@ -15,13 +15,13 @@ import (
 // official Go client uses to read over HTTP), simple uploads (PUT),
 // multipart uploads (see xml_multipart.go) and the list of a bucket's
 // objects (xml_bucket.go). Its errors are XML.
-func (s *Server) routeXML(r *http.Request, path string) *httpRoute {
+func (s *Server) routeXML(r *http.Request, path string) *HTTPRoute {
 	m := r.Method
 	rawBucket, rawObject, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
 	bkt, err1 := url.PathUnescape(rawBucket)
 	name, err2 := url.PathUnescape(rawObject)
 	q := r.URL.Query()
-	rt := &httpRoute{bucket: bkt, object: name, xml: true}
+	rt := &HTTPRoute{bucket: bkt, object: name, xml: true}
 	var serve handler
 	switch {
 	case err1 != nil || err2 != nil || bkt == "":
@@ -95,7 +95,7 @@ func (s *Server) xmlGetObject(w http.ResponseWriter, r *http.Request, bkt, name 
 	if err != nil {
 		return err
 	}
-	b, err := s.store.Bucket(bkt)
+	b, err := s.Store.Bucket(bkt)
 	if err != nil {
 		return err
 	}

@@ -62,7 +62,7 @@ func (s *Server) xmlListObjects(w http.ResponseWriter, r *http.Request, bkt stri
 	if enc != "" && enc != "url" {
 		return store.Errorf(store.KindInvalid, "Invalid encoding-type %q: the only one is url.", enc)
 	}
-	b, err := s.store.Bucket(bkt)
+	b, err := s.Store.Bucket(bkt)
 	if err != nil {
 		return store.Errorf(kindNoSuchBucket, "The specified bucket %q does not exist.", bkt)
 	}

@@ -64,7 +64,7 @@ type completeResult struct {
 // without). It is one object write against the bucket's capacity, and
 // waits the commit delays (WithCommitDelay) as any write that stores an
 // object.
-func (s *Server) xmlComplete(w http.ResponseWriter, r *http.Request, rt *httpRoute, id string) error {
+func (s *Server) xmlComplete(w http.ResponseWriter, r *http.Request, rt *HTTPRoute, id string) error {
 	bkt, name := rt.bucket, rt.object
 	u, err := s.xmlUpload(bkt, name, id)
 	if err != nil {
@@ -88,7 +88,7 @@ func (s *Server) xmlComplete(w http.ResponseWriter, r *http.Request, rt *httpRou
 	for i, p := range req.Parts {
 		refs[i] = mpu.Ref{Number: p.PartNumber, ETag: p.ETag}
 	}
-	b, err := s.store.Bucket(bkt)
+	b, err := s.Store.Bucket(bkt)
 	if err != nil {
 		return store.Errorf(kindNoSuchBucket, "The specified bucket %q does not exist.", bkt)
 	}
@@ -98,11 +98,11 @@ func (s *Server) xmlComplete(w http.ResponseWriter, r *http.Request, rt *httpRou
 		if err := s.admitHTTP(r, bkt, name); err != nil {
 			return err
 		}
-		if err := s.commits.commit(r.Context()); err != nil {
+		if err := s.Commits.Commit(r.Context()); err != nil {
 			return err
 		}
 		var err error
-		o, err = b.Put(name, u.Attrs, c, overwriteCond(r.Context(), nil), lastValue(r.Header, header.TenantKey))
+		o, err = b.Put(name, u.Attrs, c, OverwriteCond(r.Context(), nil), lastValue(r.Header, header.TenantKey))
 		return err
 	})
 	if err != nil {

@@ -60,7 +60,7 @@ type loseWriter struct {
 }
 
 func (lw *loseWriter) WriteHeader(st int) {
-	if st < 300 && !lw.lost && lw.s.faults.lost(lw.method) != nil {
+	if st < 300 && !lw.lost && lw.s.Faults.Lost(lw.method) != nil {
 		lw.lost = true
 		return
 	}
@@ -88,22 +88,22 @@ type httpFault struct {
 // and its response for the rules that act on them. It costs one atomic
 // load without rules.
 func (s *Server) xmlFaults(w http.ResponseWriter, r *http.Request, method string) (http.ResponseWriter, *http.Request, *httpFault, error) {
-	x, ok := xmlMethods[method]
-	if !ok || !s.faults.armed.Load() {
+	x, ok := XMLMethods[method]
+	if !ok || !s.Faults.Armed.Load() {
 		return w, r, nil, nil
 	}
-	if err := s.faults.before(r.Context(), method); err != nil {
+	if err := s.Faults.Before(r.Context(), method); err != nil {
 		return w, r, nil, err
 	}
 	f := &httpFault{}
-	if x.ops != "" {
+	if x.Ops != "" {
 		f.lose = &loseWriter{ResponseWriter: w, s: s, method: method}
 		w = f.lose
 	}
-	brk, hasBrk := s.faults.takeBreak(method)
-	corrupt := s.faults.takeCorrupt(method)
+	brk, hasBrk := s.Faults.TakeBreak(method)
+	corrupt := s.Faults.TakeCorrupt(method)
 	if hasBrk || corrupt {
-		f.body = &faultBody{ReadCloser: r.Body, brk: hasBrk, left: brk.after, code: brk.code, corrupt: corrupt}
+		f.body = &faultBody{ReadCloser: r.Body, brk: hasBrk, left: brk.After, code: brk.Code, corrupt: corrupt}
 		r.Body = f.body
 	}
 	return w, r, f, nil
@@ -160,14 +160,14 @@ func dropConn(w http.ResponseWriter) {
 // nothing; CorruptNext flips the body's first byte; LoseAnswer stores what
 // the call stores and closes the connection instead of its answer (codes.
 // Unavailable in the request log).
-var xmlMethods = map[string]struct{ retry, ops string }{
+var XMLMethods = map[string]struct{ retry, Ops string }{
 	"xml.objects.get":          {retry: "storage.objects.get"},
 	"xml.objects.list":         {retry: "storage.objects.list"},
-	"xml.objects.put":          {retry: "storage.objects.insert", ops: "BreakStream CorruptNext LoseAnswer"},
-	"xml.multipart.initiate":   {retry: "storage.objects.insert", ops: "LoseAnswer"},
-	"xml.multipart.uploadPart": {retry: "storage.objects.insert", ops: "BreakStream CorruptNext LoseAnswer"},
-	"xml.multipart.complete":   {retry: "storage.objects.insert", ops: "LoseAnswer"},
-	"xml.multipart.abort":      {retry: "storage.objects.delete", ops: "LoseAnswer"},
+	"xml.objects.put":          {retry: "storage.objects.insert", Ops: "BreakStream CorruptNext LoseAnswer"},
+	"xml.multipart.initiate":   {retry: "storage.objects.insert", Ops: "LoseAnswer"},
+	"xml.multipart.uploadPart": {retry: "storage.objects.insert", Ops: "BreakStream CorruptNext LoseAnswer"},
+	"xml.multipart.complete":   {retry: "storage.objects.insert", Ops: "LoseAnswer"},
+	"xml.multipart.abort":      {retry: "storage.objects.delete", Ops: "LoseAnswer"},
 	"xml.multipart.listParts":  {retry: "storage.objects.get"},
 	"xml.multipart.list":       {retry: "storage.objects.list"},
 }

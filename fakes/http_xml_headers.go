@@ -43,7 +43,7 @@ const s3Namespace = "http://s3.amazonaws.com/doc/2006-03-01/"
 // object: NoSuchBucket if it does not exist, InvalidArgument if it is
 // zonal (which takes appendable writes only, as for the JSON API).
 func (s *Server) xmlBucket(bkt, what string) (*store.Bucket, error) {
-	b, err := s.store.Bucket(bkt)
+	b, err := s.Store.Bucket(bkt)
 	if err != nil {
 		return nil, store.Errorf(kindNoSuchBucket, "The specified bucket %q does not exist.", bkt)
 	}

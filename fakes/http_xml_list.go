@@ -156,7 +156,7 @@ func (s *Server) xmlListUploads(w http.ResponseWriter, r *http.Request, bkt stri
 	if enc != "" && enc != "url" {
 		return store.Errorf(store.KindInvalid, "Invalid encoding-type %q: the only one is url.", enc)
 	}
-	if _, err := s.store.Bucket(bkt); err != nil {
+	if _, err := s.Store.Bucket(bkt); err != nil {
 		return store.Errorf(kindNoSuchBucket, "The specified bucket %q does not exist.", bkt)
 	}
 	name := func(s string) string {
@@ -166,7 +166,7 @@ func (s *Server) xmlListUploads(w http.ResponseWriter, r *http.Request, bkt stri
 		return s
 	}
 	prefix, keyMarker, idMarker := q.Get("prefix"), q.Get("key-marker"), q.Get("upload-id-marker")
-	ups, more := s.mpu.List(bkt, prefix, keyMarker, idMarker, max)
+	ups, more := s.MPU.List(bkt, prefix, keyMarker, idMarker, max)
 	res := &listUploadsResult{NS: s3Namespace, Bucket: bkt, KeyMarker: name(keyMarker), UploadIDMarker: idMarker,
 		EncodingType: enc, Prefix: name(prefix), MaxUploads: max, IsTruncated: more}
 	for _, u := range ups {

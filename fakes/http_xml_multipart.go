@@ -78,7 +78,7 @@ func (s *Server) xmlInitiate(w http.ResponseWriter, r *http.Request, bkt, name s
 	if err != nil {
 		return err
 	}
-	u, err := s.mpu.Create(bkt, name, a)
+	u, err := s.MPU.Create(bkt, name, a)
 	if err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func (s *Server) xmlInitiate(w http.ResponseWriter, r *http.Request, bkt, name s
 // multipart call names them: NoSuchUpload if there is none in progress,
 // or if it is another object's.
 func (s *Server) xmlUpload(bkt, name, id string) (*mpu.Upload, error) {
-	u, ok := s.mpu.Get(id)
+	u, ok := s.MPU.Get(id)
 	if !ok || u.Bucket != bkt || u.Object != name {
 		return nil, mpu.ErrNoSuchUpload(id)
 	}

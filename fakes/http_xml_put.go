@@ -63,10 +63,10 @@ func (s *Server) xmlPutObject(w http.ResponseWriter, r *http.Request, bkt, name 
 	if err := d.check(c.CRC32C, c.MD5); err != nil {
 		return err
 	}
-	if err := s.commits.commit(r.Context()); err != nil {
+	if err := s.Commits.Commit(r.Context()); err != nil {
 		return err
 	}
-	o, err := b.Put(name, a, c, overwriteCond(r.Context(), cond), lastValue(r.Header, header.TenantKey))
+	o, err := b.Put(name, a, c, OverwriteCond(r.Context(), cond), lastValue(r.Header, header.TenantKey))
 	if err != nil {
 		return err
 	}
