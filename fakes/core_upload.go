@@ -24,7 +24,7 @@ import (
 // append.go).
 type Upload struct {
 	ID         string
-	Bucket          *store.Bucket
+	Bucket     *store.Bucket
 	Object     string
 	Attrs      store.Attrs       // the attributes the object gets
 	Cond       *store.Conditions // checked when the object is stored

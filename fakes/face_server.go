@@ -36,12 +36,12 @@ type Server struct {
 	httpsURL   string // WithHTTPSAddr; "" without
 	certPEM    []byte // the HTTPS certificate; nil without
 
-	mu       sync.Mutex
+	mu         sync.Mutex
 	Resumables store.Sessions[*Upload] // resumable sessions, of both APIs
-	MPU      *mpu.Registry           // the XML API's multipart uploads in progress
+	MPU        *mpu.Registry           // the XML API's multipart uploads in progress
 
 	Faults Faults
-	Log  CallLog
+	Log    CallLog
 	conns  Conns
 	Retry  *retrytest.Tests
 	svc    Service // the handlers of rpcs
