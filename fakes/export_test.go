@@ -3,20 +3,22 @@ package fakes
 import (
 	"context"
 	"time"
+
+	"github.com/objup/objup/fakes/internal/core"
 )
 
 // SetKeepFinalized lowers the number of finalized sessions a server
 // remembers, for a test, and returns a function that restores it.
 func SetKeepFinalized(n int) (restore func()) {
-	old := keepFinalized
-	keepFinalized = n
-	return func() { keepFinalized = old }
+	old := core.KeepFinalized
+	core.KeepFinalized = n
+	return func() { core.KeepFinalized = old }
 }
 
 // SetClock makes the server's session registry read the time from now, for
 // a test of session expiry.
 func SetClock(s *Server, now func() time.Time) {
-	s.Resumables.SetClock(now)
+	s.core.Resumables.SetClock(now)
 }
 
 // WithCommitWait makes every write that stores an object call wait with
@@ -36,7 +38,7 @@ func WithCapacityClock(now func() time.Time) Option {
 // DataDir returns the directory of the server's store on disk, "" for a
 // store in memory.
 func DataDir(s *Server) string {
-	if !s.Store.OnDisk() {
+	if !s.core.Store.OnDisk() {
 		return ""
 	}
 	if s.tmpDir != "" {

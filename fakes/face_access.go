@@ -81,7 +81,7 @@ func attrs(b *store.Bucket, o *store.Object) ObjectAttrs {
 // content, straight from the store (no request is logged). For a missing
 // bucket or object the error's gRPC code (status.Code) is codes.NotFound.
 func (s *Server) Object(bucket, name string) (Object, error) {
-	b, err := s.Store.Bucket(bucket)
+	b, err := s.core.Store.Bucket(bucket)
 	if err != nil {
 		return Object{}, err
 	}
@@ -96,7 +96,7 @@ func (s *Server) Object(bucket, name string) (Object, error) {
 // names start with prefix, in name order, straight from the store. It lists
 // them all at once: meant for tests, not for buckets of millions.
 func (s *Server) ListObjects(bucket, prefix string) ([]ObjectAttrs, error) {
-	b, err := s.Store.Bucket(bucket)
+	b, err := s.core.Store.Bucket(bucket)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +117,7 @@ func (s *Server) ListObjects(bucket, prefix string) ([]ObjectAttrs, error) {
 // it fails in a zonal bucket ([WithZonalBucket]) and over an unfinalized
 // appendable object.
 func (s *Server) PutObject(o Object) (ObjectAttrs, error) {
-	b, err := s.Store.Bucket(o.Bucket)
+	b, err := s.core.Store.Bucket(o.Bucket)
 	if err != nil {
 		return ObjectAttrs{}, err
 	}
@@ -160,7 +160,7 @@ type Usage struct {
 // Usage returns the objects and bytes stored per tenant, over every bucket,
 // in tenant order. Tenants with nothing stored are left out.
 func (s *Server) Usage() []Usage {
-	us := s.Store.UsageByTenant()
+	us := s.core.Store.UsageByTenant()
 	out := make([]Usage, len(us))
 	for i, u := range us {
 		out[i] = Usage(u)

@@ -35,8 +35,8 @@ func (c *config) newLimiter() (*capacity.Limiter, error) {
 // limit, and each bucket's rate as autoscaling left it. It is nil for a
 // server without [WithCapacity] or [WithBucketCapacity].
 func (s *Server) CapacityStats() []capacity.BucketStats {
-	if s.Limiter == nil {
+	if s.core.Limiter == nil {
 		return nil
 	}
-	return s.Limiter.Stats()
+	return s.core.Limiter.Stats()
 }

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/objup/objup/fakes/internal/calls"
+	"github.com/objup/objup/fakes/internal/grpcfront"
+	"github.com/objup/objup/fakes/internal/httpfront"
 	"google.golang.org/grpc/codes"
 )
 
@@ -24,8 +27,8 @@ func (s *Server) FailCall(method string, nth int, code codes.Code) {
 	if nth < 1 {
 		panic(fmt.Sprintf("fakes: FailCall: nth is %d; calls count from 1", nth))
 	}
-	MustCode("FailCall", code)
-	s.Faults.AddFail(m, nth, code)
+	calls.MustCode("FailCall", code)
+	s.calls.Faults.AddFail(m, nth, code)
 }
 
 // BreakStream makes the next stream of method (WriteObject or
@@ -49,8 +52,8 @@ func (s *Server) BreakStream(method string, afterBytes int64, code codes.Code) {
 	if afterBytes < 0 {
 		panic(fmt.Sprintf("fakes: BreakStream: afterBytes is %d", afterBytes))
 	}
-	MustCode("BreakStream", code)
-	s.Faults.AddBreak(m, afterBytes, code)
+	calls.MustCode("BreakStream", code)
+	s.calls.Faults.AddBreak(m, afterBytes, code)
 }
 
 // CorruptNext flips one byte of the next non-empty data message that a
@@ -65,7 +68,7 @@ func (s *Server) BreakStream(method string, afterBytes int64, code codes.Code) {
 // CorruptNext panics if method is not a write stream.
 func (s *Server) CorruptNext(method string) {
 	m := mustMethod("CorruptNext", method, true)
-	s.Faults.AddCorrupt(m)
+	s.calls.Faults.AddCorrupt(m)
 }
 
 // Delay makes every call of method wait d before the server handles it, until
@@ -79,7 +82,7 @@ func (s *Server) Delay(method string, d time.Duration) {
 	if d < 0 {
 		panic(fmt.Sprintf("fakes: Delay: negative duration %v", d))
 	}
-	s.Faults.SetDelay(m, d)
+	s.calls.Faults.SetDelay(m, d)
 }
 
 // LoseAnswer makes the next write of method (WriteObject or
@@ -92,7 +95,7 @@ func (s *Server) Delay(method string, d time.Duration) {
 // LoseAnswer panics if method is not a write stream.
 func (s *Server) LoseAnswer(method string) {
 	m := mustMethod("LoseAnswer", method, true)
-	s.Faults.AddLose(m)
+	s.calls.Faults.AddLose(m)
 }
 
 // RedirectAppend redirects the next appendable write stream that opens
@@ -121,19 +124,19 @@ func (s *Server) RedirectAppend(afterBytes int64, token string) {
 	if token == "" {
 		panic("fakes: RedirectAppend: empty routing token")
 	}
-	s.Faults.AddRedirect(afterBytes, token)
+	s.calls.Faults.AddRedirect(afterBytes, token)
 }
 
 // ClearFaults removes every fault rule, spent or not. Calls already past a
 // rule are not affected.
 func (s *Server) ClearFaults() {
-	s.Faults.Clear()
+	s.calls.Faults.Clear()
 }
 
 // faultMethods are the names the fault rules take, for mustMethod's message.
 func faultMethods() []string {
 	var out []string
-	for _, r := range RPCs {
+	for _, r := range grpcfront.RPCs {
 		if r.Faults {
 			out = append(out, r.Name)
 		}
@@ -145,7 +148,7 @@ func faultMethods() []string {
 // ("" for FailCall and Delay, which take them all), sorted.
 func xmlFaultMethods(op string) []string {
 	var out []string
-	for m, x := range XMLMethods {
+	for m, x := range httpfront.XMLMethods {
 		if strings.Contains(x.Ops, op) {
 			out = append(out, m)
 		}
@@ -157,20 +160,20 @@ func xmlFaultMethods(op string) []string {
 // mustMethod returns the short name of method (short or full), and panics if
 // it is not one the fault rules take, or not a write stream when writeOnly.
 func mustMethod(op, method string, writeOnly bool) string {
-	m := ShortMethod(method)
-	if x, ok := XMLMethods[m]; ok {
+	m := grpcfront.ShortMethod(method)
+	if x, ok := httpfront.XMLMethods[m]; ok {
 		if writeOnly && !strings.Contains(x.Ops, op) {
 			panic(fmt.Sprintf("fakes: %s: method %q does not take it; the XML API methods that do: %s", op, method, strings.Join(xmlFaultMethods(op), ", ")))
 		}
 		return m
 	}
 	if writeOnly {
-		if m != MethodWriteObject && m != MethodBidiWriteObject {
+		if m != grpcfront.MethodWriteObject && m != grpcfront.MethodBidiWriteObject {
 			panic(fmt.Sprintf("fakes: %s: method %q is not WriteObject or BidiWriteObject", op, method))
 		}
 		return m
 	}
-	if r := RPCNamed[m]; r == nil || !r.Faults {
+	if r := grpcfront.RPCNamed[m]; r == nil || !r.Faults {
 		panic(fmt.Sprintf("fakes: %s: unknown method %q; want one of %s", op, method, strings.Join(faultMethods(), ", ")))
 	}
 	return m

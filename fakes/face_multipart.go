@@ -19,7 +19,7 @@ type MultipartUpload struct {
 // on the same directory left.
 func (s *Server) MultipartUploads() []MultipartUpload {
 	var out []MultipartUpload
-	for _, u := range s.MPU.All() {
+	for _, u := range s.core.MPU.All() {
 		parts, ok := u.Parts()
 		if !ok {
 			continue // ended meanwhile

@@ -13,9 +13,11 @@ import (
 
 	"google.golang.org/grpc"
 
-	"github.com/objup/objup/fakes/capacity"
 	"github.com/objup/objup/fakes/internal/api"
-	"github.com/objup/objup/fakes/internal/mpu"
+	"github.com/objup/objup/fakes/internal/calls"
+	"github.com/objup/objup/fakes/internal/core"
+	"github.com/objup/objup/fakes/internal/grpcfront"
+	"github.com/objup/objup/fakes/internal/httpfront"
 	"github.com/objup/objup/fakes/internal/retrytest"
 	"github.com/objup/objup/fakes/internal/store"
 	"github.com/objup/objup/fakes/link"
@@ -25,32 +27,23 @@ import (
 // server over HTTP on one object store. Create it with [New] or [NewTest];
 // the zero value is not usable. All methods are safe for concurrent use.
 type Server struct {
-	Store      *store.Store
-	tmpDir     string // the store's directory, to remove at Close (DataEnv); "" if none
-	dataDir    string // WithDataDir
-	SessionDir string // on disk: the directory of the sessions' files (see session_disk.go)
-	grpc       *grpc.Server
-	http       *http.Server
-	grpcAddr   string
-	httpURL    string
-	httpsURL   string // WithHTTPSAddr; "" without
-	certPEM    []byte // the HTTPS certificate; nil without
+	core      *core.Core        // what GCS does, below both fronts
+	calls     *calls.Layer      // the request log, fault rules, roles and retry tests
+	grpcFront *grpcfront.Server // the storage v2 gRPC API
+	httpFront *httpfront.Server // the JSON and XML APIs
 
-	mu         sync.Mutex
-	Resumables store.Sessions[*Upload] // resumable sessions, of both APIs
-	MPU        *mpu.Registry           // the XML API's multipart uploads in progress
+	tmpDir   string // the store's directory, to remove at Close (DataEnv); "" if none
+	dataDir  string // WithDataDir
+	grpc     *grpc.Server
+	http     *http.Server
+	grpcAddr string
+	httpURL  string
+	httpsURL string // WithHTTPSAddr; "" without
+	certPEM  []byte // the HTTPS certificate; nil without
 
-	Faults Faults
-	Log    CallLog
-	conns  Conns
-	Retry  *retrytest.Tests
-	svc    Service // the handlers of rpcs
-
+	mu        sync.Mutex
+	conns     grpcfront.Conns
 	httpConns atomic.Int64 // TCP connections the JSON API ports accepted
-	Commits   Commits      // WithCommitDelay, WithCommitDelays, WithDeadlineDrop
-
-	Limiter *capacity.Limiter // the buckets' write capacity; nil: none (see admit.go)
-	Creds   map[string]Role   // WithCredential: the role of each bearer token; nil: none (see roles.go)
 
 	serving   sync.WaitGroup
 	serveErr  error // first unexpected error of a Serve loop; guarded by mu
@@ -91,7 +84,8 @@ func New(opts ...Option) (*Server, error) {
 		return fail(fmt.Errorf("fakes: HTTP listener: %w", err))
 	}
 	s := &Server{
-		Store:    st,
+		core:     &core.Core{Store: st},
+		calls:    &calls.Layer{},
 		tmpDir:   tmpDir,
 		dataDir:  cfg.dataDir,
 		grpcAddr: api.DialAddr(grpcLis.Addr()),
@@ -105,15 +99,15 @@ func New(opts ...Option) (*Server, error) {
 			return fail(err)
 		}
 	}
-	s.Commits.Fixed, s.Commits.Draw, s.Commits.Drop = cfg.commitDelay, cfg.commitDraw, cfg.deadlineDrop
-	s.Commits.Wait = cfg.commitWait
-	s.Limiter = limiter
-	s.Creds = cfg.creds
-	s.Log.Init(cfg.callLog)
-	s.Resumables.Init(cfg.sessionExpiry, cfg.maxSessions)
-	err = s.RestoreSessions()
+	s.core.Commits.Fixed, s.core.Commits.Draw, s.core.Commits.Drop = cfg.commitDelay, cfg.commitDraw, cfg.deadlineDrop
+	s.core.Commits.Wait = cfg.commitWait
+	s.core.Limiter = limiter
+	s.calls.Creds = cfg.creds
+	s.calls.Log.Init(cfg.callLog)
+	s.core.Resumables.Init(cfg.sessionExpiry, cfg.maxSessions)
+	err = s.core.RestoreSessions()
 	if err == nil {
-		err = s.OpenMultipart()
+		err = s.core.OpenMultipart()
 	}
 	if err != nil {
 		grpcLis.Close()
@@ -124,25 +118,23 @@ func New(opts ...Option) (*Server, error) {
 		return fail(err)
 	}
 	for _, b := range cfg.buckets {
-		s.Store.CreateBucket(b, false, true) // names were validated
+		s.core.Store.CreateBucket(b, false, true) // names were validated
 	}
 	for _, b := range cfg.zonal {
-		s.Store.CreateZonalBucket(b, true) // names were validated, none is also plain
+		s.core.Store.CreateZonalBucket(b, true) // names were validated, none is also plain
 	}
-	s.Faults.Stop = make(chan struct{})
-	s.Retry = newRetryTests(s)
-	s.grpc = grpc.NewServer(append([]grpc.ServerOption{
+	s.calls.Faults.Stop = make(chan struct{})
+	s.grpcFront = grpcfront.New(s.core, s.calls)
+	s.httpFront = httpfront.New(s.core, s.calls, s.grpcAddr)
+	s.calls.Retry = retrytest.New(retryHost{RetryHTTP: httpfront.RetryHTTP{S: s.httpFront}, RetryGRPC: grpcfront.RetryGRPC{S: s.grpcFront}, stop: s.calls.Faults.Stop}, grpcfront.RetryMethods())
+	s.grpc = grpc.NewServer(append(append([]grpc.ServerOption{
 		// Above any sane message, so that an oversized one gets the
 		// fake's clear InvalidArgument rather than gRPC's
 		// ResourceExhausted, which clients retry.
 		grpc.MaxRecvMsgSize(64 << 20),
-		grpc.ChainUnaryInterceptor(s.UnaryInterceptor),
-		grpc.ChainStreamInterceptor(s.StreamInterceptor),
-		grpc.UnknownServiceHandler(s.ServeUnknown),
-	}, s.conns.ServerOptions(cfg.maxStreams, cfg.link)...)...)
-	s.svc.S = s
-	s.grpc.RegisterService(&ServiceDesc, s)
-	s.http = &http.Server{Handler: http.HandlerFunc(s.ServeHTTP), ReadHeaderTimeout: 30 * time.Second,
+	}, s.grpcFront.Options()...), s.conns.ServerOptions(cfg.maxStreams, cfg.link)...)...)
+	s.grpcFront.Register(s.grpc)
+	s.http = &http.Server{Handler: http.HandlerFunc(s.serveHTTP), ReadHeaderTimeout: 30 * time.Second,
 		ConnState: func(_ net.Conn, st http.ConnState) {
 			if st == http.StateNew {
 				s.httpConns.Add(1)
@@ -224,7 +216,7 @@ func (s *Server) HTTPURL() string { return s.httpURL }
 // idempotent: later calls return the first call's result.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
-		close(s.Faults.Stop)
+		close(s.calls.Faults.Stop)
 		done := make(chan struct{})
 		go func() {
 			s.grpc.GracefulStop()
@@ -246,11 +238,11 @@ func (s *Server) Close() error {
 		cancel()
 		s.serving.Wait()
 
-		s.Resumables.Reset()
+		s.core.Resumables.Reset()
 		s.mu.Lock()
 		s.closeErr = s.serveErr
 		s.mu.Unlock()
-		if err := s.Store.Close(); err != nil && s.closeErr == nil {
+		if err := s.core.Store.Close(); err != nil && s.closeErr == nil {
 			s.closeErr = err
 		}
 		if s.tmpDir != "" {

@@ -41,6 +41,6 @@ type SessionStats struct {
 // Sessions reports the server's resumable sessions: how many it keeps, and
 // how many expired.
 func (s *Server) Sessions() SessionStats {
-	open, expired := s.Resumables.Stats()
+	open, expired := s.core.Resumables.Stats()
 	return SessionStats{Open: open, Expired: expired}
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/objup/objup/fakes/capacity"
+	"github.com/objup/objup/fakes/internal/httpfront"
 	"github.com/objup/objup/fakes/internal/store"
 )
 
@@ -65,7 +66,7 @@ type callStats struct {
 // logged.
 func (s *Server) serveStats(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		WriteError(w, &HTTPRoute{}, store.Errorf(store.KindUnimplemented, "fakes: %s %s is not implemented; use GET", r.Method, statsPath))
+		httpfront.WriteError(w, &httpfront.HTTPRoute{}, store.Errorf(store.KindUnimplemented, "fakes: %s %s is not implemented; use GET", r.Method, statsPath))
 		return
 	}
 	body := statsBody{Tenants: []tenantStats{}, Calls: []callStats{}, Sessions: s.Sessions()}
@@ -83,5 +84,15 @@ func (s *Server) serveStats(w http.ResponseWriter, r *http.Request) {
 		}
 		body.Capacity = append(body.Capacity, cs)
 	}
-	WriteJSON(w, http.StatusOK, &body)
+	httpfront.WriteJSON(w, http.StatusOK, &body)
+}
+
+// serveHTTP is the HTTP port's handler: the stats document, else the HTTP
+// front (the JSON and XML APIs).
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.EscapedPath() == statsPath {
+		s.serveStats(w, r)
+		return
+	}
+	s.httpFront.ServeHTTP(w, r)
 }

@@ -76,7 +76,7 @@ func scaleServer(tb testing.TB, n int) *Server {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { s.Close() })
-	b, _ := s.Store.Bucket(scaleBucket)
+	b, _ := s.core.Store.Bucket(scaleBucket)
 	fill(tb, b, n, bytes.Repeat([]byte("x"), 1<<10))
 	return s
 }
@@ -86,7 +86,7 @@ func BenchmarkScale(b *testing.B) {
 	crc := crc32.Checksum(data, crc32c.Table)
 	for _, n := range scaleCounts() {
 		srv := scaleServer(b, n)
-		bkt, _ := srv.Store.Bucket(scaleBucket)
+		bkt, _ := srv.core.Store.Bucket(scaleBucket)
 		cc, err := grpc.NewClient(srv.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
 			b.Fatal(err)
