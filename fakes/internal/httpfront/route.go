@@ -1,12 +1,8 @@
 package httpfront
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"google.golang.org/grpc/status"
@@ -323,121 +319,4 @@ func objectName(objPath string) (name, action, rest string) {
 		return objPath, "", ""
 	}
 	return n, "", ""
-}
-
-// jsonError is the GCS JSON API's error body.
-type jsonError struct {
-	Error jsonErrorBody `json:"error"`
-}
-
-type jsonErrorBody struct {
-	Code    int             `json:"code"`
-	Message string          `json:"message"`
-	Errors  []jsonErrorItem `json:"errors"`
-}
-
-type jsonErrorItem struct {
-	Message string `json:"message"`
-	Domain  string `json:"domain"`
-	Reason  string `json:"reason"`
-}
-
-// writeError writes err in the format of the route's API: the GCS JSON
-// error body, or the XML API's Error document for path-style reads.
-func WriteError(w http.ResponseWriter, rt *HTTPRoute, err error) {
-	st, reason := httpKindOf(err)
-	msg := err.Error()
-	if st == http.StatusNotModified {
-		w.WriteHeader(st)
-		return
-	}
-	if rt.xml {
-		writeXMLError(w, st, reason, msg)
-		return
-	}
-	domain := "global"
-	if ae, ok := errors.AsType[*store.Error](err); ok && ae.Domain != "" {
-		domain = ae.Domain
-	}
-	WriteJSON(w, st, &jsonError{Error: jsonErrorBody{
-		Code: st, Message: msg,
-		Errors: []jsonErrorItem{{Message: msg, Domain: domain, Reason: reason}},
-	}})
-}
-
-// writeJSON writes v as the JSON body of a response with status st.
-func WriteJSON(w http.ResponseWriter, st int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		st = http.StatusInternalServerError
-		b = fmt.Appendf(nil, `{"error":{"code":500,"message":%q}}`, err.Error())
-	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json; charset=UTF-8")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(st)
-	w.Write(b)
-}
-
-// queryInt parses the integer query parameter key; absent is 0.
-func queryInt(q url.Values, key string) (int64, error) {
-	v := q.Get(key)
-	if v == "" {
-		return 0, nil
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		return 0, store.Errorf(store.KindInvalid, "invalid value %q for query parameter %s", v, key)
-	}
-	return n, nil
-}
-
-// queryConditions reads the JSON API's precondition parameters.
-func queryConditions(q url.Values) (*store.Conditions, error) {
-	var c store.Conditions
-	set := false
-	for _, p := range []struct {
-		key string
-		dst **int64
-	}{
-		{"ifGenerationMatch", &c.GenMatch},
-		{"ifGenerationNotMatch", &c.GenNotMatch},
-		{"ifMetagenerationMatch", &c.MetaMatch},
-		{"ifMetagenerationNotMatch", &c.MetaNotMatch},
-	} {
-		if !q.Has(p.key) {
-			continue
-		}
-		n, err := queryInt(q, p.key)
-		if err != nil {
-			return nil, err
-		}
-		*p.dst, set = &n, true
-	}
-	if !set {
-		return nil, nil
-	}
-	return &c, nil
-}
-
-// queryBool reads a boolean query parameter; absent is false.
-func queryBool(q url.Values, key string) (bool, error) {
-	v := q.Get(key)
-	if v == "" {
-		return false, nil
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, store.Errorf(store.KindInvalid, "invalid value %q for query parameter %s", v, key)
-	}
-	return b, nil
-}
-
-// baseURL is the scheme and host a client used to reach the server, for the
-// links and session URIs the server hands out.
-func baseURL(r *http.Request) string {
-	if r.TLS != nil {
-		return "https://" + r.Host
-	}
-	return "http://" + r.Host
 }
