@@ -31,7 +31,7 @@ import (
 //
 // Where the two differ, our fake follows GCS's documented behaviour; each
 // known difference is listed in knownDifferences, with the reason, and in
-// the package documentation. The test fails on a difference not listed, and
+// docs/fake/json.md. The test fails on a difference not listed, and
 // on a listed one that no longer occurs.
 
 // knownDifferences are the steps whose results differ between
@@ -600,7 +600,7 @@ func TestDifferentialJSON(t *testing.T) {
 	}
 	for step := range knownDifferences {
 		if !seen[step] {
-			t.Errorf("known difference %q no longer occurs: remove it from knownDifferences and the package documentation", step)
+			t.Errorf("known difference %q no longer occurs: remove it from knownDifferences and docs/fake/json.md", step)
 		}
 	}
 	if !slices.Equal(ref.steps, ours.steps) {

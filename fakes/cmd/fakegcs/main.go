@@ -73,7 +73,7 @@
 // API serves what those suites call (copy and rewrite, bucket patch and
 // update, ACLs, IAM policies, notification configs, HMAC keys, the service
 // account), and resumable uploads in every Content-Range form GCS takes,
-// as the Node.js client sends them. See package fakes for the instructions
+// as the Node.js client sends them. See docs/fake/retry-test.md for the instructions
 // and methods.
 //
 // -credential TOKEN=ROLE holds the requests that carry "authorization:

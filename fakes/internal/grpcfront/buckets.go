@@ -18,9 +18,9 @@ import (
 // The bucket and IAM methods of storage v2 (GetBucket, CreateBucket,
 // DeleteBucket, ListBuckets, UpdateBucket, LockBucketRetentionPolicy,
 // GetIamPolicy, SetIamPolicy, TestIamPermissions; RewriteObject is in
-// grpc_rewrite.go), on the
+// rewrite.go), on the
 // store the JSON API's bucket methods use. Their messages are not in
-// internal/wire: they are served raw (see rpcs and grpc_raw.go), and
+// internal/wire: they are served raw (see rpcs.go and raw.go), and
 // written here with protowire, field by field.
 
 // The gRPC method names served here.

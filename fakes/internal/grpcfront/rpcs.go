@@ -14,7 +14,7 @@ import (
 // rpc is one method of the storage v2 service the fake serves: its one
 // entry in rpcs, from which the server's grpc.ServiceDesc, the request
 // log's names, the fault rules' method names and the retry test's hooks
-// all come. See "How to add an RPC" in the package documentation.
+// all come. See the README's Layout: a new gRPC method.
 type rpc struct {
 	// name is the method's name: its gRPC name under google.storage.v2.Storage,
 	// the name Call.Method records, and the name the fault rules take.

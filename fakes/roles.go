@@ -11,7 +11,7 @@ import (
 // JSON error body (reason "forbidden") or codes.PermissionDenied, having
 // done nothing. A request with no token, or a token no WithCredential
 // names, keeps full access. Giving a token again replaces its role. See
-// the package documentation, Roles, for what each method needs. token
+// docs/fake/roles.md for what each method needs. token
 // must not be empty and role must be valid: [New] reports them.
 func WithCredential(token string, role Role) Option {
 	return optionFunc(func(c *config) {

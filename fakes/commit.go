@@ -57,7 +57,7 @@ func CommitJitter(lo, hi time.Duration, seed uint64) func() time.Duration {
 //
 // This behaviour is assumed, not shown: GCS does not document dropping a
 // late write, and the default, applying it, is the conservative model
-// (see the package documentation, Slow commits). Use it for experiments,
+// (see docs/fake/commits.md). Use it for experiments,
 // never as the proof that a client is right.
 func WithDeadlineDrop() Option {
 	return optionFunc(func(c *config) { c.deadlineDrop = true })
