@@ -68,4 +68,13 @@
 // write capacity, the retry test API and the cost of the fake's own work
 // are specified in the repository's docs/fake directory (docs/fake/README.md
 // is its index).
+//
+// # Layers
+//
+// This package is the fake's face. Below it, internal/grpcfront and
+// internal/httpfront (JSON and XML) read their API's requests and write its
+// answers, never importing each other; internal/calls is the per-call
+// layer (request log, fault rules, a credential's role, retry tests); and
+// internal/core is what GCS does whichever wire carried the request, over
+// the store (internal/store). TestLayers keeps the directions.
 package fakes
