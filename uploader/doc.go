@@ -167,7 +167,10 @@
 //     object at most, once. A complete repeated after a lost answer that
 //     finds the upload gone (NotFound) was preceded by the lost one; a
 //     complete whose every attempt failed is settled by an abort (done:
-//     nothing is stored, nor will be; NotFound: it completed). Parts are
+//     nothing is stored, nor will be; NotFound: it completed; NotFound
+//     after an abort whose own answer was lost: either one ended it, and
+//     the live object tells when it holds the bytes written, else the
+//     outcome is unknown). Parts are
 //     repeated at will (a part number sent again replaces the part), and
 //     the abort drops them.
 //   - An appendable object: its generation, in the first answer, is its

@@ -81,8 +81,10 @@ const viaDefault ParallelMethod = 0
 // again replaces the part); a complete is repeated, and once an answer was
 // lost a NotFound means the lost one completed the upload; a complete
 // whose every attempt failed is settled by an abort (NotFound: it
-// completed; done: nothing is stored), so the outcome is unknown only when
-// the service cannot be reached at all. GCS takes no preconditions on this
+// completed; done: nothing is stored; NotFound after an abort whose own
+// answer was lost: the live object, if it holds what was written), so the
+// outcome is unknown only when the service cannot be reached at all, or
+// when that last case finds no such object. GCS takes no preconditions on this
 // path, and its initiate no ACL list, hold, retention or contexts: asked
 // for ViaMultipart, those are refused at once; by default they take
 // ViaCompose. The object, like a composite one, has a CRC32C and no MD5.

@@ -135,7 +135,19 @@ func (p *parallel) complete() (*wire.Object, error) {
 	})
 	if err != nil && lost {
 		// The upload may have completed: an abort settles it.
-		switch aerr := p.abort(u); {
+		switch either, aerr := p.abort(u); {
+		case aerr == nil && either:
+			// The abort's own attempt was lost and the next found no
+			// upload: the lost complete or the lost abort ended it.
+			// The live object tells, when it holds what was written.
+			m.completed = true
+			if live := p.liveWritten(size, crc); live != nil {
+				p.noteGen(live)
+				return live, nil
+			}
+			oe := xfer.Fail(&u.Target, xfer.MultipartNames.Complete, err)
+			oe.Unknown = true
+			return nil, oe
 		case aerr == nil:
 			m.completed = true
 			return nil, err
@@ -152,11 +164,27 @@ func (p *parallel) complete() (*wire.Object, error) {
 	}
 	m.completed = true
 	o := p.completedObject(c, gone, size, crc)
-	if o.GetGeneration() != 0 {
-		gen := o.GetGeneration()
-		_ = h.Checkpoints.Update(func(c *xfer.Checkpoint) { c.Gen = gen }, true)
-	}
+	p.noteGen(o)
 	return o, nil
+}
+
+// noteGen notes the generation of the object the upload made, if known,
+// in its checkpoint.
+func (p *parallel) noteGen(o *wire.Object) {
+	if gen := o.GetGeneration(); gen != 0 {
+		_ = p.Checkpoints.Update(func(c *xfer.Checkpoint) { c.Gen = gen }, true)
+	}
+}
+
+// liveWritten returns the live object if it holds what was written (its
+// size and CRC32C), else nil (another object, none, or a credential that
+// may not read objects).
+func (p *parallel) liveWritten(size int64, crc uint32) *wire.Object {
+	live := lookup(p.Services, p.Request, p.tr, p.Engine.Config())
+	if live != nil && live.GetSize() == size && live.GetChecksums().GetCrc32C() == crc {
+		return live
+	}
+	return nil
 }
 
 // completedObject is the object the upload made: what the answer says of
@@ -178,7 +206,7 @@ func (p *parallel) completedObject(c xfer.Completed, gone bool, size int64, crc 
 	}
 	o.Generation, o.Metageneration = c.Gen, c.Metagen
 	if gone || c.Gen == 0 {
-		if live := lookup(p.Services, u, p.tr, p.Engine.Config()); live != nil && live.GetSize() == size && live.GetChecksums().GetCrc32C() == crc {
+		if live := p.liveWritten(size, crc); live != nil {
 			return live
 		}
 	}
@@ -186,16 +214,19 @@ func (p *parallel) completedObject(c xfer.Completed, gone bool, size int64, crc 
 }
 
 // abort abandons the upload, retried in u's context (or, once it ended, in
-// one of its own bounded by outcomeGrace).
-func (p *parallel) abort(u *xfer.Request) error {
+// one of its own bounded by outcomeGrace). A NotFound after an attempt of
+// its own whose answer was lost is no error, and either reports it: that
+// attempt aborted the upload, or something else had ended it (a complete
+// whose answer was lost).
+func (p *parallel) abort(u *xfer.Request) (either bool, err error) {
 	lu, r, done := settling(p.Services, u, p.Engine.Config())
 	defer done()
 	lost := false
-	err := do(r, &lu.Target, xfer.MultipartNames.Abort, true, nil, func() (string, bool, error) {
+	err = do(r, &lu.Target, xfer.MultipartNames.Abort, true, nil, func() (string, bool, error) {
 		err := p.mp.xml.Abort(lu, p.mp.id, r.AttemptTimeout())
 		switch {
 		case err != nil && lost && status.Code(err) == codes.NotFound:
-			err = nil
+			either, err = true, nil
 		case err != nil && retry.AnswerLost(err):
 			lost = true
 		}
@@ -203,9 +234,9 @@ func (p *parallel) abort(u *xfer.Request) error {
 	})
 	var oe *xfer.OpError
 	if errors.As(err, &oe) && oe.Code == codes.OK {
-		return oe.Err
+		return either, oe.Err
 	}
-	return err
+	return either, err
 }
 
 // closeMultipart is Close of a multipart upload: it waits for the parts,
@@ -231,7 +262,7 @@ func (p *parallel) closeMultipart() {
 		defer cancel()
 		u := base.Detached(ctx)
 		if m.id != "" && !m.completed {
-			if err := p.abort(u); err != nil && status.Code(err) != codes.NotFound {
+			if _, err := p.abort(u); err != nil && status.Code(err) != codes.NotFound {
 				p.leftBehind("multipart upload "+m.id, err)
 			} else if l := h.Logger; l != nil {
 				l.LogAttrs(ctx, slog.LevelDebug, "objup: aborted a multipart upload", slog.String("upload", m.id))
