@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/objup/objup/fakes"
+	"github.com/objup/objup/fakes/internal/grpcfront"
 )
 
 // The fake's layers, bottom up: the core (what GCS does), the per-call
@@ -137,5 +140,30 @@ func TestFilesAreSmall(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMethodNamesAreServed fails when a Method constant of the face names
+// no method the gRPC front serves and the fault rules take: the face
+// spells the names out for its readers, the front keeps its own.
+func TestMethodNamesAreServed(t *testing.T) {
+	srv := fakes.NewTest(t)
+	for _, m := range []string{
+		fakes.MethodWriteObject, fakes.MethodBidiWriteObject, fakes.MethodStartResumableWrite,
+		fakes.MethodQueryWriteStatus, fakes.MethodReadObject, fakes.MethodBidiReadObject,
+		fakes.MethodGetObject, fakes.MethodListObjects, fakes.MethodDeleteObject,
+		fakes.MethodUpdateObject, fakes.MethodComposeObject,
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%s: %v", m, r)
+				}
+			}()
+			srv.Delay(m, 0) // panics on a method the fault rules do not take
+		}()
+	}
+	if got := grpcfront.RPCNamed[fakes.MethodCancelResumableWrite]; got == nil {
+		t.Errorf("%s is not served", fakes.MethodCancelResumableWrite)
 	}
 }

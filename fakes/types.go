@@ -9,18 +9,18 @@ import (
 // Short names of the gRPC methods, as [Call.Method] reports them and the
 // fault rules take them.
 const (
-	MethodWriteObject          = grpcfront.MethodWriteObject
-	MethodBidiWriteObject      = grpcfront.MethodBidiWriteObject
-	MethodStartResumableWrite  = grpcfront.MethodStartResumableWrite
-	MethodQueryWriteStatus     = grpcfront.MethodQueryWriteStatus
-	MethodCancelResumableWrite = grpcfront.MethodCancelResumableWrite
-	MethodReadObject           = grpcfront.MethodReadObject
-	MethodBidiReadObject       = grpcfront.MethodBidiReadObject
-	MethodGetObject            = grpcfront.MethodGetObject
-	MethodListObjects          = grpcfront.MethodListObjects
-	MethodDeleteObject         = grpcfront.MethodDeleteObject
-	MethodUpdateObject         = grpcfront.MethodUpdateObject
-	MethodComposeObject        = grpcfront.MethodComposeObject
+	MethodWriteObject          = "WriteObject"
+	MethodBidiWriteObject      = "BidiWriteObject"
+	MethodStartResumableWrite  = "StartResumableWrite"
+	MethodQueryWriteStatus     = "QueryWriteStatus"
+	MethodCancelResumableWrite = "CancelResumableWrite"
+	MethodReadObject           = "ReadObject"
+	MethodBidiReadObject       = "BidiReadObject"
+	MethodGetObject            = "GetObject"
+	MethodListObjects          = "ListObjects"
+	MethodDeleteObject         = "DeleteObject"
+	MethodUpdateObject         = "UpdateObject"
+	MethodComposeObject        = "ComposeObject"
 )
 
 // Call is one call as the request log ([Server.Calls]) records it: a gRPC
