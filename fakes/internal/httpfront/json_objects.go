@@ -19,19 +19,7 @@ const maxMetadataBody = 1 << 20
 // objectOf reads the generation and preconditions of an object request and
 // returns the object they select, checked.
 func (s *Server) objectOf(r *http.Request, bkt, name string) (*store.Bucket, *store.Object, error) {
-	if err := api.CheckObjectName(name); err != nil {
-		return nil, nil, err
-	}
-	q := r.URL.Query()
-	gen, err := queryInt(q, "generation")
-	if err != nil {
-		return nil, nil, err
-	}
-	cond, err := queryConditions(q)
-	if err != nil {
-		return nil, nil, err
-	}
-	b, err := s.Store.Bucket(bkt)
+	b, gen, cond, err := s.objectArgs(r, bkt, name)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -43,6 +31,29 @@ func (s *Server) objectOf(r *http.Request, bkt, name string) (*store.Bucket, *st
 		return nil, nil, err
 	}
 	return b, o, nil
+}
+
+// objectArgs checks the object name of a request on one object and reads
+// what selects it: its bucket, the generation (0: the live object) and
+// the preconditions.
+func (s *Server) objectArgs(r *http.Request, bkt, name string) (*store.Bucket, int64, *store.Conditions, error) {
+	if err := api.CheckObjectName(name); err != nil {
+		return nil, 0, nil, err
+	}
+	q := r.URL.Query()
+	gen, err := queryInt(q, "generation")
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	cond, err := queryConditions(q)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	b, err := s.Store.Bucket(bkt)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	return b, gen, cond, nil
 }
 
 // getObject serves objects.get: the object resource, or its content with
@@ -247,19 +258,7 @@ func (s *Server) updateObject(w http.ResponseWriter, r *http.Request, bkt, name 
 // live one, or the generation parameter's) with edit, under the request's
 // preconditions, and returns it: the metageneration goes up by one.
 func (s *Server) editObject(r *http.Request, bkt, name string, edit func(*store.Attrs) error) (*store.Bucket, *store.Object, error) {
-	if err := api.CheckObjectName(name); err != nil {
-		return nil, nil, err
-	}
-	q := r.URL.Query()
-	gen, err := queryInt(q, "generation")
-	if err != nil {
-		return nil, nil, err
-	}
-	cond, err := queryConditions(q)
-	if err != nil {
-		return nil, nil, err
-	}
-	b, err := s.Store.Bucket(bkt)
+	b, gen, cond, err := s.objectArgs(r, bkt, name)
 	if err != nil {
 		return nil, nil, err
 	}
