@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/objup/objup/fakes"
 	"github.com/objup/objup/fakes/faultproxy"
 
 	"github.com/objup/objup/uploader"
@@ -58,7 +59,27 @@ func abandoned(t *testing.T, e *env, name string, data []byte, least int64, opts
 	}
 	p.Close()
 	_ = w.CloseWithError(errors.New("killed"))
+	// The fake logs a call when it ends, which it learns after the
+	// proxy closed: wait for the killed stream's record, so that a test
+	// counting the calls that follow does not count it.
+	for !killedStreamLogged(e, name) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the fake never logged the end of the killed stream of %s", name)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	return h
+}
+
+// killedStreamLogged reports whether the fake's log holds a write stream
+// of object name that ended in failure: the stream a killed process left.
+func killedStreamLogged(e *env, name string) bool {
+	for _, c := range e.srv.Calls() {
+		if c.Object == name && c.Code != codes.OK && (c.Method == fakes.MethodBidiWriteObject || c.Method == fakes.MethodWriteObject) {
+			return true
+		}
+	}
+	return false
 }
 
 // proxiedClient returns a client of its own that reaches e's fake through
